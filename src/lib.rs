@@ -1,0 +1,21 @@
+//! utilgate: a performance-regression gate for LLM inference.
+//!
+//! The library holds everything; `main.rs` only parses arguments and maps the outcome to an exit
+//! code. Pure modules (`floor`, `stats`, `compare`, `case`, `catalog`, `measure::protocol`,
+//! `report`) never touch files, the environment, processes or the clock; `commands` sequences I/O.
+
+pub mod case;
+pub mod catalog;
+pub mod cli;
+pub mod commands;
+pub mod compare;
+pub mod config;
+pub mod error;
+pub mod floor;
+pub mod measure;
+pub mod output;
+pub mod stats;
+pub mod store;
+
+pub use commands::{Outcome, run};
+pub use error::Error;
