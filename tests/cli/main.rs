@@ -1,0 +1,1 @@
+//! End-to-end tests: the real binary, real child processes, real SQLite files.
