@@ -125,9 +125,83 @@ impl FromStr for Verdict {
     }
 }
 
+/// The values a suite's `command` template can use. Every name is always defined, so a typo
+/// in the template (`{{ modle }}`) is an error rather than an empty string.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommandVars<'a> {
+    pub suite: &'a str,
+    pub model: &'a str,
+    pub precision: &'a str,
+    pub kv_dtype: &'a str,
+    pub phase: Phase,
+    pub batch: u64,
+    pub context: u64,
+    pub warmup_steps: u64,
+    pub steps: u64,
+    pub repeat: u32,
+    /// Absolute path of the running utilgate binary (for its built-in example harness).
+    pub utilgate: &'a str,
+    /// Directory of the config file.
+    pub config_dir: &'a str,
+}
+
+fn template_env() -> minijinja::Environment<'static> {
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env
+}
+
+/// Render a suite's command template for one case and repeat. Pure.
+pub fn render_command(template: &str, vars: &CommandVars<'_>) -> Result<String, minijinja::Error> {
+    template_env().render_str(template, vars)
+}
+
+/// Check that a command template compiles and uses only known variables.
+pub fn check_command_template(template: &str) -> Result<(), minijinja::Error> {
+    let vars = CommandVars {
+        suite: "suite",
+        model: "model",
+        precision: "bf16",
+        kv_dtype: "bf16",
+        phase: Phase::Decode,
+        batch: 1,
+        context: 1,
+        warmup_steps: 1,
+        steps: 1,
+        repeat: 0,
+        utilgate: "utilgate",
+        config_dir: ".",
+    };
+    render_command(template, &vars).map(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn command_templates_render_and_reject_typos() {
+        let vars = CommandVars {
+            suite: "s",
+            model: "m",
+            precision: "bf16",
+            kv_dtype: "bf16",
+            phase: Phase::Prefill,
+            batch: 8,
+            context: 2048,
+            warmup_steps: 3,
+            steps: 10,
+            repeat: 2,
+            utilgate: "/bin/utilgate",
+            config_dir: "/cfg",
+        };
+        let out = render_command("run --model {{ model }} --phase {{ phase }} -b {{ batch }} -r {{ repeat }}", &vars)
+            .expect("renders");
+        assert_eq!(out, "run --model m --phase prefill -b 8 -r 2");
+        assert!(check_command_template("x {{ modle }}").is_err());
+        assert!(check_command_template("x {{ model ").is_err());
+        assert!(check_command_template("x {{ model }} {{ utilgate }}").is_ok());
+    }
 
     #[test]
     fn verdict_names_round_trip() {

@@ -1,7 +1,322 @@
-//! The command-line interface, clap derive only: no logic.
+//! The command-line interface: clap derive structs only, no logic.
 
-use clap::Parser;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::case::Phase;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  the gate passed (or the command succeeded)
+  1  the gate failed: a case got a verdict listed in [gate] fail_on (default: regressed, invalid)
+  2  error: usage, config, store, harness or driver";
 
 #[derive(Debug, Parser)]
-#[command(name = "utilgate", version, about)]
-pub struct Cli {}
+#[command(
+    name = "utilgate",
+    version,
+    about = "Performance-regression gate for LLM inference: roofline floors, step timing, utilisation, baselines",
+    after_help = EXIT_CODES
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Colour in terminal output.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// A table for people.
+    Human,
+    /// JSON with "schema_version": 1.
+    Json,
+}
+
+/// Where the config and store are.
+#[derive(Debug, Args, Clone)]
+pub struct ConfigArgs {
+    /// The config file.
+    #[arg(long, short = 'c', env = "UTILGATE_CONFIG", default_value = crate::config::DEFAULT_CONFIG_PATH)]
+    pub config: PathBuf,
+    /// The SQLite store (default: [store] path in the config).
+    #[arg(long, env = "UTILGATE_DB")]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct FormatArgs {
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure every case of the configured suites, store the run, and gate it against baselines.
+    Run(RunArgs),
+    /// The roofline floor of one case, and MBU/MFU for a measured step time.
+    Floor(FloorArgs),
+    /// Recompute verdicts of a stored run from its raw samples.
+    Compare(CompareArgs),
+    /// Inspect and move baselines.
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
+    /// Inspect stored runs.
+    #[command(subcommand)]
+    Runs(RunsCommand),
+    /// Check or print the config.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Built-in harnesses that speak the harness protocol (used by the examples).
+    #[command(subcommand, hide = true)]
+    Harness(HarnessCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub format: FormatArgs,
+    /// Run only these suites (repeatable).
+    #[arg(long = "suite")]
+    pub suites: Vec<String>,
+    /// Commit the run measures (default: GITHUB_SHA, else `git rev-parse HEAD`).
+    #[arg(long)]
+    pub git_sha: Option<String>,
+    /// Branch the run measures (default: GITHUB_HEAD_REF or GITHUB_REF_NAME, else git).
+    #[arg(long)]
+    pub branch: Option<String>,
+    /// What started the run: nightly, pull_request, manual... (default: GITHUB_EVENT_NAME, else "manual").
+    #[arg(long)]
+    pub trigger: Option<String>,
+    /// Pull-request number (default: from GITHUB_REF refs/pull/N/merge).
+    #[arg(long)]
+    pub pr: Option<u64>,
+    /// Never move baselines, even on the baseline branch.
+    #[arg(long)]
+    pub no_promote: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FloorArgs {
+    /// A catalogue model name, a model named in the config, or a path to a config.json.
+    #[arg(long)]
+    pub model: String,
+    /// A catalogue GPU name (e.g. h100-sxm), or the one the config declares when omitted.
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// Weight precision: bf16, fp16, fp32, fp8, int8, w8a16, int4-g128 ...
+    #[arg(long, default_value = "bf16")]
+    pub precision: String,
+    /// KV-cache dtype (default: the precision's activation dtype).
+    #[arg(long)]
+    pub kv_dtype: Option<String>,
+    #[arg(long, value_enum)]
+    pub phase: PhaseArg,
+    #[arg(long, default_value_t = 1)]
+    pub batch: u64,
+    /// KV length (decode) or prompt length (prefill), in tokens.
+    #[arg(long)]
+    pub context: u64,
+    /// A measured step time in ms, to get MBU and MFU.
+    #[arg(long)]
+    pub step_ms: Option<f64>,
+    /// Config to read [models] and [gpu] from, when present.
+    #[arg(long, short = 'c', env = "UTILGATE_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PhaseArg {
+    Decode,
+    Prefill,
+}
+
+impl From<PhaseArg> for Phase {
+    fn from(p: PhaseArg) -> Self {
+        match p {
+            PhaseArg::Decode => Phase::Decode,
+            PhaseArg::Prefill => Phase::Prefill,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The run to judge (default: the latest).
+    pub run: Option<i64>,
+    /// Compare against this run instead of the pinned baselines.
+    #[arg(long)]
+    pub against: Option<i64>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BaselineCommand {
+    /// The current baselines, one line per case and GPU.
+    List(BaselineListArgs),
+    /// One case's baseline in full.
+    Show(BaselineShowArgs),
+    /// Every baseline move, with its reason.
+    History(BaselineListArgs),
+    /// Move the baselines of matching cases to a run's results, for an intentional change.
+    Accept(BaselineAcceptArgs),
+    /// Write the current baselines to a portable, reviewable file.
+    Export(BaselineExportArgs),
+    /// Read baselines from an exported file into the store.
+    Import(BaselineImportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineListArgs {
+    /// Only cases whose key contains this text (e.g. "decode/llama" or "b8").
+    pub filter: Option<String>,
+    /// Only this GPU SKU.
+    #[arg(long)]
+    pub gpu: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineShowArgs {
+    /// The case key, as printed by `baseline list` (suite/model/precision/phase/bN/cN).
+    pub case: String,
+    #[arg(long)]
+    pub gpu: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineAcceptArgs {
+    /// Cases whose key contains this text ("" for all).
+    pub filter: String,
+    /// The run whose results become the baselines.
+    #[arg(long)]
+    pub run: i64,
+    /// Why the change is intended (kept in the history).
+    #[arg(long)]
+    pub reason: String,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineExportArgs {
+    /// Output file (default: baselines/<gpu>.json beside the config).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long)]
+    pub gpu: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineImportArgs {
+    /// Exported baseline files.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// Stored runs, newest first.
+    List(RunsListArgs),
+    /// One run with every case result.
+    Show(RunsShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunsListArgs {
+    #[arg(long, default_value_t = 20)]
+    pub limit: usize,
+    #[arg(long)]
+    pub branch: Option<String>,
+    #[arg(long)]
+    pub gpu: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct RunsShowArgs {
+    /// The run id (default: the latest).
+    pub run: Option<i64>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate the config without running anything.
+    Check(ConfigCheckArgs),
+    /// Print the commented default config, every key documented.
+    Default,
+}
+
+#[derive(Debug, Args)]
+pub struct ConfigCheckArgs {
+    #[arg(long, short = 'c', env = "UTILGATE_CONFIG", default_value = crate::config::DEFAULT_CONFIG_PATH)]
+    pub config: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HarnessCommand {
+    /// A memory-bound decode step on the CPU: reads the floor's weight and KV bytes each step.
+    CpuDecode(CpuDecodeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CpuDecodeArgs {
+    /// The config whose [models] describe the model (UTILGATE_MODEL names it).
+    #[arg(long, short = 'c')]
+    pub config: PathBuf,
+    /// Multiply every step's work by this factor (for demonstrating a slowdown).
+    #[arg(long, env = "UTILGATE_EXAMPLE_SLOWDOWN", default_value_t = 1.0)]
+    pub slowdown: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,15 +1,32 @@
-//! Commands: the only place that sequences I/O.
+//! Commands: the only place that sequences I/O. Each returns an `Outcome` (a failed gate is an
+//! outcome, not an error) or an `Error` (exit 2).
 
+pub mod baseline;
+pub mod config_cmd;
+pub mod floor;
+pub mod floor_cmd;
+pub mod harness;
+pub mod judge;
+pub mod run;
+pub mod runs;
+
+use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use crate::cli::Cli;
 use crate::Error;
+use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, RunsCommand};
+use crate::store::Store;
 
-/// What a command concluded. A failed gate is an outcome, not an error.
+/// What a command concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
+    /// The gate passed, or the command did what it was asked.
     Passed,
+    /// A case got a verdict listed in `fail_on`.
     GateFailed,
+    /// The gate did not fail, but some case could not be measured (stored as `error`).
+    CasesFailed,
 }
 
 impl Outcome {
@@ -18,10 +35,47 @@ impl Outcome {
         match self {
             Outcome::Passed => ExitCode::SUCCESS,
             Outcome::GateFailed => ExitCode::from(1),
+            Outcome::CasesFailed => ExitCode::from(2),
         }
     }
 }
 
-pub fn run(_cli: Cli) -> Result<Outcome, Error> {
-    Ok(Outcome::Passed)
+pub fn run(cli: Cli) -> Result<Outcome, Error> {
+    crate::output::set_color(cli.global.color);
+    match &cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Floor(args) => floor_cmd::floor(args),
+        Command::Compare(args) => runs::compare(args),
+        Command::Baseline(cmd) => baseline::baseline(cmd),
+        Command::Runs(RunsCommand::List(args)) => runs::list(args),
+        Command::Runs(RunsCommand::Show(args)) => runs::show(args),
+        Command::Config(ConfigCommand::Check(args)) => config_cmd::check(args),
+        Command::Config(ConfigCommand::Default) => config_cmd::print_default(),
+        Command::Harness(HarnessCommand::CpuDecode(args)) => {
+            harness::cpu_decode(args).map(|()| Outcome::Passed)
+        }
+    }
+}
+
+/// The process environment as a lookup function, so pure code can take it as an argument.
+#[must_use]
+pub fn env_lookup() -> impl Fn(&str) -> Option<String> {
+    #[expect(clippy::disallowed_methods, reason = "edge: the one place commands read the environment")]
+    |name: &str| std::env::var(name).ok()
+}
+
+/// Open (creating when absent) the store a run writes to.
+pub fn open_store(path: &Path, busy_timeout_s: f64) -> Result<Store, Error> {
+    Ok(Store::open(path, Duration::from_secs_f64(busy_timeout_s))?)
+}
+
+/// Open a store that must already exist (read-mostly commands never create one).
+pub fn open_existing_store(path: &Path, busy_timeout_s: f64) -> Result<Store, Error> {
+    if !path.exists() {
+        return Err(Error::Usage(format!(
+            "no store at {}: run `utilgate run` first, or pass --db PATH",
+            path.display()
+        )));
+    }
+    open_store(path, busy_timeout_s)
 }

@@ -1,0 +1,479 @@
+//! `utilgate baseline list|show|history|accept|export|import`. Baselines are pointers: they move
+//! only through a passing run on the baseline branch, an `accept` with a reason, or an import,
+//! and every move is kept. The export file is portable and reviewable: one case per line.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use comfy_table::Table;
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use serde::{Deserialize, Serialize};
+
+use crate::case::{CaseKey, Verdict};
+use crate::cli::{
+    BaselineAcceptArgs, BaselineCommand, BaselineExportArgs, BaselineImportArgs,
+    BaselineListArgs, BaselineShowArgs, Format,
+};
+use crate::commands::Outcome;
+use crate::commands::runs::store_from;
+use crate::error::Error;
+use crate::output;
+use crate::report::SCHEMA_VERSION;
+use crate::store::{
+    BaselineMove, BaselineMoveKind, CaseFilter, NewResult, NewRun, RunId, StoredResult,
+};
+
+pub fn baseline(cmd: &BaselineCommand) -> Result<Outcome, Error> {
+    match cmd {
+        BaselineCommand::List(args) => list(args),
+        BaselineCommand::Show(args) => show(args),
+        BaselineCommand::History(args) => history(args),
+        BaselineCommand::Accept(args) => accept(args),
+        BaselineCommand::Export(args) => export(args),
+        BaselineCommand::Import(args) => import(args),
+    }
+}
+
+fn matches(key: &CaseKey, filter: Option<&str>) -> bool {
+    filter.is_none_or(|f| key.to_string().contains(f))
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_owned(), |v| format!("{:.1}%", v * 100.0))
+}
+
+fn ms(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
+}
+
+fn short_sha(s: Option<&str>) -> String {
+    s.map(|s| s[..s.len().min(10)].to_owned()).unwrap_or_default()
+}
+
+fn list(args: &BaselineListArgs) -> Result<Outcome, Error> {
+    let (store, _) = store_from(&args.config)?;
+    let entries: Vec<_> = store
+        .baselines(args.gpu.as_deref())?
+        .into_iter()
+        .filter(|e| matches(&e.key, args.filter.as_deref()))
+        .collect();
+    match args.format.format {
+        Format::Json => {
+            let value = serde_json::json!({ "schema_version": SCHEMA_VERSION, "baselines": entries });
+            output::emit(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
+        }
+        Format::Human => {
+            let mut table = Table::new();
+            table.load_preset(UTF8_BORDERS_ONLY).force_no_tty();
+            table.set_header(vec![
+                "case", "gpu", "run", "commit", "median ms", "util", "moved", "how", "reason",
+            ]);
+            for e in &entries {
+                table.add_row(vec![
+                    e.key.to_string(),
+                    e.gpu_sku.clone(),
+                    e.run_id.to_string(),
+                    short_sha(e.git_sha.as_deref()),
+                    ms(e.median_ms),
+                    pct(e.utilisation),
+                    e.moved_at.strftime("%Y-%m-%d %H:%M").to_string(),
+                    e.kind.to_string(),
+                    e.reason.clone(),
+                ]);
+            }
+            if entries.is_empty() {
+                output::emit("no baselines yet: a passing run on the baseline branch sets them\n")?;
+            } else {
+                output::emit(&format!("{table}\n"))?;
+            }
+        }
+    }
+    Ok(Outcome::Passed)
+}
+
+fn show(args: &BaselineShowArgs) -> Result<Outcome, Error> {
+    let (store, _) = store_from(&args.config)?;
+    let entry = store
+        .baselines(args.gpu.as_deref())?
+        .into_iter()
+        .find(|e| e.key.to_string() == args.case)
+        .ok_or_else(|| {
+            Error::Usage(format!(
+                "no baseline for case {:?}; `utilgate baseline list` shows the keys",
+                args.case
+            ))
+        })?;
+    let result = store
+        .baseline_for(&entry.key, &entry.gpu_sku)?
+        .ok_or_else(|| Error::Usage(format!("no baseline for case {:?}", args.case)))?;
+    match args.format.format {
+        Format::Json => {
+            let value = serde_json::json!({
+                "schema_version": SCHEMA_VERSION,
+                "baseline": entry,
+                "result": result,
+            });
+            output::emit(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
+        }
+        Format::Human => {
+            let mut out = String::new();
+            let _ = writeln!(out, "case:        {}", entry.key);
+            let _ = writeln!(out, "gpu:         {}", entry.gpu_sku);
+            let _ = writeln!(
+                out,
+                "result:      run {} @ {} on {}",
+                entry.run_id,
+                short_sha(result.git_sha.as_deref()),
+                result.branch.as_deref().unwrap_or("-")
+            );
+            let _ = writeln!(
+                out,
+                "moved:       {} by {} ({})",
+                entry.moved_at, entry.kind, entry.reason
+            );
+            let _ = writeln!(out, "floor:       {} ms", ms(result.floor_ms));
+            let _ = writeln!(
+                out,
+                "step:        {} ms median, utilisation {} (MBU {}, MFU {})",
+                ms(result.median_ms),
+                pct(result.utilisation),
+                pct(result.mbu),
+                pct(result.mfu)
+            );
+            let medians: Vec<String> = result
+                .repeats_ms
+                .iter()
+                .filter_map(|r| crate::stats::median(r))
+                .map(|m| format!("{m:.3}"))
+                .collect();
+            let _ = writeln!(out, "per-process medians (ms): {}", medians.join(", "));
+            for (k, v) in &result.env {
+                let _ = writeln!(out, "env {k}: {v}");
+            }
+            output::emit(&out)?;
+        }
+    }
+    Ok(Outcome::Passed)
+}
+
+fn history(args: &BaselineListArgs) -> Result<Outcome, Error> {
+    let (store, _) = store_from(&args.config)?;
+    let events: Vec<_> = store
+        .baseline_history(&CaseFilter::All, args.gpu.as_deref())?
+        .into_iter()
+        .filter(|e| matches(&e.key, args.filter.as_deref()))
+        .collect();
+    match args.format.format {
+        Format::Json => {
+            let value = serde_json::json!({ "schema_version": SCHEMA_VERSION, "events": events });
+            output::emit(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
+        }
+        Format::Human => {
+            let mut table = Table::new();
+            table.load_preset(UTF8_BORDERS_ONLY).force_no_tty();
+            table.set_header(vec!["moved", "case", "gpu", "run", "commit", "util", "how", "reason"]);
+            for e in &events {
+                table.add_row(vec![
+                    e.moved_at.strftime("%Y-%m-%d %H:%M:%S").to_string(),
+                    e.key.to_string(),
+                    e.gpu_sku.clone(),
+                    e.run_id.to_string(),
+                    short_sha(e.git_sha.as_deref()),
+                    pct(e.utilisation),
+                    e.kind.to_string(),
+                    e.reason.clone(),
+                ]);
+            }
+            output::emit(&format!("{table}\n"))?;
+        }
+    }
+    Ok(Outcome::Passed)
+}
+
+fn accept(args: &BaselineAcceptArgs) -> Result<Outcome, Error> {
+    if args.reason.trim().is_empty() {
+        return Err(Error::Usage(
+            "--reason is empty: say why the change is intended; it is kept in the baseline history"
+                .into(),
+        ));
+    }
+    let (mut store, _) = store_from(&args.config)?;
+    let run = store
+        .run(RunId(args.run))?
+        .ok_or(Error::NoSuchRun(args.run))?;
+    let chosen: Vec<&StoredResult> = run
+        .results
+        .iter()
+        .filter(|r| matches(&r.key, Some(&args.filter)))
+        .collect();
+    if chosen.is_empty() {
+        return Err(Error::Usage(format!(
+            "no result of run {} matches {:?}; `utilgate runs show {}` lists its cases",
+            args.run, args.filter, args.run
+        )));
+    }
+    // Only a real measurement can become a baseline: never a failed or impossible one.
+    if let Some(bad) = chosen.iter().find(|r| {
+        r.error.is_some() || matches!(r.verdict, Some(Verdict::Error | Verdict::Invalid))
+    }) {
+        return Err(Error::Usage(format!(
+            "case {} of run {} is {}: only a valid measurement can become a baseline; narrow the filter",
+            bad.key,
+            args.run,
+            bad.verdict.map_or("unmeasured", Verdict::as_str)
+        )));
+    }
+    let now = jiff::Timestamp::now();
+    let moves: Vec<BaselineMove> = chosen
+        .iter()
+        .map(|r| BaselineMove {
+            result_id: r.id,
+            kind: BaselineMoveKind::Accept,
+            reason: args.reason.clone(),
+            moved_at: now,
+        })
+        .collect();
+    store.move_baselines(&moves)?;
+    let mut out = String::new();
+    for r in &chosen {
+        let _ = writeln!(out, "accepted {} from run {}", r.key, args.run);
+    }
+    output::emit(&out)?;
+    Ok(Outcome::Passed)
+}
+
+/// One baseline in the portable export: enough to judge against it exactly as the store would.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportedBaseline {
+    pub key: CaseKey,
+    pub run_id: i64,
+    pub git_sha: Option<String>,
+    pub branch: Option<String>,
+    pub measured_at: String,
+    pub moved_at: String,
+    pub how: String,
+    pub reason: String,
+    pub verdict: Option<Verdict>,
+    pub floor_ms: Option<f64>,
+    pub floor: Option<serde_json::Value>,
+    pub median_ms: Option<f64>,
+    pub utilisation: Option<f64>,
+    pub mbu: Option<f64>,
+    pub mfu: Option<f64>,
+    pub summary: Option<serde_json::Value>,
+    pub env: BTreeMap<String, String>,
+    pub repeats_ms: Vec<Vec<f64>>,
+}
+
+/// The export file: a header and one baseline per line, so diffs show which cases moved.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportFile {
+    pub schema_version: u32,
+    pub gpu_sku: String,
+    pub baselines: Vec<ExportedBaseline>,
+}
+
+/// Render an export with one baseline per line. Pure.
+pub fn render_export(file: &ExportFile) -> Result<String, serde_json::Error> {
+    let mut out = String::new();
+    let _ = writeln!(out, "{{");
+    let _ = writeln!(out, "  \"schema_version\": {},", file.schema_version);
+    let _ = writeln!(
+        out,
+        "  \"gpu_sku\": {},",
+        serde_json::to_string(&file.gpu_sku)?
+    );
+    let _ = writeln!(out, "  \"baselines\": [");
+    for (i, b) in file.baselines.iter().enumerate() {
+        let comma = if i + 1 < file.baselines.len() { "," } else { "" };
+        let _ = writeln!(out, "    {}{comma}", serde_json::to_string(b)?);
+    }
+    let _ = writeln!(out, "  ]");
+    let _ = writeln!(out, "}}");
+    Ok(out)
+}
+
+/// Parse an export file; `origin` names it in errors. Pure.
+pub fn parse_export(text: &str, origin: &Path) -> Result<ExportFile, Error> {
+    let file: ExportFile = serde_json::from_str(text).map_err(|e| Error::BaselineFile {
+        path: origin.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    if file.schema_version != SCHEMA_VERSION {
+        return Err(Error::BaselineFile {
+            path: origin.to_path_buf(),
+            message: format!(
+                "schema_version {} is not supported (this utilgate reads {SCHEMA_VERSION})",
+                file.schema_version
+            ),
+        });
+    }
+    for b in &file.baselines {
+        if b.repeats_ms.iter().flatten().any(|x| !(x.is_finite() && *x > 0.0)) {
+            return Err(Error::BaselineFile {
+                path: origin.to_path_buf(),
+                message: format!("case {}: a step time is not a positive number", b.key),
+            });
+        }
+    }
+    Ok(file)
+}
+
+fn export(args: &BaselineExportArgs) -> Result<Outcome, Error> {
+    let (store, _) = store_from(&args.config)?;
+    let entries = store.baselines(args.gpu.as_deref())?;
+    let mut by_sku: BTreeMap<String, Vec<ExportedBaseline>> = BTreeMap::new();
+    for e in entries {
+        let Some(r) = store.baseline_for(&e.key, &e.gpu_sku)? else {
+            continue;
+        };
+        by_sku.entry(e.gpu_sku.clone()).or_default().push(ExportedBaseline {
+            key: e.key.clone(),
+            run_id: e.run_id.0,
+            git_sha: r.git_sha.clone(),
+            branch: r.branch.clone(),
+            measured_at: r.started_at.to_string(),
+            moved_at: e.moved_at.to_string(),
+            how: e.kind.to_string(),
+            reason: e.reason.clone(),
+            verdict: r.verdict,
+            floor_ms: r.floor_ms,
+            floor: r.floor_json.clone(),
+            median_ms: r.median_ms,
+            utilisation: r.utilisation,
+            mbu: r.mbu,
+            mfu: r.mfu,
+            summary: r.summary_json.clone(),
+            env: r.env.clone(),
+            repeats_ms: r.repeats_ms.clone(),
+        });
+    }
+    if by_sku.is_empty() {
+        return Err(Error::Usage(
+            "no baselines to export: a passing run on the baseline branch sets them".into(),
+        ));
+    }
+    if args.out.is_some() && by_sku.len() > 1 {
+        return Err(Error::Usage(format!(
+            "the store holds baselines for several GPUs ({}); pass --gpu with --out",
+            by_sku.keys().cloned().collect::<Vec<_>>().join(", ")
+        )));
+    }
+    let base_dir = args
+        .config
+        .config
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .join("baselines");
+    let mut written = String::new();
+    for (sku, mut baselines) in by_sku {
+        baselines.sort_by(|a, b| a.key.cmp(&b.key));
+        let path: PathBuf = args
+            .out
+            .clone()
+            .unwrap_or_else(|| base_dir.join(format!("{sku}.json")));
+        let text = render_export(&ExportFile {
+            schema_version: SCHEMA_VERSION,
+            gpu_sku: sku.clone(),
+            baselines,
+        })?;
+        if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        // Write beside and rename, so a failed write never leaves half a file.
+        let tmp = path.with_extension("json.tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &path))
+            .map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })?;
+        let _ = writeln!(written, "wrote {} ({sku})", path.display());
+    }
+    output::emit(&written)?;
+    Ok(Outcome::Passed)
+}
+
+fn import(args: &BaselineImportArgs) -> Result<Outcome, Error> {
+    // Read and check every file before touching the store.
+    let mut files = Vec::new();
+    for path in &args.files {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        files.push((path.clone(), parse_export(&text, path)?));
+    }
+    let loaded = crate::commands::runs::optional_config(&args.config)?;
+    let (db, timeout) = match (&args.config.db, &loaded) {
+        (Some(db), _) => (db.clone(), crate::config::StoreConfig::default().busy_timeout_s),
+        (None, Some(l)) => (l.store_path(None), l.config.store.busy_timeout_s),
+        (None, None) => (
+            PathBuf::from(crate::config::DEFAULT_STORE_PATH),
+            crate::config::StoreConfig::default().busy_timeout_s,
+        ),
+    };
+    let mut store = crate::commands::open_store(&db, timeout)?;
+    let now = jiff::Timestamp::now();
+    let mut out = String::new();
+    for (path, file) in files {
+        if file.baselines.is_empty() {
+            continue;
+        }
+        let results = file
+            .baselines
+            .iter()
+            .map(|b| NewResult {
+                key: b.key.clone(),
+                verdict: b.verdict,
+                error: None,
+                floor_ms: b.floor_ms,
+                floor_json: b.floor.clone(),
+                median_ms: b.median_ms,
+                utilisation: b.utilisation,
+                mbu: b.mbu,
+                mfu: b.mfu,
+                summary_json: b.summary.clone(),
+                decision_json: None,
+                repeats_ms: b.repeats_ms.clone(),
+                warmup_ms: Vec::new(),
+                env: b.env.clone(),
+                gpu_state_json: None,
+                stderr_tail: None,
+                promote: false,
+            })
+            .collect();
+        let run = NewRun {
+            started_at: now,
+            finished_at: now,
+            git_sha: None,
+            branch: None,
+            trigger: Some("import".into()),
+            pr_number: None,
+            gpu_sku: file.gpu_sku.clone(),
+            gpu_json: None,
+            host: None,
+            utilgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+            config_json: Some(serde_json::json!({ "imported_from": path.display().to_string() })),
+            results,
+        };
+        let reason = format!("imported from {}", path.display());
+        let id = store.import_run(&run, &reason, now)?;
+        let _ = writeln!(
+            out,
+            "imported {} baseline(s) for {} from {} as run {id}",
+            file.baselines.len(),
+            file.gpu_sku,
+            path.display()
+        );
+    }
+    output::emit(&out)?;
+    Ok(Outcome::Passed)
+}

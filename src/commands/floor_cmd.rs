@@ -1,0 +1,91 @@
+//! `utilgate floor`: resolves the model (catalogue, config, or a config.json path) and the GPU,
+//! then prints the pure floor report. Reads files only.
+
+use std::path::Path;
+
+use crate::catalog::{CatalogError, GpuSpec, ModelSpec, Precision};
+use crate::cli::{FloorArgs, Format};
+use crate::commands::Outcome;
+use crate::commands::floor::{build_report, render_human};
+use crate::config::LoadedConfig;
+use crate::error::Error;
+use crate::output;
+
+fn resolve_model(name: &str, loaded: Option<&LoadedConfig>) -> Result<ModelSpec, Error> {
+    if let Some(spec) = loaded.and_then(|l| l.models.get(name)) {
+        return Ok(spec.clone());
+    }
+    if let Some(spec) = crate::catalog::model_by_name(name) {
+        return Ok(spec);
+    }
+    let path = Path::new(name);
+    if path.extension().is_some_and(|e| e == "json") || path.exists() {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        return Ok(ModelSpec::from_hf_config(&text, name)?);
+    }
+    Err(CatalogError::unknown_model(name).into())
+}
+
+fn resolve_gpu(name: Option<&str>, loaded: Option<&LoadedConfig>) -> Result<GpuSpec, Error> {
+    if let Some(name) = name {
+        return crate::catalog::gpu_by_name(name)
+            .ok_or_else(|| CatalogError::unknown_gpu(name).into());
+    }
+    let gpu = loaded
+        .and_then(|l| l.config.gpu.as_ref())
+        .ok_or(Error::NoDeviceSpec)?;
+    match &gpu.name {
+        Some(name) => {
+            let spec = crate::catalog::gpu_by_name(name)
+                .ok_or_else(|| CatalogError::unknown_gpu(name))?;
+            Ok(spec.with_overrides(gpu.mem_bandwidth_gb_s, &gpu.dense_tflops, gpu.memory_gb)?)
+        }
+        None => Ok(GpuSpec::declared(
+            "declared-gpu",
+            gpu.mem_bandwidth_gb_s.ok_or(Error::NoDeviceSpec)?,
+            &gpu.dense_tflops,
+            gpu.memory_gb,
+        )?),
+    }
+}
+
+pub fn floor(args: &FloorArgs) -> Result<Outcome, Error> {
+    if let Some(step) = args.step_ms
+        && !(step.is_finite() && step > 0.0)
+    {
+        return Err(Error::Usage(format!(
+            "--step-ms {step}: a step time must be a positive number of milliseconds"
+        )));
+    }
+    let loaded = match &args.config {
+        Some(path) => Some(crate::config::load(path)?),
+        None => None,
+    };
+    let model = resolve_model(&args.model, loaded.as_ref())?;
+    let gpu = resolve_gpu(args.gpu.as_deref(), loaded.as_ref())?;
+    let precision = Precision::parse(&args.precision, args.kv_dtype.as_deref())?;
+    let report = build_report(
+        &args.model,
+        &model,
+        &gpu,
+        &precision,
+        args.phase.into(),
+        args.batch,
+        args.context,
+        args.step_ms,
+    )?;
+    match args.format.format {
+        Format::Human => output::emit(&render_human(&report))?,
+        Format::Json => {
+            let mut value = serde_json::to_value(&report)?;
+            if let Some(obj) = value.as_object_mut() {
+                obj.insert("schema_version".into(), 1.into());
+            }
+            output::emit(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
+        }
+    }
+    Ok(Outcome::Passed)
+}

@@ -1,0 +1,144 @@
+//! `utilgate harness cpu-decode`: the example harness. It speaks protocol v1 like any user's
+//! harness (environment in, JSON lines out to `$UTILGATE_OUT`) and does real, measurable,
+//! memory-bound work shaped like one decode step: every step streams the bytes the floor says a
+//! decode step must move — the weights once, each sequence's KV cache at the current context —
+//! and writes each sequence's new K/V. Nothing about the step time is assumed or hard-coded:
+//! it is the wall time of that work on this host. Does I/O (environment, clock, one file).
+
+use std::fmt::Write as _;
+use std::hint::black_box;
+use std::io::Write as _;
+use std::time::Instant;
+
+use crate::case::Phase;
+use crate::catalog::{GpuSpec, Precision};
+use crate::cli::CpuDecodeArgs;
+use crate::error::Error;
+use crate::measure::harness as protocol_env;
+use crate::measure::host::{filled_buffer, stream_read};
+
+fn env_var(name: &str) -> Result<String, Error> {
+    #[expect(clippy::disallowed_methods, reason = "a harness reads the protocol's environment")]
+    std::env::var(name).map_err(|_| {
+        Error::Usage(format!(
+            "{name} is not set: `utilgate harness cpu-decode` is started by `utilgate run` as a suite's command"
+        ))
+    })
+}
+
+fn env_u64(name: &str) -> Result<u64, Error> {
+    let text = env_var(name)?;
+    text.parse()
+        .map_err(|_| Error::Usage(format!("{name}={text:?} is not a whole number")))
+}
+
+pub fn cpu_decode(args: &CpuDecodeArgs) -> Result<(), Error> {
+    let loaded = crate::config::load(&args.config)?;
+    let model_name = env_var(protocol_env::UTILGATE_MODEL)?;
+    let precision_text = env_var(protocol_env::UTILGATE_PRECISION)?;
+    let phase: Phase = env_var(protocol_env::UTILGATE_PHASE)?
+        .parse()
+        .map_err(Error::Usage)?;
+    if phase != Phase::Decode {
+        return Err(Error::Usage(
+            "the cpu-decode example harness times decode steps only; remove \"prefill\" from the suite's phases".into(),
+        ));
+    }
+    let batch = env_u64(protocol_env::UTILGATE_BATCH)?;
+    let context = env_u64(protocol_env::UTILGATE_CONTEXT)?;
+    let warmup = env_u64(protocol_env::UTILGATE_WARMUP_STEPS)?;
+    let steps = env_u64(protocol_env::UTILGATE_STEPS)?;
+    let out_path = env_var(protocol_env::UTILGATE_OUT)?;
+    let model = loaded.models.get(&model_name).ok_or_else(|| {
+        Error::Usage(format!(
+            "model {model_name:?} is not in {}",
+            loaded.path.display()
+        ))
+    })?;
+    let kv_dtype = loaded
+        .config
+        .suites
+        .iter()
+        .find(|s| s.models.contains(&model_name))
+        .and_then(|s| s.kv_dtype.clone());
+    let precision = Precision::parse(&precision_text, kv_dtype.as_deref())?;
+    // The bytes a step moves do not depend on the device; any spec will do for the breakdown.
+    let unit = GpuSpec::declared("host", 1.0, &[("fp32".to_owned(), 1.0)].into(), None)?;
+    let floor = crate::floor::floor(model, &unit, &precision, phase, batch, context)?;
+
+    let weight_bytes = floor.bytes.weights_total();
+    let kv_read_per_seq = floor.bytes.kv_read / batch as f64;
+    let kv_write_per_seq = floor.bytes.kv_write / batch as f64;
+    let to_u64 = |x: f64| {
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "byte counts are finite, non-negative and far below 2^53"
+        )]
+        let n = x.round() as u64;
+        n
+    };
+    let weights = filled_buffer(to_u64(weight_bytes), 1);
+    let mut kv: Vec<Vec<u64>> = (0..batch)
+        .map(|seq| filled_buffer(to_u64(kv_read_per_seq), seq + 2))
+        .collect();
+    let new_kv_words = usize::try_from(to_u64(kv_write_per_seq).div_ceil(8)).unwrap_or(0);
+    // An injected slowdown re-reads part of the weights: more real work, never a fake time.
+    let extra_words = if args.slowdown > 1.0 {
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "a fraction of the buffer length"
+        )]
+        let n = ((args.slowdown - 1.0) * weights.len() as f64) as usize;
+        n.min(weights.len())
+    } else {
+        0
+    };
+
+    let mut out = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&out_path)
+        .map_err(|source| Error::Io {
+            path: out_path.clone().into(),
+            source,
+        })?;
+    let mut lines = String::new();
+    let _ = writeln!(
+        lines,
+        "{{\"env\": {{\"utilgate\": \"{}\", \"harness\": \"cpu-decode\", \"weight_bytes\": \"{}\"}}}}",
+        env!("CARGO_PKG_VERSION"),
+        to_u64(weight_bytes)
+    );
+    let mut position = 0usize;
+    for step in 0..warmup + steps {
+        let start = Instant::now();
+        let mut acc = stream_read(black_box(&weights));
+        acc = acc.wrapping_add(stream_read(black_box(&weights[..extra_words])));
+        for cache in &mut kv {
+            acc = acc.wrapping_add(stream_read(black_box(cache)));
+            // Write this step's K/V for the sequence (the cache is a ring of the context).
+            if !cache.is_empty() {
+                for i in 0..new_kv_words {
+                    let at = (position + i) % cache.len();
+                    cache[at] = cache[at].wrapping_add(acc | 1);
+                }
+            }
+        }
+        black_box(acc);
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        position = position.wrapping_add(new_kv_words);
+        if step < warmup {
+            let _ = writeln!(lines, "{{\"step_ms\": {ms}, \"warmup\": true}}");
+        } else {
+            let _ = writeln!(lines, "{{\"step_ms\": {ms}}}");
+        }
+    }
+    out.write_all(lines.as_bytes())
+        .map_err(|source| Error::Io {
+            path: out_path.into(),
+            source,
+        })?;
+    Ok(())
+}

@@ -1,0 +1,180 @@
+//! Judging results against baselines: fetches each case's baseline and history from the store
+//! and hands them to the pure verdict engine (`compare`). Shared by `run` and `compare`, so a
+//! stored run is always judged the same way as it was when it ran. Reads the store; decides
+//! nothing itself.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::case::{CaseKey, Verdict};
+use crate::compare::{self, Decision, Evidence, Policy};
+use crate::config::{Config, GateConfig};
+use crate::error::Error;
+use crate::store::{StoredResult, StoredRun, Store};
+
+/// One measured (or failed) case, as `run` holds it or the store returns it.
+#[derive(Debug, Clone)]
+pub struct CaseInput {
+    pub key: CaseKey,
+    pub repeats_ms: Vec<Vec<f64>>,
+    pub floor_ms: Option<f64>,
+    pub error: Option<String>,
+    pub env: BTreeMap<String, String>,
+    /// Why the GPU's state makes this case untrustworthy, if it does.
+    pub gpu_guard: Option<String>,
+}
+
+pub use crate::report::{BaselineRef, Judgement};
+
+/// Where the baselines come from.
+pub enum Against<'a> {
+    /// The pinned baselines of the store for this GPU SKU.
+    Pinned,
+    /// Every result of one stored run.
+    Run(&'a StoredRun),
+}
+
+/// The gate policy for one case: thresholds resolved case, then suite, then gate.
+#[must_use]
+pub fn policy_for(config: Option<&Config>, key: &CaseKey) -> Policy {
+    let default_gate = GateConfig::default();
+    let gate = config.map_or(&default_gate, |c| &c.gate);
+    let threshold = config
+        .and_then(|c| c.suites.iter().find(|s| s.name == key.suite))
+        .map_or(gate.max_drop_pct, |s| s.max_drop_pct_for(key, gate));
+    Policy {
+        max_drop_pct: threshold,
+        family_alpha: gate.family_alpha,
+        ..Policy::default()
+    }
+}
+
+/// Judge every case. `suites` limits which baselines count as missing when absent from `cases`.
+pub fn judge(
+    store: &Store,
+    gpu_sku: &str,
+    cases: &[CaseInput],
+    suites: &BTreeSet<String>,
+    config: Option<&Config>,
+    against: &Against<'_>,
+) -> Result<Vec<Judgement>, Error> {
+    let history_runs = config.map_or(GateConfig::default().history_runs, |c| c.gate.history_runs);
+    let m = cases.len().max(1);
+    let mut out = Vec::with_capacity(cases.len());
+    for case in cases {
+        let policy = policy_for(config, &case.key);
+        let baseline = match against {
+            Against::Pinned => store.baseline_for(&case.key, gpu_sku)?,
+            Against::Run(run) => run.results.iter().find(|r| r.key == case.key).cloned(),
+        };
+        let decision = if let Some(message) = &case.error {
+            compare::error_decision(message)
+        } else {
+            let floor_ms = case.floor_ms.unwrap_or(f64::NAN);
+            let current = Evidence {
+                repeats_ms: &case.repeats_ms,
+                floor_ms,
+            };
+            let history = good_history(store, &case.key, gpu_sku, history_runs, baseline.as_ref())?;
+            let history_evidence: Vec<Evidence<'_>> = history
+                .iter()
+                .filter_map(|r| {
+                    r.floor_ms.map(|floor_ms| Evidence {
+                        repeats_ms: &r.repeats_ms,
+                        floor_ms,
+                    })
+                })
+                .collect();
+            let base_evidence = baseline.as_ref().and_then(|b| {
+                b.floor_ms.map(|floor_ms| Evidence {
+                    repeats_ms: &b.repeats_ms,
+                    floor_ms,
+                })
+            });
+            compare::decide(
+                base_evidence.as_ref(),
+                &current,
+                &history_evidence,
+                &policy,
+                m,
+                case.gpu_guard.as_deref(),
+            )
+        };
+        let env_changes = baseline
+            .as_ref()
+            .map(|b| compare::env_diff(&b.env, &case.env))
+            .unwrap_or_default();
+        out.push(Judgement {
+            key: case.key.clone(),
+            decision,
+            baseline: baseline.as_ref().map(baseline_ref),
+            env_changes,
+            threshold_pct: policy.max_drop_pct,
+        });
+    }
+
+    // Cases with a baseline that this run did not measure.
+    let baseline_keys: Vec<CaseKey> = match against {
+        Against::Pinned => store
+            .baselines(Some(gpu_sku))?
+            .into_iter()
+            .map(|b| b.key)
+            .filter(|k| suites.contains(&k.suite))
+            .collect(),
+        Against::Run(run) => run
+            .results
+            .iter()
+            .map(|r| r.key.clone())
+            .filter(|k| suites.contains(&k.suite))
+            .collect(),
+    };
+    let run_keys: Vec<CaseKey> = cases.iter().map(|c| c.key.clone()).collect();
+    for key in compare::missing_keys(&baseline_keys, &run_keys) {
+        let baseline = match against {
+            Against::Pinned => store.baseline_for(&key, gpu_sku)?,
+            Against::Run(run) => run.results.iter().find(|r| r.key == key).cloned(),
+        };
+        out.push(Judgement {
+            threshold_pct: policy_for(config, &key).max_drop_pct,
+            key,
+            decision: compare::missing_decision(),
+            baseline: baseline.as_ref().map(baseline_ref),
+            env_changes: Vec::new(),
+        });
+    }
+    Ok(out)
+}
+
+fn baseline_ref(b: &StoredResult) -> BaselineRef {
+    BaselineRef {
+        run_id: b.run_id.0,
+        git_sha: b.git_sha.clone(),
+        median_ms: b.median_ms,
+        utilisation: b.utilisation,
+    }
+}
+
+/// Older good results of the case (never the baseline itself, never a failed or suspect one).
+fn good_history(
+    store: &Store,
+    key: &CaseKey,
+    gpu_sku: &str,
+    limit: usize,
+    baseline: Option<&StoredResult>,
+) -> Result<Vec<StoredResult>, Error> {
+    if limit == 0 {
+        return Ok(Vec::new());
+    }
+    let rows = store.case_history(key, gpu_sku, limit * 2)?;
+    Ok(rows
+        .into_iter()
+        .filter(|r| baseline.is_none_or(|b| b.id != r.id))
+        .filter(|r| {
+            r.error.is_none()
+                && matches!(
+                    r.verdict,
+                    Some(Verdict::Pass | Verdict::Improved | Verdict::New)
+                )
+        })
+        .take(limit)
+        .collect())
+}

@@ -1,0 +1,409 @@
+//! `utilgate run`: config -> cases -> device spec -> per case: floor, repeats through the
+//! harness, summary -> verdicts against baselines -> one transaction in the store -> report ->
+//! exit code. Sequences I/O; every decision is delegated to pure modules.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::case::{CaseKey, CommandVars, Verdict};
+use crate::catalog::{GpuSpec, Precision};
+use crate::cli::{Format, RunArgs};
+use crate::commands::judge::{self, Against, CaseInput};
+use crate::commands::{Outcome, env_lookup, open_store};
+use crate::compare;
+use crate::config::{LoadedConfig, SuiteConfig};
+use crate::error::Error;
+use crate::floor::Floor;
+use crate::measure::harness::{self, HarnessError, RepeatSpec};
+use crate::output::{self, Progress};
+use crate::report;
+use crate::stats;
+use crate::store::{NewResult, NewRun, Store};
+
+/// What a run is measuring, from flags, the CI environment, or git.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunMeta {
+    pub git_sha: Option<String>,
+    pub branch: Option<String>,
+    pub trigger: String,
+    pub pr_number: Option<u64>,
+}
+
+/// Resolve run metadata: flags first, then GitHub Actions' variables, then git. Pure: the
+/// environment arrives as a lookup function and git's answers as values.
+pub fn resolve_meta(
+    args: &RunArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+    git_sha: Option<String>,
+    git_branch: Option<String>,
+) -> RunMeta {
+    let non_empty = |name: &str| env(name).filter(|v| !v.is_empty());
+    let pr_from_ref = non_empty("GITHUB_REF").and_then(|r| {
+        r.strip_prefix("refs/pull/")
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|n| n.parse().ok())
+    });
+    RunMeta {
+        git_sha: args.git_sha.clone().or_else(|| non_empty("GITHUB_SHA")).or(git_sha),
+        branch: args
+            .branch
+            .clone()
+            .or_else(|| non_empty("GITHUB_HEAD_REF"))
+            .or_else(|| non_empty("GITHUB_REF_NAME"))
+            .or(git_branch),
+        trigger: args
+            .trigger
+            .clone()
+            .or_else(|| non_empty("GITHUB_EVENT_NAME"))
+            .unwrap_or_else(|| "manual".to_owned()),
+        pr_number: args.pr.or(pr_from_ref),
+    }
+}
+
+/// Ask git about the checkout the config lives in; silence when it is not one.
+fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    #[expect(clippy::disallowed_methods, reason = "edge: reading the checkout's commit")]
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+    (out.status.success() && !text.is_empty() && text != "HEAD").then_some(text)
+}
+
+/// The device spec: `[gpu]` from the config (a catalogue entry, declared figures, or the
+/// host's measured bandwidth for CPU examples).
+fn device_spec(loaded: &LoadedConfig, store_path: &Path) -> Result<GpuSpec, Error> {
+    let Some(gpu) = &loaded.config.gpu else {
+        return Err(Error::NoDeviceSpec);
+    };
+    if gpu.measure_host_bandwidth {
+        let host = hostname();
+        let cache = store_path
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("host-bandwidth.json");
+        let now = jiff::Timestamp::now().to_string();
+        let measured = crate::measure::host::cached_or_measure(&cache, &host, &now)
+            .map_err(|source| Error::Io { path: cache, source })?;
+        let name = gpu.name.clone().unwrap_or_else(|| "host-cpu".to_owned());
+        return Ok(GpuSpec::declared(
+            &name,
+            measured.bytes_per_s / 1e9,
+            &gpu.dense_tflops,
+            gpu.memory_gb,
+        )?);
+    }
+    match &gpu.name {
+        Some(name) => {
+            let spec = crate::catalog::gpu_by_name(name)
+                .ok_or_else(|| crate::catalog::CatalogError::unknown_gpu(name))?;
+            Ok(spec.with_overrides(gpu.mem_bandwidth_gb_s, &gpu.dense_tflops, gpu.memory_gb)?)
+        }
+        None => {
+            let bw = gpu.mem_bandwidth_gb_s.ok_or(Error::NoDeviceSpec)?;
+            Ok(GpuSpec::declared(
+                "declared-gpu",
+                bw,
+                &gpu.dense_tflops,
+                gpu.memory_gb,
+            )?)
+        }
+    }
+}
+
+fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "unknown-host".to_owned())
+}
+
+/// Everything needed to run one case.
+struct CasePlan<'a> {
+    suite: &'a SuiteConfig,
+    key: CaseKey,
+    floor: Result<Floor, String>,
+    kv_dtype: String,
+}
+
+/// The outcome of running a case's repeats.
+#[derive(Default)]
+struct Measured {
+    repeats_ms: Vec<Vec<f64>>,
+    warmup_ms: Vec<Vec<f64>>,
+    env: BTreeMap<String, String>,
+    stderr_tail: Option<String>,
+    error: Option<String>,
+}
+
+struct Runner<'a> {
+    loaded: &'a LoadedConfig,
+    exe: String,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Runner<'_> {
+    fn measure(&self, plan: &CasePlan<'_>, repeats: std::ops::Range<u32>, into: &mut Measured) -> Result<(), Error> {
+        let suite = plan.suite;
+        let cwd = suite
+            .cwd
+            .as_ref()
+            .map_or_else(|| self.loaded.dir.clone(), |c| self.loaded.dir.join(c));
+        let extra_env: Vec<(String, String)> =
+            suite.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let config_dir = absolute(&self.loaded.dir);
+        for repeat in repeats {
+            let vars = CommandVars {
+                suite: &suite.name,
+                model: &plan.key.model,
+                precision: &plan.key.precision,
+                kv_dtype: &plan.kv_dtype,
+                phase: plan.key.phase,
+                batch: plan.key.batch,
+                context: plan.key.context,
+                warmup_steps: suite.warmup_steps,
+                steps: suite.steps,
+                repeat,
+                utilgate: &self.exe,
+                config_dir: &config_dir.to_string_lossy(),
+            };
+            let command = crate::case::render_command(suite.command.as_deref().unwrap_or_default(), &vars)
+                .map_err(|e| Error::Usage(format!("suite {}: command template: {e}", suite.name)))?;
+            let out_dir = tempfile::tempdir().map_err(|source| Error::Io {
+                path: std::env::temp_dir(),
+                source,
+            })?;
+            let spec = RepeatSpec {
+                command: &command,
+                cwd: &cwd,
+                case: &plan.key,
+                warmup_steps: suite.warmup_steps,
+                steps: suite.steps,
+                repeat,
+                out_dir: out_dir.path(),
+                timeout: Duration::from_secs_f64(suite.timeout_s),
+                extra_env: &extra_env,
+            };
+            match harness::run_repeat(&spec, &self.cancel) {
+                Ok(out) => {
+                    into.repeats_ms.push(out.report.steps_ms);
+                    into.warmup_ms.push(out.report.warmup_ms);
+                    into.env.extend(out.report.env);
+                    if !out.stderr_tail.is_empty() {
+                        into.stderr_tail = Some(out.stderr_tail);
+                    }
+                }
+                Err(HarnessError::Cancelled) => return Err(Error::Interrupted),
+                Err(err) => {
+                    into.stderr_tail = err.stderr_tail().map(str::to_owned);
+                    let mut message = format!("repeat {repeat}: {err}");
+                    if let Some(hint) = err.hint() {
+                        message.push_str(&format!(" (hint: {hint})"));
+                    }
+                    into.error = Some(message);
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
+    // Validate everything cheap before the first harness starts.
+    let loaded = crate::config::load(&args.config.config)?;
+    let config = &loaded.config;
+    for wanted in &args.suites {
+        if !config.suites.iter().any(|s| &s.name == wanted) {
+            let names: Vec<&str> = config.suites.iter().map(|s| s.name.as_str()).collect();
+            return Err(Error::Usage(format!(
+                "--suite {wanted}: no such suite in {}; suites: {}",
+                loaded.path.display(),
+                names.join(", ")
+            )));
+        }
+    }
+    let suites: Vec<&SuiteConfig> = config
+        .suites
+        .iter()
+        .filter(|s| args.suites.is_empty() || args.suites.contains(&s.name))
+        .collect();
+    let store_path = loaded.store_path(args.config.db.as_deref());
+    let mut store = open_store(&store_path, config.store.busy_timeout_s)?;
+    let gpu = device_spec(&loaded, &store_path)?;
+
+    let mut plans = Vec::new();
+    for suite in &suites {
+        for key in suite.case_keys() {
+            let model = &loaded.models[&key.model];
+            let precision = Precision::parse(&key.precision, suite.kv_dtype.as_deref())?;
+            let floor = crate::floor::floor(model, &gpu, &precision, key.phase, key.batch, key.context)
+                .map_err(|e| e.to_string());
+            plans.push(CasePlan {
+                suite,
+                kv_dtype: precision.kv_dtype_name().to_owned(),
+                key,
+                floor,
+            });
+        }
+    }
+
+    let env = env_lookup();
+    let meta = resolve_meta(
+        args,
+        &env,
+        git(&loaded.dir, &["rev-parse", "HEAD"]),
+        git(&loaded.dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
+    );
+
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = Arc::clone(&cancel);
+        // A second handler cannot be installed (e.g. in tests calling `run` twice): the
+        // first one still sets a flag nobody reads, and Ctrl-C then ends the process.
+        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
+    }
+    #[expect(clippy::disallowed_methods, reason = "edge: the path of this binary for templates")]
+    let exe = std::env::current_exe()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "utilgate".to_owned());
+    let runner = Runner {
+        loaded: &loaded,
+        exe,
+        cancel: Arc::clone(&cancel),
+    };
+
+    let started_at = jiff::Timestamp::now();
+    let progress = Progress::new(plans.len() as u64, env("GITHUB_ACTIONS").as_deref() == Some("true"));
+    let mut inputs = Vec::with_capacity(plans.len());
+    let mut measured_all = Vec::with_capacity(plans.len());
+    for plan in &plans {
+        progress.start_case(&plan.key.to_string());
+        let mut measured = Measured::default();
+        match &plan.floor {
+            Err(message) => measured.error = Some(format!("floor: {message}")),
+            Ok(_) => runner.measure(plan, 0..plan.suite.repeats, &mut measured)?,
+        }
+        if measured.error.is_none() && measured.repeats_ms.iter().all(Vec::is_empty) {
+            measured.error = Some("the harness reported no counted steps".to_owned());
+        }
+        for warning in stats::steady_state_warnings(&measured.repeats_ms) {
+            progress.warn(&format!("{}: {warning}", plan.key));
+        }
+        progress.finish_case(&plan.key.to_string(), measured.error.as_deref());
+        inputs.push(CaseInput {
+            key: plan.key.clone(),
+            repeats_ms: measured.repeats_ms.clone(),
+            floor_ms: plan.floor.as_ref().ok().map(|f| f.floor_ms),
+            error: measured.error.clone(),
+            env: measured.env.clone(),
+            gpu_guard: None,
+        });
+        measured_all.push(measured);
+    }
+    progress.clear();
+
+    let suite_names: BTreeSet<String> = suites.iter().map(|s| s.name.clone()).collect();
+    let mut judgements = judge::judge(&store, &gpu.name, &inputs, &suite_names, Some(config), &Against::Pinned)?;
+
+    // Re-measure suspected regressions in fresh processes before failing them.
+    if config.gate.confirm_repeats > 0 {
+        let mut confirmed = false;
+        for (i, plan) in plans.iter().enumerate() {
+            if judgements[i].decision.verdict != Verdict::Regressed {
+                continue;
+            }
+            let first = plan.suite.repeats;
+            progress.warn(&format!(
+                "{}: suspected regression; confirming with {} fresh processes",
+                plan.key, config.gate.confirm_repeats
+            ));
+            runner.measure(plan, first..first + config.gate.confirm_repeats, &mut measured_all[i])?;
+            inputs[i].repeats_ms.clone_from(&measured_all[i].repeats_ms);
+            inputs[i].error.clone_from(&measured_all[i].error);
+            confirmed = true;
+        }
+        if confirmed {
+            judgements = judge::judge(&store, &gpu.name, &inputs, &suite_names, Some(config), &Against::Pinned)?;
+        }
+    }
+
+    let verdicts: Vec<Verdict> = judgements.iter().map(|j| j.decision.verdict).collect();
+    let gate_failed = compare::gate_failed(&verdicts, &config.gate.fail_on);
+    let on_baseline_branch = meta.branch.as_deref() == Some(config.gate.baseline_branch.as_str());
+    let any_error = verdicts.contains(&Verdict::Error);
+    // A run promotes only when it passed cleanly: a failed case never moves any baseline.
+    let promote_run = on_baseline_branch && !gate_failed && !any_error && !args.no_promote;
+
+    let results: Vec<NewResult> = plans
+        .iter()
+        .zip(&measured_all)
+        .zip(&judgements)
+        .map(|((plan, measured), judgement)| {
+            let floor = plan.floor.as_ref().ok();
+            let summary = stats::summarise(&measured.repeats_ms);
+            let util = floor.zip(summary.as_ref()).map(|(f, s)| f.utilisation(s.median_ms));
+            NewResult {
+                key: plan.key.clone(),
+                verdict: Some(judgement.decision.verdict),
+                error: measured.error.clone(),
+                floor_ms: floor.map(|f| f.floor_ms),
+                floor_json: floor.and_then(|f| serde_json::to_value(f).ok()),
+                median_ms: summary.as_ref().map(|s| s.median_ms),
+                utilisation: util.map(|u| u.utilisation),
+                mbu: util.map(|u| u.mbu),
+                mfu: util.map(|u| u.mfu),
+                summary_json: summary.as_ref().and_then(|s| serde_json::to_value(s).ok()),
+                decision_json: serde_json::to_value(&judgement.decision).ok(),
+                repeats_ms: measured.repeats_ms.clone(),
+                warmup_ms: measured.warmup_ms.clone(),
+                env: measured.env.clone(),
+                gpu_state_json: None,
+                stderr_tail: measured.stderr_tail.clone(),
+                promote: promote_run && compare::promotable(&judgement.decision),
+            }
+        })
+        .collect();
+
+    let new_run = NewRun {
+        started_at,
+        finished_at: jiff::Timestamp::now(),
+        git_sha: meta.git_sha.clone(),
+        branch: meta.branch.clone(),
+        trigger: Some(meta.trigger.clone()),
+        pr_number: meta.pr_number,
+        gpu_sku: gpu.name.clone(),
+        gpu_json: serde_json::to_value(&gpu).ok(),
+        host: Some(hostname()),
+        utilgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+        config_json: serde_json::to_value(config).ok(),
+        results,
+    };
+    if cancel.load(Ordering::SeqCst) {
+        return Err(Error::Interrupted);
+    }
+    let run_id = store.insert_run(&new_run)?;
+    let stored = store.run(run_id)?.ok_or(Error::NoSuchRun(run_id.0))?;
+    let report = report::RunReport::build(&stored, &judgements, &config.gate.fail_on, promote_run);
+    match args.format.format {
+        Format::Human => output::emit(&report::render_human(&report, output::color_stdout()))?,
+        Format::Json => output::emit(&report::render_json(&report)?)?,
+    }
+    Ok(if gate_failed {
+        Outcome::GateFailed
+    } else if any_error {
+        Outcome::CasesFailed
+    } else {
+        Outcome::Passed
+    })
+}

@@ -1,0 +1,194 @@
+//! `utilgate runs list|show` and `utilgate compare`: read the store, print, and (compare)
+//! recompute verdicts from stored raw samples. Never writes the store.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use comfy_table::Table;
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+
+use crate::cli::{CompareArgs, ConfigArgs, Format, RunsListArgs, RunsShowArgs};
+use crate::commands::judge::{self, Against, CaseInput};
+use crate::commands::{Outcome, open_existing_store};
+use crate::compare;
+use crate::config::{Config, DEFAULT_STORE_PATH, StoreConfig};
+use crate::error::Error;
+use crate::output;
+use crate::report::{self, Judgement, RunReport};
+use crate::store::{RunFilter, RunId, Store, StoredRun};
+
+/// The config when its file exists (thresholds, store path); read-only commands work without.
+pub fn optional_config(args: &ConfigArgs) -> Result<Option<crate::config::LoadedConfig>, Error> {
+    if args.config.exists() {
+        crate::config::load(&args.config).map(Some).map_err(Error::from)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Open the store named by `--db`, the config, or the default path.
+pub fn store_from(args: &ConfigArgs) -> Result<(Store, Option<Config>), Error> {
+    let loaded = optional_config(args)?;
+    let (path, timeout): (PathBuf, f64) = match (&args.db, &loaded) {
+        (Some(db), l) => (
+            db.clone(),
+            l.as_ref()
+                .map_or(StoreConfig::default().busy_timeout_s, |l| {
+                    l.config.store.busy_timeout_s
+                }),
+        ),
+        (None, Some(l)) => (l.store_path(None), l.config.store.busy_timeout_s),
+        (None, None) => (
+            Path::new(DEFAULT_STORE_PATH).to_path_buf(),
+            StoreConfig::default().busy_timeout_s,
+        ),
+    };
+    let store = open_existing_store(&path, timeout)?;
+    Ok((store, loaded.map(|l| l.config)))
+}
+
+pub fn list(args: &RunsListArgs) -> Result<Outcome, Error> {
+    let (store, _) = store_from(&args.config)?;
+    let runs = store.list_runs(&RunFilter {
+        limit: args.limit,
+        branch: args.branch.clone(),
+        gpu_sku: args.gpu.clone(),
+    })?;
+    match args.format.format {
+        Format::Json => {
+            let value = serde_json::json!({ "schema_version": report::SCHEMA_VERSION, "runs": runs });
+            output::emit(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
+        }
+        Format::Human => {
+            let mut table = Table::new();
+            table.load_preset(UTF8_BORDERS_ONLY).force_no_tty();
+            table.set_header(vec![
+                "run", "started", "branch", "commit", "trigger", "gpu", "cases", "verdicts",
+            ]);
+            for r in &runs {
+                let verdicts: Vec<String> = r
+                    .verdict_counts
+                    .iter()
+                    .map(|(v, n)| format!("{n} {v}"))
+                    .collect();
+                table.add_row(vec![
+                    r.id.to_string(),
+                    r.started_at.strftime("%Y-%m-%d %H:%M:%S").to_string(),
+                    r.branch.clone().unwrap_or_default(),
+                    r.git_sha
+                        .as_deref()
+                        .map(|s| s[..s.len().min(10)].to_owned())
+                        .unwrap_or_default(),
+                    r.trigger.clone().unwrap_or_default(),
+                    r.gpu_sku.clone(),
+                    r.n_results.to_string(),
+                    verdicts.join(", "),
+                ]);
+            }
+            let mut out = String::new();
+            if runs.is_empty() {
+                out.push_str("no runs stored yet\n");
+            } else {
+                let _ = writeln!(out, "{table}");
+            }
+            output::emit(&out)?;
+        }
+    }
+    Ok(Outcome::Passed)
+}
+
+fn load_run(store: &Store, id: Option<i64>) -> Result<StoredRun, Error> {
+    let id = match id {
+        Some(id) => RunId(id),
+        None => store.latest_run_id(None)?.ok_or(Error::NoRuns)?,
+    };
+    store.run(id)?.ok_or(Error::NoSuchRun(id.0))
+}
+
+/// The judgements a run stored when it ran.
+fn stored_judgements(run: &StoredRun, config: Option<&Config>) -> Vec<Judgement> {
+    run.results
+        .iter()
+        .map(|r| {
+            let decision = r
+                .decision_json
+                .as_ref()
+                .and_then(|d| serde_json::from_value(d.clone()).ok())
+                .unwrap_or_else(|| {
+                    compare::error_decision(r.error.as_deref().unwrap_or("no stored decision"))
+                });
+            Judgement {
+                key: r.key.clone(),
+                decision,
+                baseline: None,
+                env_changes: Vec::new(),
+                threshold_pct: judge::policy_for(config, &r.key).max_drop_pct,
+            }
+        })
+        .collect()
+}
+
+fn print_report(report: &RunReport, format: Format) -> Result<(), Error> {
+    match format {
+        Format::Human => output::emit(&report::render_human(report, output::color_stdout())),
+        Format::Json => output::emit(&report::render_json(report)?),
+    }
+}
+
+fn fail_on(config: Option<&Config>) -> Vec<crate::case::Verdict> {
+    config.map_or_else(|| crate::config::GateConfig::default().fail_on, |c| c.gate.fail_on.clone())
+}
+
+pub fn show(args: &RunsShowArgs) -> Result<Outcome, Error> {
+    let (store, config) = store_from(&args.config)?;
+    let run = load_run(&store, args.run)?;
+    let judgements = stored_judgements(&run, config.as_ref());
+    let promoted = store
+        .baselines(Some(&run.gpu_sku))?
+        .iter()
+        .any(|b| b.run_id == run.id);
+    let report = RunReport::build(&run, &judgements, &fail_on(config.as_ref()), promoted);
+    print_report(&report, args.format.format)?;
+    Ok(Outcome::Passed)
+}
+
+pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
+    let (store, config) = store_from(&args.config)?;
+    let run = load_run(&store, args.run)?;
+    let against_run = match args.against {
+        Some(id) => Some(store.run(RunId(id))?.ok_or(Error::NoSuchRun(id))?),
+        None => None,
+    };
+    if let Some(other) = &against_run
+        && other.gpu_sku != run.gpu_sku
+    {
+        return Err(Error::Usage(format!(
+            "run {} ran on {} and run {} on {}: results are only compared within one GPU SKU",
+            run.id, run.gpu_sku, other.id, other.gpu_sku
+        )));
+    }
+    let inputs: Vec<CaseInput> = run
+        .results
+        .iter()
+        .map(|r| CaseInput {
+            key: r.key.clone(),
+            repeats_ms: r.repeats_ms.clone(),
+            floor_ms: r.floor_ms,
+            error: r.error.clone(),
+            env: r.env.clone(),
+            gpu_guard: None,
+        })
+        .collect();
+    let suites: BTreeSet<String> = inputs.iter().map(|c| c.key.suite.clone()).collect();
+    let against = against_run.as_ref().map_or(Against::Pinned, Against::Run);
+    let judgements = judge::judge(&store, &run.gpu_sku, &inputs, &suites, config.as_ref(), &against)?;
+    let fail_on = fail_on(config.as_ref());
+    let report = RunReport::build(&run, &judgements, &fail_on, false);
+    print_report(&report, args.format.format)?;
+    Ok(if report.gate.passed {
+        Outcome::Passed
+    } else {
+        Outcome::GateFailed
+    })
+}

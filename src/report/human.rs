@@ -1,0 +1,191 @@
+//! The terminal table and the JSON rendering of a run report. Pure: returns strings.
+
+use std::fmt::Write as _;
+
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::{Cell, CellAlignment, Color, ContentArrangement, Table};
+
+use crate::case::Verdict;
+use crate::report::{CaseReport, RunReport};
+
+fn ms(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".to_owned(), |v| format!("{:.1}%", v * 100.0))
+}
+
+fn verdict_color(v: Verdict) -> Color {
+    match v {
+        Verdict::Regressed | Verdict::Invalid | Verdict::Error => Color::Red,
+        Verdict::Inconclusive | Verdict::Missing => Color::Yellow,
+        Verdict::Improved => Color::Green,
+        Verdict::Pass | Verdict::New => Color::Reset,
+    }
+}
+
+/// The run as a table with a details section for every case that needs attention.
+#[must_use]
+pub fn render_human(report: &RunReport, color: bool) -> String {
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    if !color {
+        table.force_no_tty();
+    } else {
+        table.enforce_styling();
+    }
+    table.set_header(vec![
+        "case",
+        "floor ms",
+        "bound",
+        "median ms",
+        "p90 ms",
+        "repeat spread",
+        "n",
+        "util",
+        "util then",
+        "drop",
+        "verdict",
+    ]);
+    for c in &report.cases {
+        let verdict = Cell::new(c.verdict.as_str());
+        let verdict = if color {
+            verdict.fg(verdict_color(c.verdict))
+        } else {
+            verdict
+        };
+        table.add_row(vec![
+            Cell::new(&c.case),
+            Cell::new(ms(c.floor_ms)).set_alignment(CellAlignment::Right),
+            Cell::new(c.bound.as_deref().unwrap_or("-")),
+            Cell::new(ms(c.median_ms)).set_alignment(CellAlignment::Right),
+            Cell::new(ms(c.p90_ms)).set_alignment(CellAlignment::Right),
+            Cell::new(
+                c.repeat_spread_pct
+                    .map_or_else(|| "-".to_owned(), |s| format!("{s:.1}%")),
+            )
+            .set_alignment(CellAlignment::Right),
+            Cell::new(c.n.map_or_else(|| "-".to_owned(), |n| n.to_string()))
+                .set_alignment(CellAlignment::Right),
+            Cell::new(pct(c.utilisation)).set_alignment(CellAlignment::Right),
+            Cell::new(pct(c.baseline.as_ref().and_then(|b| b.utilisation)))
+                .set_alignment(CellAlignment::Right),
+            Cell::new(
+                c.drop_pct
+                    .map_or_else(|| "-".to_owned(), |d| format!("{d:+.1}%")),
+            )
+            .set_alignment(CellAlignment::Right),
+            verdict,
+        ]);
+    }
+    let mut out = String::new();
+    let run = &report.run;
+    let _ = writeln!(
+        out,
+        "run {} on {} ({}{}{})",
+        run.id,
+        run.gpu_sku,
+        run.branch.as_deref().unwrap_or("no branch"),
+        run.git_sha
+            .as_deref()
+            .map_or_else(String::new, |s| format!(" @ {}", &s[..s.len().min(12)])),
+        run.pr_number
+            .map_or_else(String::new, |n| format!(", PR #{n}")),
+    );
+    let _ = writeln!(out, "{table}");
+    for c in report.cases.iter().filter(|c| needs_detail(c)) {
+        details(&mut out, c);
+    }
+    let counts: Vec<String> = report
+        .gate
+        .counts
+        .iter()
+        .map(|(v, n)| format!("{n} {v}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "gate: {} ({}); fail_on: {}; baselines {}",
+        if report.gate.passed { "passed" } else { "FAILED" },
+        counts.join(", "),
+        report
+            .gate
+            .fail_on
+            .iter()
+            .map(|v| v.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        if report.gate.baselines_promoted {
+            "promoted"
+        } else {
+            "unchanged"
+        },
+    );
+    out
+}
+
+fn needs_detail(c: &CaseReport) -> bool {
+    !matches!(c.verdict, Verdict::Pass | Verdict::New)
+}
+
+fn details(out: &mut String, c: &CaseReport) {
+    let _ = writeln!(out, "{} {}:", c.verdict.as_str().to_uppercase(), c.case);
+    if let Some(base) = &c.baseline {
+        let _ = writeln!(
+            out,
+            "  then: {} ms median, utilisation {} (run {}{})",
+            ms(base.median_ms),
+            pct(base.utilisation),
+            base.run_id,
+            base.git_sha
+                .as_deref()
+                .map_or_else(String::new, |s| format!(" @ {}", &s[..s.len().min(12)])),
+        );
+    }
+    if c.median_ms.is_some() {
+        let _ = writeln!(
+            out,
+            "  now:  {} ms median (p90 {}, p99 {}), utilisation {} (MBU {}, MFU {}), n = {} over {} processes",
+            ms(c.median_ms),
+            ms(c.p90_ms),
+            ms(c.p99_ms),
+            pct(c.utilisation),
+            pct(c.mbu),
+            pct(c.mfu),
+            c.n.unwrap_or(0),
+            c.repeats.unwrap_or(0),
+        );
+    }
+    for reason in &c.decision.reasons {
+        let _ = writeln!(out, "  {reason}");
+    }
+    if !c.env_changes.is_empty() {
+        let _ = writeln!(
+            out,
+            "  environment changed since the baseline (the likely cause):"
+        );
+        for change in &c.env_changes {
+            let _ = writeln!(out, "    {change}");
+        }
+    }
+    if let Some(err) = &c.error {
+        let _ = writeln!(out, "  error: {err}");
+    }
+    if let Some(tail) = &c.stderr_tail
+        && c.verdict == Verdict::Error
+    {
+        let _ = writeln!(out, "  harness stderr (last lines):");
+        for line in tail.lines() {
+            let _ = writeln!(out, "    | {line}");
+        }
+    }
+}
+
+/// The report as JSON, with `schema_version`.
+pub fn render_json(report: &RunReport) -> Result<String, serde_json::Error> {
+    let mut text = serde_json::to_string_pretty(report)?;
+    text.push('\n');
+    Ok(text)
+}

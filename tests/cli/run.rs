@@ -1,0 +1,106 @@
+//! `utilgate run`, `runs list` and `runs show` on the happy path.
+
+use crate::env::{TestEnv, stderr, stdout, verdict_of};
+
+#[test]
+fn first_run_stores_every_case_as_new_and_passes() {
+    let env = TestEnv::new();
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("decode/seed-8b/bf16/decode/b1/c4096"), "{text}");
+    assert!(text.contains("new"), "{text}");
+    assert!(env.db().exists());
+
+    let runs = env.json(&["runs", "list"]);
+    assert_eq!(runs["schema_version"], 1);
+    let list = runs["runs"].as_array().expect("runs");
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0]["branch"], "main");
+    assert_eq!(list[0]["git_sha"], "0123456789abcdef");
+    assert_eq!(list[0]["n_results"], 2);
+
+    let show = env.json(&["runs", "show"]);
+    assert_eq!(show["schema_version"], 1);
+    assert_eq!(verdict_of(&show, "decode/seed-8b/bf16/decode/b1/c4096"), "new");
+    let case = &show["cases"][0];
+    // 3 repeats x 20 counted steps; warm-up steps are stored but not counted.
+    assert_eq!(case["n"], 60);
+    assert_eq!(case["repeats"], 3);
+    let median = case["median_ms"].as_f64().expect("median");
+    assert!((10.0..10.1).contains(&median), "{median}");
+    let floor = case["floor_ms"].as_f64().expect("floor");
+    let util = case["utilisation"].as_f64().expect("utilisation");
+    assert!((util - floor / median).abs() < 1e-9, "utilisation = floor / median");
+}
+
+#[test]
+fn human_runs_list_and_show_print_tables() {
+    let env = TestEnv::new();
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    let out = env.cmd().args(["runs", "list"]).output().expect("runs");
+    assert!(out.status.success());
+    let text = stdout(&out);
+    assert!(text.contains("main") && text.contains("0123456789"), "{text}");
+    let out = env.cmd().args(["runs", "show", "1"]).output().expect("runs");
+    assert!(stdout(&out).contains("b8/c4096"), "{}", stdout(&out));
+}
+
+#[test]
+fn ci_environment_fills_run_metadata() {
+    let env = TestEnv::new();
+    let out = env
+        .cmd()
+        .args(["run"])
+        .env("GITHUB_ACTIONS", "true")
+        .env("GITHUB_SHA", "feedfacecafe")
+        .env("GITHUB_REF", "refs/pull/42/merge")
+        .env("GITHUB_HEAD_REF", "fix-attention")
+        .env("GITHUB_EVENT_NAME", "pull_request")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Under Actions, progress is one plain line per case on stderr.
+    assert!(stderr(&out).contains("case decode/seed-8b/bf16/decode/b8/c4096: measured"));
+    let runs = env.json(&["runs", "list"]);
+    let run = &runs["runs"][0];
+    assert_eq!(run["git_sha"], "feedfacecafe");
+    assert_eq!(run["branch"], "fix-attention");
+    assert_eq!(run["pr_number"], 42);
+    assert_eq!(run["trigger"], "pull_request");
+}
+
+#[test]
+fn two_runs_writing_one_store_at_once_both_land() {
+    let env = TestEnv::new();
+    let bin = assert_cmd::cargo::cargo_bin("utilgate");
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            std::process::Command::new(&bin)
+                .args(["run", "--branch", "feature"])
+                .current_dir(env.path())
+                .env("NO_COLOR", "1")
+                .env_remove("GITHUB_ACTIONS")
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().expect("wait");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let runs = env.json(&["runs", "list"]);
+    assert_eq!(runs["runs"].as_array().expect("runs").len(), 2);
+}
+
+#[test]
+fn suite_filter_runs_only_that_suite_and_rejects_unknown_names() {
+    let env = TestEnv::new();
+    let out = env.cmd().args(["run", "--suite", "nope"]).output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no such suite"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("decode"));
+    assert!(!env.db().exists(), "a refused run creates no store");
+}
