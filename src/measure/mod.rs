@@ -1,1 +1,8 @@
-//! placeholder
+//! Measuring step times: the harness protocol parser (pure) and the harness runner (I/O: child
+//! processes). Declarations and re-exports only.
+
+pub mod harness;
+pub mod protocol;
+
+pub use harness::{HarnessError, RepeatOutput, RepeatSpec, run_repeat};
+pub use protocol::{HarnessReport, ProtocolError, ProtocolErrorKind, parse, sanitize};

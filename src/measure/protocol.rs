@@ -1,0 +1,848 @@
+//! Harness protocol v1 (DESIGN.md §5): parses the JSON lines a harness appends to
+//! `$UTILGATE_OUT` into step times, warm-up times, environment versions and trace paths, and
+//! sanitises harness text before it can reach a terminal. Pure: the caller reads the file.
+//!
+//! Each line is parsed on its own into a typed struct of the known keys (no `serde_json::Value`):
+//! serde skips unknown keys without building them, and every type error is reported by this
+//! module, naming the 1-based line number, what is wrong and how to fix it.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use thiserror::Error;
+
+/// Everything a harness reported for one repeat, in the order it wrote it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HarnessReport {
+    /// Warm-up step times (ms): stored, never counted.
+    pub warmup_ms: Vec<f64>,
+    /// Counted step times (ms), finite and above zero.
+    pub steps_ms: Vec<f64>,
+    /// Versions of what the step depends on; a later line overrides an earlier key.
+    pub env: BTreeMap<String, String>,
+    /// Profiler trace paths, as written (relative paths are relative to the harness's cwd).
+    pub traces: Vec<String>,
+}
+
+/// A line of the results file that breaks protocol v1.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("line {line}: {kind}")]
+pub struct ProtocolError {
+    /// 1-based line number in the results file.
+    pub line: usize,
+    pub kind: ProtocolErrorKind,
+}
+
+/// What is wrong with a line.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ProtocolErrorKind {
+    #[error("malformed JSON: {message}")]
+    Malformed { message: String },
+    #[error("the line ends in the middle of a JSON value")]
+    Truncated,
+    #[error("{key} is {what}, which is not a step time")]
+    NotFinite { key: String, what: &'static str },
+    #[error("expected a JSON object, found {found}")]
+    NotObject { found: &'static str },
+    #[error("step_ms is {found}, not a number")]
+    StepNotNumber { found: &'static str },
+    #[error("{key} is {value}, but a step time must be above zero")]
+    NotPositive { key: String, value: f64 },
+    #[error("steps_ms is {found}, not an array of numbers")]
+    StepsNotArray { found: &'static str },
+    #[error("steps_ms[{index}] is {found}, not a number")]
+    StepsElement { index: usize, found: &'static str },
+    #[error("warmup is {found}, not true or false")]
+    WarmupNotBool { found: &'static str },
+    #[error("env is {found}, not an object of names to versions")]
+    EnvNotObject { found: &'static str },
+    #[error("env.{key} is {found}, not a version string")]
+    EnvValue { key: String, found: &'static str },
+    #[error("trace is {found}, not a path string")]
+    TraceNotString { found: &'static str },
+}
+
+impl ProtocolError {
+    /// A one-line fix for the harness author.
+    #[must_use]
+    pub fn hint(&self) -> String {
+        match &self.kind {
+            ProtocolErrorKind::Malformed { .. } | ProtocolErrorKind::NotObject { .. } => {
+                "write one JSON object per line, e.g. {\"step_ms\": 6.02}".to_owned()
+            }
+            ProtocolErrorKind::Truncated => {
+                "the harness probably died while writing: check its stderr, and write each \
+                 line in one call ending with a newline"
+                    .to_owned()
+            }
+            ProtocolErrorKind::NotFinite { .. } => {
+                "the step produced no valid time: record the end event after the step and \
+                 synchronise before reading the timer"
+                    .to_owned()
+            }
+            ProtocolErrorKind::NotPositive { .. } => {
+                "a step cannot take zero or negative time: read the timer after the step \
+                 finishes (synchronise the device), and report milliseconds"
+                    .to_owned()
+            }
+            ProtocolErrorKind::StepNotNumber { .. } | ProtocolErrorKind::StepsElement { .. } => {
+                "write step times as JSON numbers in milliseconds, e.g. {\"step_ms\": 6.02}"
+                    .to_owned()
+            }
+            ProtocolErrorKind::StepsNotArray { .. } => {
+                "write several steps as {\"steps_ms\": [6.02, 6.01]}".to_owned()
+            }
+            ProtocolErrorKind::WarmupNotBool { .. } => {
+                "mark a warm-up step with \"warmup\": true, or leave the key out".to_owned()
+            }
+            ProtocolErrorKind::EnvNotObject { .. } | ProtocolErrorKind::EnvValue { .. } => {
+                "write versions as {\"env\": {\"torch\": \"2.5.1\"}}".to_owned()
+            }
+            ProtocolErrorKind::TraceNotString { .. } => {
+                "write the trace as {\"trace\": \"path/to/trace.json\"}".to_owned()
+            }
+        }
+    }
+}
+
+/// Parses the whole results file of one repeat.
+///
+/// Blank lines are skipped; a last line without a trailing newline is parsed like any other (a
+/// half-written line is then reported as truncated). Lines with no known key are ignored, for
+/// forward compatibility.
+pub fn parse(text: &str) -> Result<HarnessReport, ProtocolError> {
+    let mut report = HarnessReport::default();
+    for (index, raw) in text.split('\n').enumerate() {
+        let line = index + 1;
+        let content = raw.strip_suffix('\r').unwrap_or(raw);
+        if content.trim().is_empty() {
+            continue;
+        }
+        parse_line(content, &mut report).map_err(|kind| ProtocolError { line, kind })?;
+    }
+    Ok(report)
+}
+
+fn parse_line(content: &str, report: &mut HarnessReport) -> Result<(), ProtocolErrorKind> {
+    // A derived struct also deserialises from a JSON array (by position): insist on an object.
+    if !content.trim_start().starts_with('{') {
+        let found = match serde_json::from_str::<Json<'_>>(content) {
+            Ok(value) => value.kind(),
+            Err(err) => return Err(syntax_error(content, &err)),
+        };
+        return Err(ProtocolErrorKind::NotObject { found });
+    }
+    let parsed: Line<'_> =
+        serde_json::from_str(content).map_err(|err| syntax_error(content, &err))?;
+
+    let warmup = match parsed.warmup {
+        Json::Absent | Json::Bool(false) => false,
+        Json::Bool(true) => true,
+        other => {
+            return Err(ProtocolErrorKind::WarmupNotBool {
+                found: other.kind(),
+            });
+        }
+    };
+    let target = if warmup {
+        &mut report.warmup_ms
+    } else {
+        &mut report.steps_ms
+    };
+
+    match parsed.step_ms {
+        Json::Absent => {}
+        Json::Number(value) => target.push(check_time("step_ms", value)?),
+        other => {
+            return Err(ProtocolErrorKind::StepNotNumber {
+                found: other.kind(),
+            });
+        }
+    }
+    match parsed.steps_ms {
+        Json::Absent => {}
+        Json::Array(items) => {
+            target.reserve(items.len());
+            for (index, item) in items.into_iter().enumerate() {
+                match item {
+                    Json::Number(value) => {
+                        target.push(check_time(&format!("steps_ms[{index}]"), value)?);
+                    }
+                    other => {
+                        return Err(ProtocolErrorKind::StepsElement {
+                            index,
+                            found: other.kind(),
+                        });
+                    }
+                }
+            }
+        }
+        other => {
+            return Err(ProtocolErrorKind::StepsNotArray {
+                found: other.kind(),
+            });
+        }
+    }
+    match parsed.env {
+        Json::Absent => {}
+        Json::Object(entries) => {
+            for (key, value) in entries {
+                let text = match value {
+                    Json::Str(s) => sanitize(&s),
+                    Json::Number(n) => n.text(),
+                    Json::Bool(b) => b.to_string(),
+                    // An unknown version (Python's None) is not worth failing a case over.
+                    Json::Null => continue,
+                    other => {
+                        return Err(ProtocolErrorKind::EnvValue {
+                            key: sanitize(&key),
+                            found: other.kind(),
+                        });
+                    }
+                };
+                report.env.insert(sanitize(&key), text);
+            }
+        }
+        other => {
+            return Err(ProtocolErrorKind::EnvNotObject {
+                found: other.kind(),
+            });
+        }
+    }
+    match parsed.trace {
+        Json::Absent => {}
+        Json::Str(path) => report.traces.push(sanitize(&path)),
+        other => {
+            return Err(ProtocolErrorKind::TraceNotString {
+                found: other.kind(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn check_time(key: &str, number: Number) -> Result<f64, ProtocolErrorKind> {
+    let value = number.as_f64();
+    if !value.is_finite() {
+        // serde_json rejects out-of-range literals, so this is a defensive check.
+        return Err(ProtocolErrorKind::NotFinite {
+            key: key.to_owned(),
+            what: "infinite",
+        });
+    }
+    if value <= 0.0 {
+        return Err(ProtocolErrorKind::NotPositive {
+            key: key.to_owned(),
+            value,
+        });
+    }
+    Ok(value)
+}
+
+/// Turns a `serde_json` syntax error into a protocol error, recognising the literals harnesses
+/// write for missing values (`NaN`, `Infinity`: Python's `json.dumps` emits them) and numbers too
+/// large for a double.
+fn syntax_error(content: &str, err: &serde_json::Error) -> ProtocolErrorKind {
+    if err.is_eof() {
+        return ProtocolErrorKind::Truncated;
+    }
+    if let Some((key, what)) = non_finite_literal(content) {
+        return ProtocolErrorKind::NotFinite { key, what };
+    }
+    let message = err.to_string();
+    if message.starts_with("number out of range") {
+        return ProtocolErrorKind::NotFinite {
+            key: "a number".to_owned(),
+            what: "infinite",
+        };
+    }
+    // Every line is parsed on its own, so serde's "at line 1" would contradict our line number.
+    let message = match message.rfind(" at line ") {
+        Some(at) => format!("{} at column {}", &message[..at], err.column()),
+        None => message,
+    };
+    ProtocolErrorKind::Malformed { message }
+}
+
+/// Finds a bare `NaN` / `Infinity` / `inf` token outside JSON strings, and the key before it.
+fn non_finite_literal(content: &str) -> Option<(String, &'static str)> {
+    let bytes = content.as_bytes();
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut last_string: (usize, usize) = (0, 0);
+    let mut string_start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+                last_string = (string_start, i);
+            }
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+            string_start = i + 1;
+            i += 1;
+            continue;
+        }
+        if b.is_ascii_alphabetic() {
+            let end = bytes[i..]
+                .iter()
+                .position(|c| !c.is_ascii_alphanumeric())
+                .map_or(bytes.len(), |p| i + p);
+            let word = &content[i..end];
+            let what = match word.to_ascii_lowercase().as_str() {
+                "nan" => Some("NaN"),
+                "infinity" | "inf" => Some("infinite"),
+                _ => None,
+            };
+            if let Some(what) = what {
+                let key = content
+                    .get(last_string.0..last_string.1)
+                    .filter(|k| !k.is_empty())
+                    .map_or_else(|| "a value".to_owned(), sanitize);
+                return Some((key, what));
+            }
+            i = end;
+            continue;
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Removes ANSI escape sequences (CSI, OSC, and two-byte escapes), C0 and C1 control characters
+/// other than newline and tab, and Unicode bidirectional overrides, so that harness output cannot
+/// move the cursor, retitle the terminal or reorder text. A carriage return that is not part of
+/// `\r\n` rewinds the line, as a terminal would show it (progress bars).
+#[must_use]
+pub fn sanitize(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut line_start = 0;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => skip_escape(&mut chars),
+            // C1 CSI and OSC introducers: same as ESC [ and ESC ].
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{9d}' => skip_osc(&mut chars),
+            '\n' => {
+                out.push('\n');
+                line_start = out.len();
+            }
+            '\r' => {
+                if chars.peek() == Some(&'\n') {
+                    continue;
+                }
+                out.truncate(line_start);
+            }
+            '\t' => out.push('\t'),
+            c if c.is_control() => {}
+            '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn skip_escape(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    match chars.next() {
+        Some('[') => skip_csi(chars),
+        Some(']' | 'P' | 'X' | '^' | '_') => skip_osc(chars),
+        // Two-byte escapes (ESC c, ESC 7, ...) and a lone trailing ESC: drop them.
+        _ => {}
+    }
+}
+
+/// CSI: parameter and intermediate bytes, ended by a final byte in 0x40..=0x7E.
+fn skip_csi(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    for c in chars.by_ref() {
+        if ('\u{40}'..='\u{7e}').contains(&c) {
+            return;
+        }
+    }
+}
+
+/// OSC / DCS / APC / PM strings: ended by BEL or ST (ESC \ or U+009C).
+fn skip_osc(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) {
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{7}' | '\u{9c}' => return,
+            '\u{1b}' => {
+                if chars.peek() == Some(&'\\') {
+                    chars.next();
+                }
+                return;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The known keys of a protocol line; anything else is skipped.
+#[derive(Deserialize)]
+struct Line<'a> {
+    #[serde(default, borrow)]
+    step_ms: Json<'a>,
+    #[serde(default, borrow)]
+    steps_ms: Json<'a>,
+    #[serde(default, borrow)]
+    warmup: Json<'a>,
+    #[serde(default, borrow)]
+    env: Json<'a>,
+    #[serde(default, borrow)]
+    trace: Json<'a>,
+}
+
+/// A JSON number as `serde_json` delivered it, so integers keep their exact text in `env`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Number {
+    Unsigned(u64),
+    Signed(i64),
+    Float(f64),
+}
+
+impl Number {
+    fn as_f64(self) -> f64 {
+        match self {
+            Number::Unsigned(n) => n as f64,
+            Number::Signed(n) => n as f64,
+            Number::Float(x) => x,
+        }
+    }
+
+    fn text(self) -> String {
+        match self {
+            Number::Unsigned(n) => n.to_string(),
+            Number::Signed(n) => n.to_string(),
+            Number::Float(x) => x.to_string(),
+        }
+    }
+}
+
+/// A borrowed JSON value for the known keys only. `Absent` is the default of a missing key, so
+/// that an explicit `null` is seen (and reported) rather than folded into "missing".
+#[derive(Debug, Default)]
+enum Json<'a> {
+    #[default]
+    Absent,
+    Null,
+    Bool(bool),
+    Number(Number),
+    Str(Cow<'a, str>),
+    Array(Vec<Json<'a>>),
+    Object(Vec<(Cow<'a, str>, Json<'a>)>),
+}
+
+impl Json<'_> {
+    fn kind(&self) -> &'static str {
+        match self {
+            Json::Absent => "missing",
+            Json::Null => "null",
+            Json::Bool(_) => "a boolean",
+            Json::Number(_) => "a number",
+            Json::Str(_) => "a string",
+            Json::Array(_) => "an array",
+            Json::Object(_) => "an object",
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Json<'a> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(JsonVisitor(PhantomData))
+    }
+}
+
+struct JsonVisitor<'a>(PhantomData<&'a ()>);
+
+impl<'de: 'a, 'a> Visitor<'de> for JsonVisitor<'a> {
+    type Value = Json<'a>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(Json::Null)
+    }
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(Json::Null)
+    }
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Json::Bool(v))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Json::Number(Number::Unsigned(v)))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Json::Number(Number::Signed(v)))
+    }
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(Json::Number(Number::Float(v)))
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Json::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Json::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Json::Str(Cow::Owned(v)))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+        while let Some(item) = seq.next_element::<Json<'a>>()? {
+            items.push(item);
+        }
+        Ok(Json::Array(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut entries = Vec::new();
+        while let Some(key) = map.next_key::<Key<'a>>()? {
+            let value = map.next_value::<Json<'a>>()?;
+            entries.push((key.0, value));
+        }
+        Ok(Json::Object(entries))
+    }
+}
+
+/// An object key, borrowed where the JSON text has no escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Json::deserialize(deserializer)? {
+            Json::Str(s) => Ok(Key(s)),
+            _ => Err(de::Error::custom("object keys must be strings")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err_kind(text: &str) -> (usize, ProtocolErrorKind) {
+        let err = parse(text).expect_err(text);
+        (err.line, err.kind)
+    }
+
+    #[test]
+    fn parses_every_line_kind() {
+        let text = concat!(
+            "{\"step_ms\": 31.0, \"warmup\": true}\n",
+            "{\"steps_ms\": [30.5, 29], \"warmup\": true}\n",
+            "\n",
+            "{\"step_ms\": 6.02}\n",
+            "{\"step_ms\": 6, \"warmup\": false}\n",
+            "{\"steps_ms\": [6.01, 6.03]}\r\n",
+            "{\"env\": {\"torch\": \"2.5.1\", \"cuda\": 12.4, \"tf32\": true, \"sm\": 90}}\n",
+            "{\"env\": {\"torch\": \"2.6.0\", \"missing\": null}}\n",
+            "{\"trace\": \"traces/step.json\"}\n",
+            "{\"future_key\": {\"nested\": [1, 2, {\"x\": null}]}, \"step_ms\": 6.04}\n",
+            "{}\n",
+            "   {\"step_ms\": 6.05}",
+        );
+        let report = parse(text).expect("valid protocol");
+        assert_eq!(report.warmup_ms, vec![31.0, 30.5, 29.0]);
+        assert_eq!(report.steps_ms, vec![6.02, 6.0, 6.01, 6.03, 6.04, 6.05]);
+        let env: Vec<(&str, &str)> = report
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        assert_eq!(
+            env,
+            vec![
+                ("cuda", "12.4"),
+                ("sm", "90"),
+                ("tf32", "true"),
+                ("torch", "2.6.0")
+            ]
+        );
+        assert_eq!(report.traces, vec!["traces/step.json".to_owned()]);
+    }
+
+    #[test]
+    fn empty_and_blank_input_is_an_empty_report() {
+        for text in ["", "\n", "\n\n  \n\t\n", "\r\n"] {
+            assert_eq!(parse(text), Ok(HarnessReport::default()), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn escaped_strings_are_decoded() {
+        let report =
+            parse(r#"{"env": {"na\u006de": "v\"1\""}, "trace": "a\\b.json"}"#).expect("valid");
+        assert_eq!(report.env.get("name").map(String::as_str), Some("v\"1\""));
+        assert_eq!(report.traces, vec!["a\\b.json".to_owned()]);
+    }
+
+    #[test]
+    fn harness_text_is_sanitised() {
+        let report = parse("{\"env\": {\"k\\u001b[31m\": \"red\\u001b[0m\"}}").expect("valid");
+        assert_eq!(report.env.get("k").map(String::as_str), Some("red"));
+    }
+
+    #[test]
+    #[expect(clippy::too_many_lines, reason = "one table holding every error case")]
+    fn errors_name_the_line_and_the_problem() {
+        use ProtocolErrorKind as K;
+        let ok = "{\"step_ms\": 1}\n";
+        let cases: Vec<(String, usize, K)> = vec![
+            (
+                format!("{ok}{{\"step_ms\": NaN}}"),
+                2,
+                K::NotFinite {
+                    key: "step_ms".into(),
+                    what: "NaN",
+                },
+            ),
+            (
+                format!("{ok}{ok}{{\"steps_ms\": [1.0, Infinity]}}\n"),
+                3,
+                K::NotFinite {
+                    key: "steps_ms".into(),
+                    what: "infinite",
+                },
+            ),
+            (
+                "{\"step_ms\": -Infinity}".into(),
+                1,
+                K::NotFinite {
+                    key: "step_ms".into(),
+                    what: "infinite",
+                },
+            ),
+            (
+                "{\"step_ms\": 1e999}".into(),
+                1,
+                K::NotFinite {
+                    key: "a number".into(),
+                    what: "infinite",
+                },
+            ),
+            (
+                "{\"step_ms\": 0}".into(),
+                1,
+                K::NotPositive {
+                    key: "step_ms".into(),
+                    value: 0.0,
+                },
+            ),
+            (
+                format!("{ok}\n{{\"step_ms\": -2.5}}"),
+                3,
+                K::NotPositive {
+                    key: "step_ms".into(),
+                    value: -2.5,
+                },
+            ),
+            (
+                "{\"steps_ms\": [1, 0.0]}".into(),
+                1,
+                K::NotPositive {
+                    key: "steps_ms[1]".into(),
+                    value: 0.0,
+                },
+            ),
+            (
+                "{\"step_ms\": \"6.02\"}".into(),
+                1,
+                K::StepNotNumber { found: "a string" },
+            ),
+            (
+                "{\"step_ms\": null}".into(),
+                1,
+                K::StepNotNumber { found: "null" },
+            ),
+            (
+                "{\"step_ms\": [6.02]}".into(),
+                1,
+                K::StepNotNumber { found: "an array" },
+            ),
+            (
+                "{\"steps_ms\": 6.02}".into(),
+                1,
+                K::StepsNotArray { found: "a number" },
+            ),
+            (
+                "{\"steps_ms\": [6.02, \"x\"]}".into(),
+                1,
+                K::StepsElement {
+                    index: 1,
+                    found: "a string",
+                },
+            ),
+            (
+                "{\"steps_ms\": [[6.02]]}".into(),
+                1,
+                K::StepsElement {
+                    index: 0,
+                    found: "an array",
+                },
+            ),
+            (
+                "{\"step_ms\": 1, \"warmup\": 1}".into(),
+                1,
+                K::WarmupNotBool { found: "a number" },
+            ),
+            (
+                "{\"env\": [\"torch\"]}".into(),
+                1,
+                K::EnvNotObject { found: "an array" },
+            ),
+            (
+                "{\"env\": {\"torch\": [2, 5]}}".into(),
+                1,
+                K::EnvValue {
+                    key: "torch".into(),
+                    found: "an array",
+                },
+            ),
+            (
+                "{\"trace\": 3}".into(),
+                1,
+                K::TraceNotString { found: "a number" },
+            ),
+            ("[6.02]".into(), 1, K::NotObject { found: "an array" }),
+            ("6.02".into(), 1, K::NotObject { found: "a number" }),
+            ("\"step\"".into(), 1, K::NotObject { found: "a string" }),
+            ("null".into(), 1, K::NotObject { found: "null" }),
+            (format!("{ok}{{\"step_ms\": 6."), 2, K::Truncated),
+            (format!("{ok}{{\"step_ms\""), 2, K::Truncated),
+        ];
+        for (text, line, kind) in cases {
+            assert_eq!(err_kind(&text), (line, kind), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn malformed_lines_report_the_column_not_serdes_line() {
+        let cases = [
+            ("{\"step_ms\": 1}\nnot json\n", 2),
+            ("{\"step_ms\": 1,}", 1),
+            ("{\"step_ms\": 1} trailing", 1),
+            ("{'step_ms': 1}", 1),
+            ("{\"step_ms\": 1, \"step_ms\": 2}", 1),
+        ];
+        for (text, line) in cases {
+            let err = parse(text).expect_err(text);
+            assert_eq!(err.line, line, "{text:?}");
+            match &err.kind {
+                ProtocolErrorKind::Malformed { message } => {
+                    assert!(!message.contains("at line"), "{message}");
+                }
+                other => panic!("{text:?}: expected malformed, got {other:?}"),
+            }
+        }
+        let err = parse("x\n").expect_err("garbage");
+        assert!(
+            err.to_string().starts_with("line 1: malformed JSON"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn nan_inside_a_string_is_not_mistaken_for_a_literal() {
+        // A genuinely malformed line that mentions NaN only inside a string.
+        let err = parse("{\"note\": \"NaN\" \"step_ms\": 1}").expect_err("missing comma");
+        assert!(
+            matches!(err.kind, ProtocolErrorKind::Malformed { .. }),
+            "{err:?}"
+        );
+        // And a valid line with such a string parses.
+        assert!(parse("{\"note\": \"NaN\", \"step_ms\": 1}").is_ok());
+    }
+
+    #[test]
+    fn every_error_has_a_hint_and_a_lowercase_message() {
+        let texts = [
+            "x",
+            "{\"step_ms\": NaN}",
+            "{\"step_ms\": 0}",
+            "{\"step_ms\": \"1\"}",
+            "{\"steps_ms\": 1}",
+            "{\"steps_ms\": [\"1\"]}",
+            "{\"warmup\": 2}",
+            "{\"env\": 1}",
+            "{\"env\": {\"a\": {}}}",
+            "{\"trace\": 1}",
+            "[]",
+            "{\"step_ms\": 1",
+        ];
+        for text in texts {
+            let err = parse(text).expect_err(text);
+            assert!(!err.hint().is_empty());
+            let message = err.kind.to_string();
+            let first = message.chars().next().expect("non-empty message");
+            assert!(
+                !first.is_uppercase() || message.starts_with("NaN"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn sanitize_strips_escapes_and_controls() {
+        let cases = [
+            ("plain text", "plain text"),
+            ("tab\there\nnext", "tab\there\nnext"),
+            ("\u{1b}[31mred\u{1b}[0m", "red"),
+            ("\u{1b}[1;38;5;208mbold\u{1b}[m", "bold"),
+            ("\u{1b}]0;title\u{7}after", "after"),
+            ("\u{1b}]8;;http://x\u{1b}\\link\u{1b}]8;;\u{1b}\\", "link"),
+            ("\u{1b}cclear", "clear"),
+            ("bell\u{7} nul\u{0} del\u{7f}", "bell nul del"),
+            ("c1\u{9b}2Jcsi", "c1csi"),
+            ("a\u{85}b", "ab"),
+            ("windows\r\nline", "windows\nline"),
+            ("10%\r50%\r100%\ndone", "100%\ndone"),
+            ("first\nbar 1\rbar 2", "first\nbar 2"),
+            ("rtl\u{202e}evil\u{2066}", "rtlevil"),
+            ("unicode: µs ✓", "unicode: µs ✓"),
+            ("trailing esc\u{1b}", "trailing esc"),
+            ("unterminated \u{1b}[31", "unterminated "),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(sanitize(input), expected, "{input:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sanitized_text_has_no_controls_but_newline_and_tab(s in ".*") {
+            let clean = sanitize(&s);
+            proptest::prop_assert!(clean.chars().all(|c| !c.is_control() || c == '\n' || c == '\t'));
+            proptest::prop_assert_eq!(sanitize(&clean), clean.clone());
+        }
+
+        #[test]
+        fn step_lines_round_trip(steps in proptest::collection::vec(1e-6f64..1e6, 0..50)) {
+            let mut text = String::new();
+            for s in &steps {
+                text.push_str("{\"step_ms\": ");
+                text.push_str(&s.to_string());
+                text.push_str("}\n");
+            }
+            let report = parse(&text).expect("valid");
+            proptest::prop_assert_eq!(report.steps_ms.len(), steps.len());
+            // serde_json's default float parser may be 1 ulp off the shortest repr.
+            for (got, want) in report.steps_ms.iter().zip(&steps) {
+                proptest::prop_assert!((got - want).abs() <= want * 4.0 * f64::EPSILON);
+            }
+        }
+    }
+}
