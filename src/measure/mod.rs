@@ -2,6 +2,7 @@
 //! processes). Declarations and re-exports only.
 
 pub mod harness;
+pub mod host;
 pub mod protocol;
 
 pub use harness::{HarnessError, RepeatOutput, RepeatSpec, run_repeat};
