@@ -1,9 +1,11 @@
 //! Commands: the only place that sequences I/O.
 
+pub mod floor;
+
 use std::process::ExitCode;
 
-use crate::cli::Cli;
 use crate::Error;
+use crate::cli::Cli;
 
 /// What a command concluded. A failed gate is an outcome, not an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
