@@ -634,6 +634,22 @@ mod tests {
         assert_eq!(f.flops.attention, 4.0 * 4096.0 * 4097.0 * 32.0);
     }
 
+    /// The figures docs/floor.md quotes for Llama-3.1-8B, bf16, decode, batch 1, context 4096,
+    /// on an H100 SXM: the exact floor and the all-parameters floor of the same model.
+    #[test]
+    fn exact_and_all_parameters_conventions_as_documented() {
+        let h = gpu_by_name("h100-sxm").expect("catalogue entry");
+        let exact = model_by_name("llama-3.1-8b").expect("built-in model");
+        let all = ModelSpec::bare(8_030_261_248.0, 131_072.0, None).expect("valid bare form");
+        let e = floor(&exact, &h, &bf16(), Phase::Decode, 1, 4096).expect("floor");
+        let a = floor(&all, &h, &bf16(), Phase::Decode, 1, 4096).expect("floor");
+        assert_eq!((e.floor_ms * 1000.0).round(), 4641.0);
+        assert_eq!((a.floor_ms * 1000.0).round(), 4954.0);
+        // The difference is the input embedding table less the one gathered row.
+        let diff = a.total_bytes() - e.total_bytes();
+        assert_eq!(diff, 2.0 * (128_256.0 * 4096.0 - 4096.0));
+    }
+
     #[test]
     fn tied_embeddings_are_one_matrix() {
         let model = model_by_name("gemma-2-9b").expect("should succeed");
