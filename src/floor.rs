@@ -1,1 +1,836 @@
-//! placeholder
+//! The roofline floor of one inference step (DESIGN.md §2): the least time a step can take on
+//! a GPU given the bytes it must move and the FLOPs it must do,
+//! `floor = max(bytes / peak bandwidth, FLOPs / peak FLOP/s)`, with the binding resource
+//! named, and the utilisation (MBU, MFU) of a measured step time. Pure.
+//!
+//! Sources of the conventions used below:
+//! - Roofline: S. Williams, A. Waterman, D. Patterson, "Roofline: an insightful visual
+//!   performance model for multicore architectures", CACM 52(4), 2009: attainable time is
+//!   bounded by traffic / bandwidth and by work / peak, whichever is larger.
+//! - 2 FLOPs (one multiply, one add) per weight per token for a matrix-vector product:
+//!   J. Kaplan et al., "Scaling Laws for Neural Language Models", 2020, §2.1 (C ≈ 2N per token
+//!   in the forward pass).
+//! - Attention FLOPs: each query does `QKᵀ` and `AV` against every key it sees, `2·d` FLOPs
+//!   per key per head for each product (Kaplan et al. §2.1 count `2·n_layer·n_ctx·d_attn` per
+//!   token for `QKᵀ` alone; `AV` doubles it). Causal prefill: query i sees i keys,
+//!   `Σ = P(P+1)/2`.
+//! - MBU and MFU: MBU = bytes moved / step time / peak bandwidth (Databricks, "LLM Inference
+//!   Performance Engineering: Best Practices", 2023); MFU = FLOPs / step time / peak FLOP/s
+//!   (Chowdhery et al., "`PaLM`", 2022, Appendix B).
+//! - Expected distinct experts: with T tokens each routed to k of E experts uniformly and
+//!   independently, an expert is missed by one token with probability 1 - k/E, so the
+//!   expected number touched is E·(1 - (1 - k/E)^T) (linearity of expectation).
+//! - Layer shapes, `head_dim`, sliding windows and tied embeddings: the Hugging Face
+//!   `transformers` modelling code of each family (see `catalog::model`).
+//!
+//! Conventions (the README's "How the floor is computed" states them for users):
+//! - Decode at context C: each sequence adds one token; every layer's KV cache holds C tokens
+//!   before the step, all read (a sliding window of W caps a layer's read at W - 1, since a
+//!   query sees at most W positions, itself included), and the new token's K and V are
+//!   written. The query attends to C + 1 keys (W at most).
+//! - Prefill of P tokens: a fresh cache; K and V of every prompt token are written (W - 1 per
+//!   windowed layer: what the next decode step reads), none read from memory. Logits are
+//!   computed for the last token of each sequence only, as serving engines do.
+//! - Weights: each decoder-layer weight is read once per step; the input embedding is a
+//!   gather of one row per token (at most the whole table), not a read of the table; the
+//!   output projection is read once; tied embeddings are one matrix, read once by the output
+//!   projection. Mixture-of-experts layers read the expected number of distinct experts under uniform
+//!   routing. Activations are not counted (a lower bound: they can stay on chip).
+//! - FLOPs: 2 per active decoder-layer parameter per token (the gather does none), 2 per
+//!   output-projection weight per logit row, plus attention. All FLOPs are bounded by the peak
+//!   of the precision's compute dtype.
+//! - The bare form counts every parameter as read once per step and 2 FLOPs per parameter
+//!   per token (or its declared `flops_per_token`), with no attention term: the
+//!   all-parameters convention.
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::case::Phase;
+use crate::catalog::gpu::GpuSpec;
+use crate::catalog::model::{BareSpec, ModelSpec, Part, TransformerSpec};
+use crate::catalog::precision::{ComputeDtype, Precision, Scales};
+
+#[derive(Debug, Error, PartialEq)]
+pub enum FloorError {
+    #[error("GPU {gpu} has no dense {dtype} peak (it has: {available})")]
+    NoComputePeak {
+        gpu: String,
+        dtype: ComputeDtype,
+        available: String,
+    },
+    #[error("GPU {gpu}: {what} must be a positive finite number, found {value}")]
+    InvalidGpu {
+        gpu: String,
+        what: &'static str,
+        value: f64,
+    },
+    #[error("batch must be at least 1")]
+    ZeroBatch,
+    #[error("prefill needs a context (prompt length) of at least 1 token")]
+    EmptyPrefill,
+    #[error("step time must be a positive finite number of milliseconds, found {0}")]
+    InvalidStepTime(f64),
+}
+
+impl FloorError {
+    /// A one-line suggestion printed after the error, when there is one.
+    #[must_use]
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            FloorError::NoComputePeak { dtype, .. } => Some(format!(
+                "choose a precision the GPU runs natively, or declare the peak in utilgate.toml: \
+                 [gpu] dense_tflops = {{ {dtype} = ... }}"
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// The binding resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Bound {
+    Memory,
+    Compute,
+}
+
+impl Bound {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Memory => "memory",
+            Bound::Compute => "compute",
+        }
+    }
+}
+
+/// Bytes moved by one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ByteBreakdown {
+    /// Decoder-layer weights read (attention, MLP or the experts touched, norms, routers); for
+    /// the bare form every parameter.
+    pub weights: f64,
+    /// Input-embedding rows gathered (0 when tied: the rows lie in `lm_head`'s matrix).
+    pub embedding: f64,
+    /// The output projection (the embedding matrix when tied), read once.
+    pub lm_head: f64,
+    /// KV cache read.
+    pub kv_read: f64,
+    /// KV cache written.
+    pub kv_write: f64,
+}
+
+impl ByteBreakdown {
+    #[must_use]
+    pub fn total(&self) -> f64 {
+        self.weights + self.embedding + self.lm_head + self.kv_read + self.kv_write
+    }
+}
+
+/// FLOPs of one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlopBreakdown {
+    /// 2 per active decoder-layer parameter per token (the bare form: all of its FLOPs).
+    pub linear: f64,
+    /// `QKᵀ` and `AV` over the context.
+    pub attention: f64,
+    /// The output projection for the tokens whose logits are computed.
+    pub lm_head: f64,
+}
+
+impl FlopBreakdown {
+    #[must_use]
+    pub fn total(&self) -> f64 {
+        self.linear + self.attention + self.lm_head
+    }
+}
+
+/// What a mixture-of-experts layer reads in one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExpertRead {
+    pub num_experts: u64,
+    pub experts_per_token: u64,
+    /// Tokens routed per layer this step.
+    pub tokens: u64,
+    /// Expected distinct experts touched per layer under uniform routing.
+    pub expected_distinct: f64,
+}
+
+/// The floor of one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Floor {
+    pub floor_ms: f64,
+    pub bound: Bound,
+    pub bytes: ByteBreakdown,
+    pub flops: FlopBreakdown,
+    pub peak_bandwidth_bytes_per_s: f64,
+    pub peak_flops_per_s: f64,
+    /// The compute dtype whose peak applies.
+    pub compute_dtype: ComputeDtype,
+    /// Tokens processed by the step (batch for decode, batch x context for prefill).
+    pub tokens: u64,
+    /// Expert reads, for mixture-of-experts models.
+    pub experts: Option<ExpertRead>,
+    /// The conventions and assumptions behind this floor, for the reader.
+    pub notes: Vec<String>,
+}
+
+/// Utilisation of a measured step time, as fractions (0.5 = 50%).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Utilisation {
+    /// Bytes moved / step time / peak bandwidth.
+    pub mbu: f64,
+    /// FLOPs / step time / peak FLOP/s.
+    pub mfu: f64,
+    /// floor / step time (= the larger of MBU and MFU).
+    pub utilisation: f64,
+}
+
+impl Floor {
+    #[must_use]
+    pub fn total_bytes(&self) -> f64 {
+        self.bytes.total()
+    }
+
+    #[must_use]
+    pub fn total_flops(&self) -> f64 {
+        self.flops.total()
+    }
+
+    /// The time the bytes take at peak bandwidth.
+    #[must_use]
+    pub fn memory_ms(&self) -> f64 {
+        self.total_bytes() / self.peak_bandwidth_bytes_per_s * 1e3
+    }
+
+    /// The time the FLOPs take at peak FLOP/s.
+    #[must_use]
+    pub fn compute_ms(&self) -> f64 {
+        self.total_flops() / self.peak_flops_per_s * 1e3
+    }
+
+    /// MBU, MFU and utilisation of a step of `step_ms` milliseconds. The caller checks that
+    /// `step_ms` is positive and finite; otherwise the fractions are infinite or NaN.
+    #[must_use]
+    pub fn utilisation(&self, step_ms: f64) -> Utilisation {
+        Utilisation {
+            mbu: self.memory_ms() / step_ms,
+            mfu: self.compute_ms() / step_ms,
+            utilisation: self.floor_ms / step_ms,
+        }
+    }
+}
+
+/// Bytes to hold a case in GPU memory: all weights and the KV cache after the step.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Footprint {
+    pub weights_bytes: f64,
+    pub kv_bytes: f64,
+}
+
+/// The floor of one step of `phase` at `batch` sequences and `context` tokens.
+pub fn floor(
+    model: &ModelSpec,
+    gpu: &GpuSpec,
+    precision: &Precision,
+    phase: Phase,
+    batch: u64,
+    context: u64,
+) -> Result<Floor, FloorError> {
+    if batch == 0 {
+        return Err(FloorError::ZeroBatch);
+    }
+    if phase == Phase::Prefill && context == 0 {
+        return Err(FloorError::EmptyPrefill);
+    }
+    let bandwidth = gpu.mem_bandwidth_bytes_per_s;
+    if !(bandwidth.is_finite() && bandwidth > 0.0) {
+        return Err(FloorError::InvalidGpu {
+            gpu: gpu.name.clone(),
+            what: "memory bandwidth",
+            value: bandwidth,
+        });
+    }
+    let peak = gpu
+        .peak_flops(precision.compute)
+        .ok_or_else(|| FloorError::NoComputePeak {
+            gpu: gpu.name.clone(),
+            dtype: precision.compute,
+            available: gpu
+                .dense_flops
+                .available()
+                .iter()
+                .map(|d| d.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+    if !(peak.is_finite() && peak > 0.0) {
+        return Err(FloorError::InvalidGpu {
+            gpu: gpu.name.clone(),
+            what: "peak FLOP/s",
+            value: peak,
+        });
+    }
+    let tokens = match phase {
+        Phase::Decode => batch,
+        Phase::Prefill => batch * context,
+    };
+    let work = match model {
+        ModelSpec::Transformer(t) => transformer_work(t, precision, phase, batch, context, tokens),
+        ModelSpec::Bare(b) => bare_work(b, precision, phase, batch, context, tokens),
+    };
+    let mut notes = work.notes;
+    if matches!(precision.compute, ComputeDtype::Fp8 | ComputeDtype::Int8) {
+        notes.push(format!(
+            "all FLOPs are bounded by the {} peak, though attention and lm_head usually run in \
+             16 bits: the compute floor is optimistic there",
+            precision.compute
+        ));
+    }
+    // Roofline (Williams et al. 2009): time >= traffic / bandwidth and >= work / peak.
+    let memory_s = work.bytes.total() / bandwidth;
+    let compute_s = work.flops.total() / peak;
+    let (floor_s, bound) = if memory_s >= compute_s {
+        (memory_s, Bound::Memory)
+    } else {
+        (compute_s, Bound::Compute)
+    };
+    Ok(Floor {
+        floor_ms: floor_s * 1e3,
+        bound,
+        bytes: work.bytes,
+        flops: work.flops,
+        peak_bandwidth_bytes_per_s: bandwidth,
+        peak_flops_per_s: peak,
+        compute_dtype: precision.compute,
+        tokens,
+        experts: work.experts,
+        notes,
+    })
+}
+
+/// Bytes to hold the weights and the KV cache after one step (the memory-fit check).
+#[must_use]
+pub fn footprint(
+    model: &ModelSpec,
+    precision: &Precision,
+    phase: Phase,
+    batch: u64,
+    context: u64,
+) -> Footprint {
+    // After a decode step the cache holds context + 1 tokens; after prefill, the prompt.
+    let held = match phase {
+        Phase::Decode => context + 1,
+        Phase::Prefill => context,
+    };
+    let kv_bytes = match model {
+        ModelSpec::Transformer(t) => {
+            let windowed = t.sliding_window_layers;
+            let full = t.num_hidden_layers - windowed;
+            let window = t.sliding_window.unwrap_or(u64::MAX);
+            let layer_tokens = full * held + windowed * held.min(window);
+            (batch * layer_tokens) as f64 * t.kv_bytes_per_token_per_layer(precision.kv)
+        }
+        ModelSpec::Bare(b) => (batch * held) as f64 * b.kv_bytes_per_token,
+    };
+    Footprint {
+        weights_bytes: model.weight_bytes(precision),
+        kv_bytes,
+    }
+}
+
+/// Expected distinct experts touched by `tokens` tokens, each routed to `k` of `experts`
+/// uniformly: E·(1 - (1 - k/E)^T).
+#[must_use]
+pub fn expected_distinct_experts(experts: u64, k: u64, tokens: u64) -> f64 {
+    let e = experts as f64;
+    let miss = 1.0 - k as f64 / e;
+    e * (1.0 - miss.powf(tokens as f64))
+}
+
+struct Work {
+    bytes: ByteBreakdown,
+    flops: FlopBreakdown,
+    experts: Option<ExpertRead>,
+    notes: Vec<String>,
+}
+
+/// Σ over the queries of one sequence of the keys each sees, for one layer.
+/// Decode: C + 1 keys (the cache plus the new token), at most W.
+/// Prefill: query i (1-based) sees i keys, at most W: Σ min(i, W) for i = 1..=P, which is
+/// P(P+1)/2 without a window (causal halving).
+fn keys_seen(phase: Phase, context: u64, window: Option<u64>) -> f64 {
+    let w = window.unwrap_or(u64::MAX);
+    match phase {
+        Phase::Decode => (context + 1).min(w) as f64,
+        Phase::Prefill => {
+            let p = context as f64;
+            if context <= w {
+                p * (p + 1.0) / 2.0
+            } else {
+                let w = w as f64;
+                w * (w + 1.0) / 2.0 + (p - w) * w
+            }
+        }
+    }
+}
+
+/// Tokens whose K/V one layer holds for the next step (read in decode, written in prefill):
+/// the context, capped at W - 1 by a window of W.
+fn cached_tokens(context: u64, window: Option<u64>) -> u64 {
+    match window {
+        Some(w) => context.min(w.saturating_sub(1)),
+        None => context,
+    }
+}
+
+fn transformer_work(
+    t: &TransformerSpec,
+    precision: &Precision,
+    phase: Phase,
+    batch: u64,
+    context: u64,
+    tokens: u64,
+) -> Work {
+    let mut notes = t.notes.clone();
+    let vocab = t.vocab_size;
+    let table = (vocab * t.hidden_size) as f64;
+
+    // Expected distinct experts per MoE layer (uniform routing).
+    let experts = t.moe.as_ref().map(|m| ExpertRead {
+        num_experts: m.num_experts,
+        experts_per_token: m.experts_per_token,
+        tokens,
+        expected_distinct: expected_distinct_experts(m.num_experts, m.experts_per_token, tokens),
+    });
+
+    let mut bytes = ByteBreakdown {
+        weights: 0.0,
+        embedding: 0.0,
+        lm_head: 0.0,
+        kv_read: 0.0,
+        kv_write: 0.0,
+    };
+    let gathered_rows = tokens.min(vocab);
+    for tensor in t.tensors() {
+        let stored = tensor.bytes(precision);
+        match tensor.part {
+            // Tied: one matrix, read whole by the output projection; the gathered rows are
+            // part of it and not counted twice.
+            Part::Embedding if t.tie_word_embeddings => bytes.lm_head += stored,
+            // A gather of one row per token, not a read of the table.
+            Part::Embedding => bytes.embedding += stored * gathered_rows as f64 / vocab as f64,
+            Part::LmHead => bytes.lm_head += stored,
+            Part::Experts => {
+                let read = experts
+                    .as_ref()
+                    .map_or(1.0, |e| e.expected_distinct / e.num_experts as f64);
+                bytes.weights += stored * read;
+            }
+            Part::Attention | Part::Mlp | Part::Router | Part::Norm => bytes.weights += stored,
+        }
+    }
+    if t.tie_word_embeddings {
+        notes.push(format!(
+            "tied embeddings: one {vocab} x {} matrix, read once by the output projection",
+            t.hidden_size
+        ));
+    } else {
+        notes.push(format!(
+            "input embedding: {gathered_rows} gathered row(s) of the {vocab}-row table, not the \
+             whole table"
+        ));
+    }
+    if let Some(e) = &experts {
+        notes.push(format!(
+            "MoE: each layer reads the expected number of distinct experts that {} token(s) x \
+             top-{} touch under uniform routing: {:.2} of {} (E·(1-(1-k/E)^T))",
+            e.tokens, e.experts_per_token, e.expected_distinct, e.num_experts
+        ));
+    }
+
+    // KV cache: 2 x kv_heads x head_dim x dtype bytes per token per layer.
+    let per_layer_token = t.kv_bytes_per_token_per_layer(precision.kv);
+    let windowed = t.sliding_window_layers;
+    let full = t.num_hidden_layers - windowed;
+    let window = t.sliding_window;
+    let cached = full * context + windowed * cached_tokens(context, window);
+    match phase {
+        Phase::Decode => {
+            bytes.kv_read = (batch * cached) as f64 * per_layer_token;
+            bytes.kv_write = (batch * t.num_hidden_layers) as f64 * per_layer_token;
+        }
+        Phase::Prefill => {
+            bytes.kv_write = (batch * cached) as f64 * per_layer_token;
+            notes.push(
+                "prefill: a fresh KV cache, written and not read; logits for the last token of \
+                 each sequence only"
+                    .to_string(),
+            );
+        }
+    }
+    if let Some(w) = window {
+        notes.push(format!(
+            "sliding window of {w} on {windowed} of {} layers: each of those holds at most {} \
+             cached tokens",
+            t.num_hidden_layers,
+            w.saturating_sub(1)
+        ));
+    }
+
+    // FLOPs: 2 per active decoder-layer parameter per token (Kaplan et al. 2020); the
+    // embedding gather does none, the output projection is counted per logit row.
+    let head_params = table;
+    let embed_params = if t.tie_word_embeddings { 0.0 } else { table };
+    let decoder_active = t.active_params() as f64 - head_params - embed_params;
+    let linear = 2.0 * decoder_active * tokens as f64;
+    let lm_head = 2.0 * head_params * batch as f64;
+    // Attention: QKᵀ and AV, 2·head_dim FLOPs each per key per query head.
+    let per_key = 4.0 * (t.num_attention_heads * t.head_dim) as f64;
+    let keys = full as f64 * keys_seen(phase, context, None)
+        + windowed as f64 * keys_seen(phase, context, window);
+    let attention = per_key * keys * batch as f64;
+
+    Work {
+        bytes,
+        flops: FlopBreakdown {
+            linear,
+            attention,
+            lm_head,
+        },
+        experts,
+        notes,
+    }
+}
+
+fn bare_work(
+    b: &BareSpec,
+    precision: &Precision,
+    phase: Phase,
+    batch: u64,
+    context: u64,
+    tokens: u64,
+) -> Work {
+    let mut notes = vec![
+        "bare form: every parameter counted as read once per step (the all-parameters \
+         convention); kv_bytes_per_token taken as declared"
+            .to_string(),
+    ];
+    let (kv_read, kv_write) = match phase {
+        Phase::Decode => (
+            (batch * context) as f64 * b.kv_bytes_per_token,
+            batch as f64 * b.kv_bytes_per_token,
+        ),
+        Phase::Prefill => (0.0, (batch * context) as f64 * b.kv_bytes_per_token),
+    };
+    if matches!(precision.scales, Scales::PerChannel | Scales::PerTensor) {
+        notes.push(
+            "bare form: per-channel or per-tensor scales are not counted (matrix shapes unknown)"
+                .to_string(),
+        );
+    }
+    let per_token = if let Some(f) = b.flops_per_token {
+        notes.push("FLOPs = declared flops_per_token x tokens".to_string());
+        f
+    } else {
+        notes.push("FLOPs = 2 x params per token, no attention term".to_string());
+        2.0 * b.params
+    };
+    Work {
+        bytes: ByteBreakdown {
+            weights: b.params * precision.bytes_per_param_unshaped(),
+            embedding: 0.0,
+            lm_head: 0.0,
+            kv_read,
+            kv_write,
+        },
+        flops: FlopBreakdown {
+            linear: per_token * tokens as f64,
+            attention: 0.0,
+            lm_head: 0.0,
+        },
+        experts: None,
+        notes,
+    }
+}
+
+#[cfg(test)]
+#[expect(
+    clippy::float_cmp,
+    reason = "exact equality is intended: these figures are exact in f64"
+)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::catalog::gpu::gpu_by_name;
+    use crate::catalog::model::model_by_name;
+
+    fn gpu(bandwidth_gb_s: f64, bf16_tflops: f64) -> GpuSpec {
+        let mut t = BTreeMap::new();
+        t.insert("bf16".to_string(), bf16_tflops);
+        t.insert("fp8".to_string(), 2.0 * bf16_tflops);
+        GpuSpec::declared("test", bandwidth_gb_s, &t, None).expect("should succeed")
+    }
+
+    fn bf16() -> Precision {
+        Precision::parse("bf16", None).expect("should succeed")
+    }
+
+    /// Three significant digits.
+    fn sig3(x: f64) -> f64 {
+        let digits = x.abs().log10().floor();
+        let scale = 10f64.powf(2.0 - digits);
+        (x * scale).round() / scale
+    }
+
+    #[test]
+    fn worked_example_bare_form() {
+        let model = ModelSpec::bare(8.0e9, 131_072.0, None).expect("should succeed");
+        let h = gpu(3350.0, 989.0);
+        let decode = floor(&model, &h, &bf16(), Phase::Decode, 1, 4096).expect("should succeed");
+        assert_eq!(decode.bound, Bound::Memory);
+        assert_eq!(sig3(decode.floor_ms), 4.94);
+        // 8e9 x 2 + 4096 x 131072 read + 131072 written.
+        assert_eq!(decode.total_bytes(), 16e9 + 4096.0 * 131_072.0 + 131_072.0);
+        let prefill = floor(&model, &h, &bf16(), Phase::Prefill, 1, 2048).expect("should succeed");
+        assert_eq!(prefill.bound, Bound::Compute);
+        assert_eq!(sig3(prefill.floor_ms), 33.1);
+        assert_eq!(prefill.total_flops(), 2.0 * 8e9 * 2048.0);
+        let slow = decode.utilisation(9.8);
+        assert_eq!((slow.mbu * 100.0).round(), 50.0);
+        let fast = decode.utilisation(6.0);
+        assert_eq!((fast.mbu * 100.0).round(), 82.0);
+        assert_eq!(fast.utilisation, fast.mbu);
+    }
+
+    #[test]
+    fn exact_form_reads_gathered_rows_not_the_table() {
+        let model = model_by_name("llama-3.1-8b").expect("should succeed");
+        let h = gpu_by_name("h100-sxm").expect("should succeed");
+        let f = floor(&model, &h, &bf16(), Phase::Decode, 1, 4096).expect("should succeed");
+        let ModelSpec::Transformer(t) = &model else {
+            unreachable!()
+        };
+        // One row of 4096 bf16 values.
+        assert_eq!(f.bytes.embedding, 4096.0 * 2.0);
+        assert_eq!(f.bytes.lm_head, 128_256.0 * 4096.0 * 2.0);
+        // The embedding table is 6.5% of the all-parameters bytes.
+        let table_share = t.part_params(Part::Embedding) as f64 / t.total_params() as f64;
+        assert_eq!((table_share * 1000.0).round(), 65.0);
+        let all_params = 2.0 * t.total_params() as f64;
+        let exact_weights = f.bytes.weights + f.bytes.embedding + f.bytes.lm_head;
+        assert!((all_params - exact_weights - 2.0 * (525_336_576.0 - 4096.0)).abs() < 1.0);
+        // KV: 4096 tokens x 131072 bytes read, one token written.
+        assert_eq!(f.bytes.kv_read, 4096.0 * 131_072.0);
+        assert_eq!(f.bytes.kv_write, 131_072.0);
+        // FLOPs: 2 x decoder parameters + lm_head + attention over 4097 keys.
+        let decoder = t.total_params() as f64 - 2.0 * 525_336_576.0;
+        assert_eq!(f.flops.linear, 2.0 * decoder);
+        assert_eq!(f.flops.lm_head, 2.0 * 525_336_576.0);
+        assert_eq!(f.flops.attention, 4.0 * 4096.0 * 4097.0 * 32.0);
+    }
+
+    /// The figures docs/floor.md quotes for Llama-3.1-8B, bf16, decode, batch 1, context 4096,
+    /// on an H100 SXM: the exact floor and the all-parameters floor of the same model.
+    #[test]
+    fn exact_and_all_parameters_conventions_as_documented() {
+        let h = gpu_by_name("h100-sxm").expect("catalogue entry");
+        let exact = model_by_name("llama-3.1-8b").expect("built-in model");
+        let all = ModelSpec::bare(8_030_261_248.0, 131_072.0, None).expect("valid bare form");
+        let e = floor(&exact, &h, &bf16(), Phase::Decode, 1, 4096).expect("floor");
+        let a = floor(&all, &h, &bf16(), Phase::Decode, 1, 4096).expect("floor");
+        assert_eq!((e.floor_ms * 1000.0).round(), 4641.0);
+        assert_eq!((a.floor_ms * 1000.0).round(), 4954.0);
+        // The difference is the input embedding table less the one gathered row.
+        let diff = a.total_bytes() - e.total_bytes();
+        assert_eq!(diff, 2.0 * (128_256.0 * 4096.0 - 4096.0));
+    }
+
+    #[test]
+    fn tied_embeddings_are_one_matrix() {
+        let model = model_by_name("gemma-2-9b").expect("should succeed");
+        let h = gpu_by_name("h100-sxm").expect("should succeed");
+        let f = floor(&model, &h, &bf16(), Phase::Decode, 4, 100).expect("should succeed");
+        assert_eq!(f.bytes.embedding, 0.0);
+        assert_eq!(f.bytes.lm_head, 256_000.0 * 3584.0 * 2.0);
+        // Every stored byte is read once at batch 4 for a dense tied model.
+        assert_eq!(
+            f.bytes.weights + f.bytes.lm_head,
+            model.weight_bytes(&bf16())
+        );
+    }
+
+    #[test]
+    fn sliding_window_caps_the_kv_read() {
+        let model = model_by_name("mistral-7b-v0.1").expect("should succeed");
+        let h = gpu_by_name("h100-sxm").expect("should succeed");
+        let at = |c| floor(&model, &h, &bf16(), Phase::Decode, 1, c).expect("should succeed");
+        let per_token = 131_072.0;
+        assert_eq!(at(1000).bytes.kv_read, 1000.0 * per_token);
+        assert_eq!(at(4095).bytes.kv_read, 4095.0 * per_token);
+        assert_eq!(at(32_000).bytes.kv_read, 4095.0 * per_token);
+        assert_eq!(at(32_000).flops.attention, at(4095).flops.attention);
+        // Gemma-2: only half its layers slide.
+        let g = model_by_name("gemma-2-2b").expect("should succeed");
+        let ModelSpec::Transformer(t) = &g else {
+            unreachable!()
+        };
+        let per_layer = t.kv_bytes_per_token_per_layer(bf16().kv);
+        let f = floor(&g, &h, &bf16(), Phase::Decode, 1, 8000).expect("should succeed");
+        assert_eq!(f.bytes.kv_read, (13.0 * 8000.0 + 13.0 * 4095.0) * per_layer);
+        // Prefill with a window: Σ min(i, W).
+        assert_eq!(
+            keys_seen(Phase::Prefill, 5, Some(3)),
+            1.0 + 2.0 + 3.0 + 3.0 + 3.0
+        );
+        assert_eq!(keys_seen(Phase::Prefill, 5, None), 15.0);
+    }
+
+    #[test]
+    fn moe_reads_expected_distinct_experts() {
+        assert_eq!(expected_distinct_experts(8, 2, 1), 2.0);
+        assert!((expected_distinct_experts(8, 2, 2) - 8.0 * (1.0 - 0.75f64.powi(2))).abs() < 1e-12);
+        assert!((expected_distinct_experts(8, 2, 10_000) - 8.0).abs() < 1e-9);
+        assert_eq!(expected_distinct_experts(8, 8, 1), 8.0);
+        let model = model_by_name("mixtral-8x7b").expect("should succeed");
+        let h = gpu_by_name("h100-sxm").expect("should succeed");
+        let ModelSpec::Transformer(t) = &model else {
+            unreachable!()
+        };
+        let experts = t.part_params(Part::Experts) as f64 * 2.0;
+        let b1 = floor(&model, &h, &bf16(), Phase::Decode, 1, 0).expect("should succeed");
+        let b8 = floor(&model, &h, &bf16(), Phase::Decode, 8, 0).expect("should succeed");
+        let others = t.part_params(Part::Attention)
+            + t.part_params(Part::Norm)
+            + t.part_params(Part::Router);
+        let others = others as f64 * 2.0;
+        assert!((b1.bytes.weights - others - experts * 2.0 / 8.0).abs() < 1.0);
+        let d8 = expected_distinct_experts(8, 2, 8);
+        assert!((b8.bytes.weights - others - experts * d8 / 8.0).abs() < 1.0);
+        assert!(b8.notes.iter().any(|n| n.contains("uniform routing")));
+        assert_eq!(b8.experts.as_ref().expect("should succeed").tokens, 8);
+        // Compute follows the active parameters: 2 experts per token, whatever the batch.
+        assert_eq!(b8.flops.linear, 8.0 * b1.flops.linear);
+    }
+
+    #[test]
+    fn quantised_precision_picks_bytes_and_peak() {
+        let model = ModelSpec::bare(8.0e9, 131_072.0, None).expect("should succeed");
+        let h = gpu_by_name("h100-sxm").expect("should succeed");
+        let int4 = Precision::parse("int4-g128", None).expect("should succeed");
+        let f = floor(&model, &h, &int4, Phase::Decode, 1, 0).expect("should succeed");
+        assert_eq!(f.bytes.weights, 8e9 * (0.5 + 2.0 / 128.0));
+        // Weight-only quantisation keeps the 16-bit peak; fp8 x fp8 uses the fp8 peak.
+        assert_eq!(f.peak_flops_per_s, 989.4e12);
+        let fp8 = Precision::parse("fp8", None).expect("should succeed");
+        let f = floor(&model, &h, &fp8, Phase::Prefill, 1, 2048).expect("should succeed");
+        assert_eq!(f.peak_flops_per_s, 1978.9e12);
+        assert_eq!(f.compute_dtype, ComputeDtype::Fp8);
+        // No fp8 on A100: a clear error.
+        let a100 = gpu_by_name("a100-80gb").expect("should succeed");
+        let err = floor(&model, &a100, &fp8, Phase::Decode, 1, 1).expect_err("should fail");
+        assert!(err.to_string().contains("fp8") && err.to_string().contains("bf16"));
+        assert!(err.hint().is_some());
+    }
+
+    #[test]
+    fn invalid_inputs_are_errors() {
+        let model = ModelSpec::bare(1e9, 1.0, None).expect("should succeed");
+        let h = gpu(1000.0, 100.0);
+        assert_eq!(
+            floor(&model, &h, &bf16(), Phase::Decode, 0, 1),
+            Err(FloorError::ZeroBatch)
+        );
+        assert_eq!(
+            floor(&model, &h, &bf16(), Phase::Prefill, 1, 0),
+            Err(FloorError::EmptyPrefill)
+        );
+        let mut broken = h.clone();
+        broken.mem_bandwidth_bytes_per_s = 0.0;
+        assert!(floor(&model, &broken, &bf16(), Phase::Decode, 1, 1).is_err());
+    }
+
+    #[test]
+    fn utilisation_is_the_larger_of_mbu_and_mfu() {
+        let model = model_by_name("llama-3.1-8b").expect("should succeed");
+        let h = gpu_by_name("h100-sxm").expect("should succeed");
+        for (phase, batch, context) in [(Phase::Decode, 1, 4096), (Phase::Prefill, 4, 2048)] {
+            let f = floor(&model, &h, &bf16(), phase, batch, context).expect("should succeed");
+            let u = f.utilisation(f.floor_ms * 2.0);
+            assert!((u.utilisation - 0.5).abs() < 1e-12);
+            assert!((u.utilisation - u.mbu.max(u.mfu)).abs() < 1e-12);
+        }
+    }
+
+    fn bare_strategy() -> impl Strategy<Value = ModelSpec> {
+        (1e8f64..1e12, 0f64..1e7)
+            .prop_map(|(p, kv)| ModelSpec::bare(p, kv, None).expect("should succeed"))
+    }
+
+    fn any_model() -> impl Strategy<Value = ModelSpec> {
+        prop_oneof![
+            bare_strategy(),
+            prop::sample::select(crate::catalog::model::known_models())
+                .prop_map(|n| model_by_name(n).expect("should succeed")),
+        ]
+    }
+
+    fn any_phase() -> impl Strategy<Value = Phase> {
+        prop_oneof![Just(Phase::Decode), Just(Phase::Prefill)]
+    }
+
+    proptest! {
+        /// Linear in bytes: doubling the bandwidth halves the memory time exactly.
+        #[test]
+        fn memory_time_scales_inversely_with_bandwidth(
+            model in any_model(), phase in any_phase(), batch in 1u64..256,
+            context in 1u64..65_536, bw in 100f64..10_000.0,
+        ) {
+            let a = floor(&model, &gpu(bw, 500.0), &bf16(), phase, batch, context).expect("should succeed");
+            let b = floor(&model, &gpu(2.0 * bw, 500.0), &bf16(), phase, batch, context).expect("should succeed");
+            prop_assert!((a.memory_ms() - 2.0 * b.memory_ms()).abs() <= 1e-9 * a.memory_ms());
+            prop_assert_eq!(a.total_bytes(), b.total_bytes());
+            prop_assert!(b.floor_ms <= a.floor_ms);
+        }
+
+        #[test]
+        fn floor_is_monotone_in_batch_and_context(
+            model in any_model(), phase in any_phase(), batch in 1u64..128,
+            context in 1u64..32_768, more in 0u64..4096,
+        ) {
+            let h = gpu_by_name("h100-sxm").expect("should succeed");
+            let base = floor(&model, &h, &bf16(), phase, batch, context).expect("should succeed");
+            let wider = floor(&model, &h, &bf16(), phase, batch + 1 + more / 64, context).expect("should succeed");
+            let longer = floor(&model, &h, &bf16(), phase, batch, context + more).expect("should succeed");
+            prop_assert!(wider.floor_ms >= base.floor_ms);
+            prop_assert!(wider.total_bytes() >= base.total_bytes());
+            prop_assert!(wider.total_flops() >= base.total_flops());
+            prop_assert!(longer.floor_ms >= base.floor_ms);
+            prop_assert!(longer.total_bytes() >= base.total_bytes());
+            prop_assert!(longer.total_flops() >= base.total_flops());
+        }
+
+        #[test]
+        fn floor_is_the_larger_bound(
+            model in any_model(), phase in any_phase(), batch in 1u64..512, context in 1u64..65_536,
+        ) {
+            let h = gpu_by_name("h200").expect("should succeed");
+            let f = floor(&model, &h, &bf16(), phase, batch, context).expect("should succeed");
+            prop_assert_eq!(f.floor_ms, f.memory_ms().max(f.compute_ms()));
+            let expect = if f.memory_ms() >= f.compute_ms() { Bound::Memory } else { Bound::Compute };
+            prop_assert_eq!(f.bound, expect);
+        }
+
+        #[test]
+        fn expected_experts_between_k_and_e(e in 1u64..256, k_seed in 0u64..1000, t in 1u64..100_000) {
+            let k = 1 + k_seed % e;
+            let d = expected_distinct_experts(e, k, t);
+            prop_assert!(d >= k as f64 - 1e-9 && d <= e as f64 + 1e-9);
+            prop_assert!(expected_distinct_experts(e, k, t + 1) >= d - 1e-9);
+        }
+    }
+}
