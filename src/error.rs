@@ -53,6 +53,8 @@ impl Error {
             Error::Config(e) => e.hint(),
             Error::Store(e) => e.hint(),
             Error::Harness(e) => e.hint(),
+            Error::Catalog(e) => e.hint(),
+            Error::Floor(e) => e.hint(),
             Error::NoDeviceSpec => Some(
                 "add [gpu] name = \"h100-sxm\" (a catalogue name) or declare mem_bandwidth_gb_s and dense_tflops in the config".into(),
             ),

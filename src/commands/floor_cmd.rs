@@ -26,21 +26,25 @@ fn resolve_model(name: &str, loaded: Option<&LoadedConfig>) -> Result<ModelSpec,
         })?;
         return Ok(ModelSpec::from_hf_config(&text, name)?);
     }
-    Err(CatalogError::unknown_model(name).into())
+    Err(crate::catalog::model::resolve_model(name)
+        .err()
+        .unwrap_or_else(|| CatalogError::UnknownModel {
+            name: name.to_owned(),
+            known: crate::catalog::known_models().join(", "),
+        })
+        .into())
 }
 
 fn resolve_gpu(name: Option<&str>, loaded: Option<&LoadedConfig>) -> Result<GpuSpec, Error> {
     if let Some(name) = name {
-        return crate::catalog::gpu_by_name(name)
-            .ok_or_else(|| CatalogError::unknown_gpu(name).into());
+        return Ok(crate::catalog::gpu::resolve_gpu(name)?);
     }
     let gpu = loaded
         .and_then(|l| l.config.gpu.as_ref())
         .ok_or(Error::NoDeviceSpec)?;
     match &gpu.name {
         Some(name) => {
-            let spec = crate::catalog::gpu_by_name(name)
-                .ok_or_else(|| CatalogError::unknown_gpu(name))?;
+            let spec = crate::catalog::gpu::resolve_gpu(name)?;
             Ok(spec.with_overrides(gpu.mem_bandwidth_gb_s, &gpu.dense_tflops, gpu.memory_gb)?)
         }
         None => Ok(GpuSpec::declared(
@@ -53,13 +57,6 @@ fn resolve_gpu(name: Option<&str>, loaded: Option<&LoadedConfig>) -> Result<GpuS
 }
 
 pub fn floor(args: &FloorArgs) -> Result<Outcome, Error> {
-    if let Some(step) = args.step_ms
-        && !(step.is_finite() && step > 0.0)
-    {
-        return Err(Error::Usage(format!(
-            "--step-ms {step}: a step time must be a positive number of milliseconds"
-        )));
-    }
     let loaded = match &args.config {
         Some(path) => Some(crate::config::load(path)?),
         None => None,
@@ -77,14 +74,13 @@ pub fn floor(args: &FloorArgs) -> Result<Outcome, Error> {
         args.context,
         args.step_ms,
     )?;
+    for warning in &report.warnings {
+        output::warn(warning);
+    }
     match args.format.format {
         Format::Human => output::emit(&render_human(&report))?,
         Format::Json => {
-            let mut value = serde_json::to_value(&report)?;
-            if let Some(obj) = value.as_object_mut() {
-                obj.insert("schema_version".into(), 1.into());
-            }
-            output::emit(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
+            output::emit(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
         }
     }
     Ok(Outcome::Passed)

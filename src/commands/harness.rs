@@ -66,7 +66,7 @@ pub fn cpu_decode(args: &CpuDecodeArgs) -> Result<(), Error> {
     let unit = GpuSpec::declared("host", 1.0, &[("fp32".to_owned(), 1.0)].into(), None)?;
     let floor = crate::floor::floor(model, &unit, &precision, phase, batch, context)?;
 
-    let weight_bytes = floor.bytes.weights_total();
+    let weight_bytes = floor.bytes.weights + floor.bytes.embedding + floor.bytes.lm_head;
     let kv_read_per_seq = floor.bytes.kv_read / batch as f64;
     let kv_write_per_seq = floor.bytes.kv_write / batch as f64;
     let to_u64 = |x: f64| {

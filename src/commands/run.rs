@@ -101,8 +101,7 @@ fn device_spec(loaded: &LoadedConfig, store_path: &Path) -> Result<GpuSpec, Erro
     }
     match &gpu.name {
         Some(name) => {
-            let spec = crate::catalog::gpu_by_name(name)
-                .ok_or_else(|| crate::catalog::CatalogError::unknown_gpu(name))?;
+            let spec = crate::catalog::gpu::resolve_gpu(name)?;
             Ok(spec.with_overrides(gpu.mem_bandwidth_gb_s, &gpu.dense_tflops, gpu.memory_gb)?)
         }
         None => {
@@ -251,7 +250,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
                 .map_err(|e| e.to_string());
             plans.push(CasePlan {
                 suite,
-                kv_dtype: precision.kv_dtype_name().to_owned(),
+                kv_dtype: precision.kv.as_str().to_owned(),
                 key,
                 floor,
             });
