@@ -91,7 +91,9 @@ impl StoreError {
             StoreError::CreateDir { .. } | StoreError::Open { .. } => {
                 "set `[store] path` in utilgate.toml or pass `--db PATH` to use a writable location"
             }
-            StoreError::Missing { .. } => "or point `--db` / `[store] path` at an existing store",
+            StoreError::Missing { .. } => {
+                "point `--db` or `[store] path` at an existing store, or run `utilgate run` to create one"
+            }
             StoreError::Locked { .. } => {
                 "another utilgate process holds the store; wait for it to finish or raise the busy timeout"
             }

@@ -100,6 +100,18 @@ fn all_runs() -> RunFilter {
 fn a_run_round_trips_with_every_field() {
     let (_dir, path, mut store) = temp_store();
     assert!(path.exists(), "open creates the parent directory and file");
+    let pragma = |name: &str| -> String {
+        store
+            .conn
+            .query_row(&format!("PRAGMA {name}"), [], |r| {
+                r.get::<_, rusqlite::types::Value>(0)
+            })
+            .map(|v| format!("{v:?}"))
+            .expect("pragma")
+    };
+    assert_eq!(pragma("journal_mode"), r#"Text("wal")"#);
+    assert_eq!(pragma("foreign_keys"), "Integer(1)");
+    assert_eq!(pragma("page_size"), "Integer(16384)");
     let mut new = run("main", 0, vec![result(key("decode", 1), 6.02, false)]);
     new.pr_number = Some(42);
     new.config_json = Some(json!({"gate": {"max_drop_pct": 3.0}}));
