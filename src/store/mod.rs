@@ -1,1 +1,24 @@
-//! placeholder
+//! The `SQLite` history store (DESIGN.md §6): runs, results with raw samples, and baseline
+//! pointers with their full history. An I/O module: it translates between domain types and
+//! `SQLite` and decides nothing (verdicts and promotions arrive from the caller).
+
+mod baselines;
+mod db;
+mod error;
+mod results;
+mod runs;
+pub mod samples;
+mod schema;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use db::Store;
+pub use error::StoreError;
+pub use samples::SampleError;
+pub use schema::LATEST as SCHEMA_VERSION;
+pub use types::{
+    BaselineEntry, BaselineEvent, BaselineMove, BaselineMoveKind, CaseFilter, NewResult, NewRun,
+    RunFilter, RunId, RunSummary, StoredResult, StoredRun,
+};

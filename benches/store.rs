@@ -1,0 +1,303 @@
+//! Store benchmark: fills a temporary store the way nightly CI would (one transaction per run,
+//! 500 cases per run, 3 repeats x 100 samples each, baseline promotions on main), then times the
+//! read paths the commands use. Writes a temporary SQLite file; prints a table on stdout.
+//!
+//! `cargo bench --bench store` stores 1,000,000 results (2,000 runs). Scale it down with
+//! `UTILGATE_BENCH_RESULTS=20000 cargo bench --bench store` or `cargo bench --bench store -- 20000`;
+//! `UTILGATE_BENCH_DB=PATH` keeps the filled store there instead of in a temporary directory.
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark prints its table and progress"
+)]
+#![expect(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "benchmark arithmetic on small counts and synthetic values"
+)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use jiff::Timestamp;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Normal};
+use serde_json::json;
+use utilgate::case::{CaseKey, Phase, Verdict};
+use utilgate::store::{NewResult, NewRun, RunFilter, Store};
+
+const CASES_PER_RUN: usize = 500;
+const REPEATS: usize = 3;
+const SAMPLES: usize = 100;
+const WARMUP: usize = 10;
+const DEFAULT_RESULTS: usize = 1_000_000;
+const GPU: &str = "h100-sxm";
+
+fn requested_results() -> usize {
+    let from_args = std::env::args()
+        .skip(1)
+        .find_map(|a| a.replace('_', "").parse::<usize>().ok());
+    let from_env = std::env::var("UTILGATE_BENCH_RESULTS")
+        .ok()
+        .and_then(|v| v.replace('_', "").parse().ok());
+    from_args.or(from_env).unwrap_or(DEFAULT_RESULTS)
+}
+
+/// 2 phases x 5 models x 2 precisions x 5 batches x 5 contexts = 500 case keys.
+fn case_keys() -> Vec<CaseKey> {
+    let mut keys = Vec::with_capacity(CASES_PER_RUN);
+    for phase in [Phase::Decode, Phase::Prefill] {
+        for model in [
+            "llama-3.1-8b",
+            "llama-3.1-70b",
+            "qwen2.5-32b",
+            "mixtral-8x7b",
+            "seed-8b",
+        ] {
+            for precision in ["bf16", "fp8"] {
+                for batch in [1, 8, 32, 64, 128] {
+                    for context in [512, 2048, 4096, 8192, 32768] {
+                        keys.push(CaseKey {
+                            suite: phase.as_str().to_owned(),
+                            model: model.to_owned(),
+                            precision: precision.to_owned(),
+                            phase,
+                            batch,
+                            context,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    keys
+}
+
+/// A steady-state step time that grows with batch and context, like a real grid.
+fn base_ms(key: &CaseKey) -> f64 {
+    let model = match key.model.as_str() {
+        "llama-3.1-70b" => 9.0,
+        "qwen2.5-32b" | "mixtral-8x7b" => 4.5,
+        _ => 1.0,
+    };
+    let precision = if key.precision == "fp8" { 0.55 } else { 1.0 };
+    let context = 1.0 + (key.batch * key.context) as f64 / 2.0e6;
+    let phase = if key.phase == Phase::Prefill {
+        key.context as f64 / 400.0
+    } else {
+        1.0
+    };
+    6.0 * model * precision * context * phase
+}
+
+fn new_result(key: &CaseKey, rng: &mut StdRng, promote: bool) -> NewResult {
+    let base = base_ms(key) * (1.0 + rng.random_range(-0.01..0.01));
+    let noise = Normal::new(0.0, base * 0.003).expect("positive sigma");
+    // Device times arrive as f32 (CUDA events) widened to f64.
+    let mut draw = |n: usize, scale: f64| -> Vec<f64> {
+        (0..n)
+            .map(|_| f64::from(((base + noise.sample(rng)) * scale) as f32))
+            .collect()
+    };
+    let repeats_ms: Vec<Vec<f64>> = (0..REPEATS).map(|_| draw(SAMPLES, 1.0)).collect();
+    let warmup_ms: Vec<Vec<f64>> = (0..REPEATS).map(|_| draw(WARMUP, 1.6)).collect();
+    let mut all: Vec<f64> = repeats_ms.iter().flatten().copied().collect();
+    all.sort_by(f64::total_cmp);
+    let median = all[all.len() / 2];
+    let floor = base * 0.8;
+    let verdict = match rng.random_range(0..100) {
+        0 => Verdict::Regressed,
+        1..=2 => Verdict::Inconclusive,
+        3 => Verdict::Improved,
+        _ => Verdict::Pass,
+    };
+    NewResult {
+        key: key.clone(),
+        verdict: Some(verdict),
+        error: None,
+        floor_ms: Some(floor),
+        floor_json: Some(json!({
+            "bytes": 16.06e9, "flops": 1.606e10 * key.batch as f64, "binding": "memory",
+            "peak_bytes_per_s": 3.35e12, "peak_flop_per_s": 9.894e14
+        })),
+        median_ms: Some(median),
+        utilisation: Some(floor / median),
+        mbu: Some(floor / median),
+        mfu: Some(0.02),
+        summary_json: Some(json!({
+            "median_ms": median, "p95_ms": all[all.len() * 95 / 100], "min_ms": all[0],
+            "spread_pct": 0.6, "n": all.len(), "repeat_medians_ms": [median, median, median]
+        })),
+        decision_json: Some(json!({"drop_pct": 0.4, "threshold_pct": 3.0, "noise_pct": 0.5})),
+        repeats_ms,
+        warmup_ms,
+        env: BTreeMap::from([
+            ("torch".to_owned(), "2.5.1+cu124".to_owned()),
+            ("flash_attn".to_owned(), "2.6.3".to_owned()),
+            ("cuda".to_owned(), "12.4".to_owned()),
+            ("driver".to_owned(), "580.65.06".to_owned()),
+        ]),
+        gpu_state_json: Some(json!({
+            "sm_clock_mhz": 1980, "mem_clock_mhz": 2619, "power_w": 612.5,
+            "power_limit_w": 700.0, "temp_c": 61, "clock_event_reasons": []
+        })),
+        stderr_tail: None,
+        promote,
+    }
+}
+
+fn new_run(i: usize, keys: &[CaseKey], rng: &mut StdRng) -> NewRun {
+    // Four in five runs are nightly runs on main, which promote; the rest are pull requests.
+    let on_main = i % 5 != 4;
+    let start = Timestamp::from_second(1_700_000_000 + i as i64 * 3_600).expect("in range");
+    NewRun {
+        started_at: start,
+        finished_at: start + jiff::SignedDuration::from_mins(50),
+        git_sha: Some(format!("{:040x}", rng.random::<u128>())),
+        branch: Some(if on_main {
+            "main".into()
+        } else {
+            format!("pr-{i}")
+        }),
+        trigger: Some(if on_main { "schedule" } else { "pull_request" }.into()),
+        pr_number: (!on_main).then_some(i as u64),
+        gpu_sku: GPU.into(),
+        gpu_json: Some(
+            json!({"name": "NVIDIA H100 80GB HBM3", "driver": "580.65.06",
+                              "uuid": "GPU-5a3c", "vbios": "96.00.99.00.01"}),
+        ),
+        host: Some("ci-gpu-3".into()),
+        utilgate_version: "0.1.0".into(),
+        config_json: Some(json!({"gate": {"max_drop_pct": 3.0}, "suites": ["decode", "prefill"]})),
+        promote_reason: "passed the gate on main".into(),
+        results: keys.iter().map(|k| new_result(k, rng, on_main)).collect(),
+    }
+}
+
+struct Timing {
+    median: Duration,
+    p95: Duration,
+    n: usize,
+}
+
+fn time<T>(n: usize, mut f: impl FnMut(usize) -> T) -> Timing {
+    let mut times: Vec<Duration> = (0..n)
+        .map(|i| {
+            let t = Instant::now();
+            std::hint::black_box(f(i));
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    Timing {
+        median: times[n / 2],
+        p95: times[(n * 95 / 100).min(n - 1)],
+        n,
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+fn main() {
+    let results = requested_results();
+    let runs = results.div_ceil(CASES_PER_RUN).max(1);
+    let stored = runs * CASES_PER_RUN;
+    let dir = tempfile::tempdir().expect("temp dir");
+    // UTILGATE_BENCH_DB keeps the filled store at that (new) path for inspection.
+    let path = std::env::var_os("UTILGATE_BENCH_DB")
+        .map_or_else(|| dir.path().join("bench.db"), std::path::PathBuf::from);
+    assert!(!path.exists(), "{} already exists", path.display());
+    let keys = case_keys();
+    let mut rng = StdRng::seed_from_u64(7);
+    println!(
+        "store benchmark: {runs} runs x {CASES_PER_RUN} cases = {stored} results, \
+         {REPEATS} repeats x {SAMPLES} samples (+{WARMUP} warm-up) each"
+    );
+
+    let mut store = Store::open(&path, Duration::from_secs(30)).expect("open store");
+    let mut building = Duration::ZERO;
+    let fill = Instant::now();
+    for i in 0..runs {
+        let t = Instant::now();
+        let run = new_run(i, &keys, &mut rng);
+        building += t.elapsed();
+        store.insert_run(&run).expect("insert run");
+        if (i + 1) % 200 == 0 {
+            eprintln!("  {} runs in {:.1} s", i + 1, fill.elapsed().as_secs_f64());
+        }
+    }
+    let fill_time = fill.elapsed();
+    let insert_time = fill_time - building;
+    drop(store); // checkpoints the WAL into the main file
+    let bytes = std::fs::metadata(&path).expect("db size").len();
+
+    let store = Store::open(&path, Duration::from_secs(30)).expect("reopen store");
+    let filter = RunFilter {
+        limit: 50,
+        branch: None,
+        gpu_sku: None,
+    };
+    assert_eq!(store.list_runs(&filter).expect("list").len(), runs.min(50));
+    let list = time(50, |_| store.list_runs(&filter).expect("list runs"));
+    let main_only = RunFilter {
+        branch: Some("main".into()),
+        ..filter.clone()
+    };
+    let list_main = time(50, |_| store.list_runs(&main_only).expect("list runs"));
+    let picks: Vec<&CaseKey> = (0..200)
+        .map(|_| &keys[rng.random_range(0..keys.len())])
+        .collect();
+    let baseline = time(picks.len(), |i| {
+        store
+            .baseline_for(picks[i], GPU)
+            .expect("baseline")
+            .expect("every case has one")
+    });
+    let history = time(picks.len(), |i| {
+        let h = store.case_history(picks[i], GPU, 30).expect("history");
+        assert_eq!(h.len(), runs.min(30));
+        h
+    });
+    let all_baselines = time(10, |_| store.baselines(Some(GPU)).expect("baselines"));
+
+    let rows = [
+        (
+            "fill (one transaction per run)".to_owned(),
+            format!(
+                "{:.1} s total, {:.1} s in the store, {:.1} ms/run, {:.0} results/s",
+                fill_time.as_secs_f64(),
+                insert_time.as_secs_f64(),
+                insert_time.as_secs_f64() * 1e3 / runs as f64,
+                stored as f64 / insert_time.as_secs_f64()
+            ),
+        ),
+        (
+            "database file".to_owned(),
+            format!(
+                "{:.1} MiB, {:.0} bytes per stored result",
+                bytes as f64 / (1024.0 * 1024.0),
+                bytes as f64 / stored as f64
+            ),
+        ),
+        row("list_runs(limit 50)", &list),
+        row("list_runs(limit 50, branch main)", &list_main),
+        row("baseline_for(random key)", &baseline),
+        row("case_history(random key, limit 30)", &history),
+        row("baselines(all 500)", &all_baselines),
+    ];
+    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (name, value) in rows {
+        println!("{name:<width$}  {value}");
+    }
+}
+
+fn row(name: &str, t: &Timing) -> (String, String) {
+    (
+        name.to_owned(),
+        format!("median {}, p95 {} (n = {})", ms(t.median), ms(t.p95), t.n),
+    )
+}

@@ -1,0 +1,236 @@
+//! Baseline pointers: reading the current one per case and GPU SKU, moving them (accept,
+//! import), and the history of every move, which is never deleted. Does I/O on the store.
+
+use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
+
+use super::db::{Store, i64_to_u64, ns_to_timestamp, parse_text, timestamp_to_ns};
+use super::error::StoreError;
+use super::types::{BaselineEntry, BaselineEvent, BaselineMove, CaseFilter, RunId, StoredResult};
+use crate::case::CaseKey;
+
+/// A move joined with its case, result and run; callers add `WHERE` and `ORDER BY`.
+const MOVE_SELECT: &str = "\
+SELECT m.id, s.suite, s.model, s.precision, s.phase, s.batch, s.context, s.gpu_sku,
+       m.result_id, r.run_id, m.kind, m.reason, m.moved_at_ns, u.git_sha, r.median_ms,
+       r.utilisation
+FROM baseline_moves m
+JOIN series s ON s.id = m.series_id
+JOIN results r ON r.id = m.result_id
+JOIN runs u ON u.id = r.run_id";
+
+struct RawMove {
+    id: i64,
+    suite: String,
+    model: String,
+    precision: String,
+    phase: String,
+    batch: i64,
+    context: i64,
+    gpu_sku: String,
+    result_id: i64,
+    run_id: i64,
+    kind: String,
+    reason: String,
+    moved_at_ns: i64,
+    git_sha: Option<String>,
+    median_ms: Option<f64>,
+    utilisation: Option<f64>,
+}
+
+impl RawMove {
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<RawMove> {
+        Ok(RawMove {
+            id: row.get(0)?,
+            suite: row.get(1)?,
+            model: row.get(2)?,
+            precision: row.get(3)?,
+            phase: row.get(4)?,
+            batch: row.get(5)?,
+            context: row.get(6)?,
+            gpu_sku: row.get(7)?,
+            result_id: row.get(8)?,
+            run_id: row.get(9)?,
+            kind: row.get(10)?,
+            reason: row.get(11)?,
+            moved_at_ns: row.get(12)?,
+            git_sha: row.get(13)?,
+            median_ms: row.get(14)?,
+            utilisation: row.get(15)?,
+        })
+    }
+
+    fn decode(self, store: &Store) -> Result<BaselineEvent, StoreError> {
+        let path = &store.path;
+        let id = self.id;
+        Ok(BaselineEvent {
+            id,
+            key: CaseKey {
+                suite: self.suite,
+                model: self.model,
+                precision: self.precision,
+                phase: parse_text(path, "series.phase", id, &self.phase)?,
+                batch: i64_to_u64(path, "series.batch", id, self.batch)?,
+                context: i64_to_u64(path, "series.context", id, self.context)?,
+            },
+            gpu_sku: self.gpu_sku,
+            result_id: self.result_id,
+            run_id: RunId(self.run_id),
+            kind: parse_text(path, "baseline_moves.kind", id, &self.kind)?,
+            reason: self.reason,
+            moved_at: ns_to_timestamp(path, "baseline_moves.moved_at_ns", id, self.moved_at_ns)?,
+            git_sha: self.git_sha,
+            median_ms: self.median_ms,
+            utilisation: self.utilisation,
+        })
+    }
+}
+
+/// The SQL condition and parameters of a [`CaseFilter`] over `s` (the series table).
+fn filter_sql(filter: &CaseFilter) -> (&'static str, Vec<rusqlite::types::Value>) {
+    use rusqlite::types::Value;
+    match filter {
+        CaseFilter::All => ("1", Vec::new()),
+        CaseFilter::Suite(suite) => ("s.suite = ?2", vec![Value::Text(suite.clone())]),
+        CaseFilter::Key(key) => (
+            "s.suite = ?2 AND s.model = ?3 AND s.precision = ?4 AND s.phase = ?5
+             AND s.batch = ?6 AND s.context = ?7",
+            vec![
+                Value::Text(key.suite.clone()),
+                Value::Text(key.model.clone()),
+                Value::Text(key.precision.clone()),
+                Value::Text(key.phase.as_str().to_owned()),
+                Value::Integer(i64::try_from(key.batch).unwrap_or(-1)),
+                Value::Integer(i64::try_from(key.context).unwrap_or(-1)),
+            ],
+        ),
+    }
+}
+
+fn sku_value(gpu_sku: Option<&str>) -> rusqlite::types::Value {
+    gpu_sku.map_or(rusqlite::types::Value::Null, |s| {
+        rusqlite::types::Value::Text(s.to_owned())
+    })
+}
+
+impl Store {
+    /// The result the baseline of `key` on `gpu_sku` points at now (its latest move), if any.
+    pub fn baseline_for(
+        &self,
+        key: &CaseKey,
+        gpu_sku: &str,
+    ) -> Result<Option<StoredResult>, StoreError> {
+        let Some(series) = self.series_id(key, gpu_sku)? else {
+            return Ok(None);
+        };
+        let result_id: Option<i64> = self
+            .conn
+            .prepare_cached(
+                "SELECT result_id FROM baseline_moves WHERE series_id = ?1 ORDER BY id DESC LIMIT 1",
+            )
+            .and_then(|mut stmt| stmt.query_row([series], |r| r.get(0)).optional())
+            .map_err(self.fail("read a baseline"))?;
+        let Some(result_id) = result_id else {
+            return Ok(None);
+        };
+        Ok(self
+            .query_results("WHERE r.id = ?1", [result_id], "read a baseline")?
+            .into_iter()
+            .next())
+    }
+
+    /// Every current baseline pointer, optionally on one GPU SKU only, ordered by SKU and key.
+    pub fn baselines(&self, gpu_sku: Option<&str>) -> Result<Vec<BaselineEntry>, StoreError> {
+        let sql = format!(
+            "{MOVE_SELECT}
+             WHERE m.id = (SELECT max(id) FROM baseline_moves WHERE series_id = s.id)
+               AND (?1 IS NULL OR s.gpu_sku = ?1)
+             ORDER BY s.gpu_sku, s.suite, s.model, s.precision, s.phase, s.batch, s.context"
+        );
+        let events = self.query_moves(&sql, vec![sku_value(gpu_sku)], "list baselines")?;
+        Ok(events
+            .into_iter()
+            .map(|e| BaselineEntry {
+                key: e.key,
+                gpu_sku: e.gpu_sku,
+                result_id: e.result_id,
+                run_id: e.run_id,
+                kind: e.kind,
+                reason: e.reason,
+                moved_at: e.moved_at,
+                git_sha: e.git_sha,
+                median_ms: e.median_ms,
+                utilisation: e.utilisation,
+            })
+            .collect())
+    }
+
+    /// Points the baseline of each result's case and GPU SKU at that result, all in one
+    /// transaction; an unknown result id moves nothing.
+    pub fn move_baselines(&mut self, moves: &[BaselineMove]) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let times = moves
+            .iter()
+            .map(|m| timestamp_to_ns(&path, m.moved_at))
+            .collect::<Result<Vec<_>, _>>()?;
+        let fail = |action| {
+            let path = path.clone();
+            move |e| StoreError::query(&path, action, e)
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail("begin moving baselines"))?;
+        {
+            let mut add = tx
+                .prepare_cached(
+                    "INSERT INTO baseline_moves (series_id, result_id, kind, reason, moved_at_ns)
+                     SELECT series_id, id, ?2, ?3, ?4 FROM results WHERE id = ?1",
+                )
+                .map_err(fail("move a baseline"))?;
+            for (m, moved_ns) in moves.iter().zip(times) {
+                let added = add
+                    .execute(params![m.result_id, m.kind.as_str(), m.reason, moved_ns])
+                    .map_err(fail("move a baseline"))?;
+                if added == 0 {
+                    return Err(StoreError::UnknownResult {
+                        path: path.clone(),
+                        result_id: m.result_id,
+                    });
+                }
+            }
+        }
+        tx.commit().map_err(fail("commit baseline moves"))
+    }
+
+    /// Every baseline move ever made for the cases `filter` selects, optionally on one GPU SKU,
+    /// newest first.
+    pub fn baseline_history(
+        &self,
+        filter: &CaseFilter,
+        gpu_sku: Option<&str>,
+    ) -> Result<Vec<BaselineEvent>, StoreError> {
+        let (condition, mut values) = filter_sql(filter);
+        let sql = format!(
+            "{MOVE_SELECT} WHERE (?1 IS NULL OR s.gpu_sku = ?1) AND {condition} ORDER BY m.id DESC"
+        );
+        values.insert(0, sku_value(gpu_sku));
+        self.query_moves(&sql, values, "read baseline history")
+    }
+
+    fn query_moves(
+        &self,
+        sql: &str,
+        values: Vec<rusqlite::types::Value>,
+        action: &'static str,
+    ) -> Result<Vec<BaselineEvent>, StoreError> {
+        let raw = self
+            .conn
+            .prepare_cached(sql)
+            .and_then(|mut stmt| {
+                stmt.query_map(rusqlite::params_from_iter(values), RawMove::from_row)?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(self.fail(action))?;
+        raw.into_iter().map(|m| m.decode(self)).collect()
+    }
+}

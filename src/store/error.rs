@@ -1,0 +1,209 @@
+//! The store's error type: every variant names the store file, and [`StoreError::hint`] says
+//! what the user can do about it. No I/O.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::ErrorCode;
+use thiserror::Error;
+
+use super::samples::SampleError;
+
+#[derive(Debug, Error)]
+pub enum StoreError {
+    #[error("failed to create the directory for the store {}", .path.display())]
+    CreateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to open the store {}", .path.display())]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("no store at {}; run `utilgate run` first", .path.display())]
+    Missing { path: PathBuf },
+    #[error("the store {} stayed locked by another writer past the busy timeout", .path.display())]
+    Locked { path: PathBuf },
+    #[error("the store {} is corrupt or not an SQLite database", .path.display())]
+    Corrupt {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("the store {} has schema version {}, newer than the {} this utilgate knows", .path.display(), .found, .known)]
+    NewerSchema {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("the store {} has schema version {}, older than the {} this utilgate reads", .path.display(), .found, .known)]
+    OutdatedSchema {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("failed to {} in the store {}", .action, .path.display())]
+    Query {
+        path: PathBuf,
+        action: &'static str,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("the store {} holds unreadable JSON in results.{} of row {}", .path.display(), .column, .row)]
+    Json {
+        path: PathBuf,
+        column: &'static str,
+        row: i64,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the store {} holds an unreadable value in {} of row {}: {}", .path.display(), .column, .row, .detail)]
+    BadValue {
+        path: PathBuf,
+        column: &'static str,
+        row: i64,
+        detail: String,
+    },
+    #[error("the store {} holds unreadable raw samples in result {}", .path.display(), .result_id)]
+    Samples {
+        path: PathBuf,
+        result_id: i64,
+        #[source]
+        source: SampleError,
+    },
+    #[error("no result {} in the store {}", .result_id, .path.display())]
+    UnknownResult { path: PathBuf, result_id: i64 },
+    #[error("{} {} cannot be stored in {}: it is out of range", .what, .value, .path.display())]
+    OutOfRange {
+        path: PathBuf,
+        what: &'static str,
+        value: String,
+    },
+}
+
+impl StoreError {
+    /// A one-line suggestion printed after the error, when there is one.
+    #[must_use]
+    pub fn hint(&self) -> Option<String> {
+        let hint = match self {
+            StoreError::CreateDir { .. } | StoreError::Open { .. } => {
+                "set `[store] path` in utilgate.toml or pass `--db PATH` to use a writable location"
+            }
+            StoreError::Missing { .. } => {
+                "point `--db` or `[store] path` at an existing store, or run `utilgate run` to create one"
+            }
+            StoreError::Locked { .. } => {
+                "another utilgate process holds the store; wait for it to finish or raise the busy timeout"
+            }
+            StoreError::Corrupt { .. } => {
+                "utilgate never overwrites it: move it aside and import baselines from baselines/ with `utilgate baseline import`"
+            }
+            StoreError::NewerSchema { .. } => {
+                "it was written by a newer utilgate and is never downgraded: upgrade utilgate"
+            }
+            StoreError::OutdatedSchema { .. } => {
+                "run `utilgate run` once with this version to upgrade the store"
+            }
+            StoreError::Json { .. } | StoreError::BadValue { .. } | StoreError::Samples { .. } => {
+                "the store file may be damaged; keep a copy and report it"
+            }
+            StoreError::UnknownResult { .. } => "list result ids with `utilgate runs show RUN`",
+            StoreError::Query { .. } | StoreError::OutOfRange { .. } => return None,
+        };
+        Some(hint.to_owned())
+    }
+
+    /// Classifies an `SQLite` failure during a query: busy becomes [`StoreError::Locked`],
+    /// corruption becomes [`StoreError::Corrupt`], anything else [`StoreError::Query`].
+    pub(crate) fn query(path: &Path, action: &'static str, source: rusqlite::Error) -> Self {
+        match source.sqlite_error_code() {
+            Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Locked {
+                path: path.to_owned(),
+            },
+            Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => StoreError::Corrupt {
+                path: path.to_owned(),
+                source,
+            },
+            _ => StoreError::Query {
+                path: path.to_owned(),
+                action,
+                source,
+            },
+        }
+    }
+
+    /// Classifies an `SQLite` failure while opening: like [`StoreError::query`], but anything
+    /// else is [`StoreError::Open`].
+    pub(crate) fn open(path: &Path, source: rusqlite::Error) -> Self {
+        match StoreError::query(path, "open", source) {
+            StoreError::Query { path, source, .. } => StoreError::Open { path, source },
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite(code: i32) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    #[test]
+    fn sqlite_codes_are_classified() {
+        let path = Path::new("x.db");
+        let cases = [
+            (rusqlite::ffi::SQLITE_BUSY, "locked"),
+            (rusqlite::ffi::SQLITE_LOCKED, "locked"),
+            (rusqlite::ffi::SQLITE_CORRUPT, "corrupt"),
+            (rusqlite::ffi::SQLITE_NOTADB, "corrupt"),
+            (rusqlite::ffi::SQLITE_CANTOPEN, "open"),
+            (rusqlite::ffi::SQLITE_PERM, "open"),
+        ];
+        for (code, want) in cases {
+            let got = match StoreError::open(path, sqlite(code)) {
+                StoreError::Locked { .. } => "locked",
+                StoreError::Corrupt { .. } => "corrupt",
+                StoreError::Open { .. } => "open",
+                other => panic!("unexpected {other:?}"),
+            };
+            assert_eq!(got, want, "code {code}");
+        }
+        assert!(matches!(
+            StoreError::query(path, "read runs", sqlite(rusqlite::ffi::SQLITE_CONSTRAINT)),
+            StoreError::Query {
+                action: "read runs",
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn messages_name_the_path_and_hints_exist() {
+        let path = PathBuf::from("/tmp/u/utilgate.db");
+        let errors = [
+            StoreError::Locked { path: path.clone() },
+            StoreError::Missing { path: path.clone() },
+            StoreError::NewerSchema {
+                path: path.clone(),
+                found: 9,
+                known: 2,
+            },
+            StoreError::Corrupt {
+                path: path.clone(),
+                source: sqlite(rusqlite::ffi::SQLITE_NOTADB),
+            },
+        ];
+        for e in errors {
+            assert!(e.to_string().contains("/tmp/u/utilgate.db"), "{e}");
+            assert!(e.hint().is_some(), "{e}");
+        }
+        assert_eq!(
+            StoreError::Missing { path }.to_string(),
+            "no store at /tmp/u/utilgate.db; run `utilgate run` first"
+        );
+    }
+}

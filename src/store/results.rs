@@ -1,0 +1,214 @@
+//! Reading stored case results (one row joined with its case key and run) and a case's history
+//! on one GPU SKU. Does I/O on the store.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rusqlite::{OptionalExtension, Params, Row, params};
+
+use super::db::{Store, i64_to_u64, ns_to_timestamp, parse_json, parse_text};
+use super::error::StoreError;
+use super::samples;
+use super::types::{RunId, StoredResult};
+use crate::case::CaseKey;
+
+/// Selects every column [`RawResult::from_row`] reads; callers append `WHERE ... ORDER BY`.
+pub(crate) const RESULT_SELECT: &str = "\
+SELECT r.id, r.run_id, s.suite, s.model, s.precision, s.phase, s.batch, s.context, s.gpu_sku,
+       u.started_at_ns, u.git_sha, u.branch, r.verdict, r.error, r.floor_ms, r.floor_json,
+       r.median_ms, r.utilisation, r.mbu, r.mfu, r.summary_json, r.decision_json, r.samples,
+       r.warmup, r.env_json, r.gpu_state_json, r.stderr_tail
+FROM results r
+JOIN series s ON s.id = r.series_id
+JOIN runs u ON u.id = r.run_id";
+
+/// A result row as `SQLite` returned it, before the checks that need the store's path.
+struct RawResult {
+    id: i64,
+    run_id: i64,
+    suite: String,
+    model: String,
+    precision: String,
+    phase: String,
+    batch: i64,
+    context: i64,
+    gpu_sku: String,
+    started_at_ns: i64,
+    git_sha: Option<String>,
+    branch: Option<String>,
+    verdict: Option<String>,
+    error: Option<String>,
+    floor_ms: Option<f64>,
+    floor_json: Option<String>,
+    median_ms: Option<f64>,
+    utilisation: Option<f64>,
+    mbu: Option<f64>,
+    mfu: Option<f64>,
+    summary_json: Option<String>,
+    decision_json: Option<String>,
+    samples: Vec<u8>,
+    warmup: Vec<u8>,
+    env_json: String,
+    gpu_state_json: Option<String>,
+    stderr_tail: Option<String>,
+}
+
+impl RawResult {
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<RawResult> {
+        Ok(RawResult {
+            id: row.get(0)?,
+            run_id: row.get(1)?,
+            suite: row.get(2)?,
+            model: row.get(3)?,
+            precision: row.get(4)?,
+            phase: row.get(5)?,
+            batch: row.get(6)?,
+            context: row.get(7)?,
+            gpu_sku: row.get(8)?,
+            started_at_ns: row.get(9)?,
+            git_sha: row.get(10)?,
+            branch: row.get(11)?,
+            verdict: row.get(12)?,
+            error: row.get(13)?,
+            floor_ms: row.get(14)?,
+            floor_json: row.get(15)?,
+            median_ms: row.get(16)?,
+            utilisation: row.get(17)?,
+            mbu: row.get(18)?,
+            mfu: row.get(19)?,
+            summary_json: row.get(20)?,
+            decision_json: row.get(21)?,
+            samples: row.get(22)?,
+            warmup: row.get(23)?,
+            env_json: row.get(24)?,
+            gpu_state_json: row.get(25)?,
+            stderr_tail: row.get(26)?,
+        })
+    }
+
+    fn decode(self, path: &Path) -> Result<StoredResult, StoreError> {
+        let id = self.id;
+        let blob = |bytes: &[u8]| {
+            samples::decode(bytes).map_err(|source| StoreError::Samples {
+                path: path.to_owned(),
+                result_id: id,
+                source,
+            })
+        };
+        let env: BTreeMap<String, String> =
+            serde_json::from_str(&self.env_json).map_err(|source| StoreError::Json {
+                path: path.to_owned(),
+                column: "env_json",
+                row: id,
+                source,
+            })?;
+        Ok(StoredResult {
+            id,
+            run_id: RunId(self.run_id),
+            key: CaseKey {
+                suite: self.suite,
+                model: self.model,
+                precision: self.precision,
+                phase: parse_text(path, "series.phase", id, &self.phase)?,
+                batch: i64_to_u64(path, "series.batch", id, self.batch)?,
+                context: i64_to_u64(path, "series.context", id, self.context)?,
+            },
+            gpu_sku: self.gpu_sku,
+            started_at: ns_to_timestamp(
+                path,
+                "runs.started_at_ns",
+                self.run_id,
+                self.started_at_ns,
+            )?,
+            git_sha: self.git_sha,
+            branch: self.branch,
+            verdict: self
+                .verdict
+                .map(|v| parse_text(path, "results.verdict", id, &v))
+                .transpose()?,
+            error: self.error,
+            floor_ms: self.floor_ms,
+            floor_json: parse_json(path, "floor_json", id, self.floor_json)?,
+            median_ms: self.median_ms,
+            utilisation: self.utilisation,
+            mbu: self.mbu,
+            mfu: self.mfu,
+            summary_json: parse_json(path, "summary_json", id, self.summary_json)?,
+            decision_json: parse_json(path, "decision_json", id, self.decision_json)?,
+            repeats_ms: blob(&self.samples)?,
+            warmup_ms: blob(&self.warmup)?,
+            env,
+            gpu_state_json: parse_json(path, "gpu_state_json", id, self.gpu_state_json)?,
+            stderr_tail: self.stderr_tail,
+        })
+    }
+}
+
+impl Store {
+    /// Runs [`RESULT_SELECT`] followed by `tail` and decodes every row.
+    pub(crate) fn query_results(
+        &self,
+        tail: &str,
+        params: impl Params,
+        action: &'static str,
+    ) -> Result<Vec<StoredResult>, StoreError> {
+        let sql = format!("{RESULT_SELECT} {tail}");
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(self.fail(action))?;
+        let raw = stmt
+            .query_map(params, RawResult::from_row)
+            .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+            .map_err(self.fail(action))?;
+        raw.into_iter().map(|r| r.decode(&self.path)).collect()
+    }
+
+    /// The row id of a case key on one GPU SKU, if any result of it was ever stored.
+    pub(crate) fn series_id(
+        &self,
+        key: &CaseKey,
+        gpu_sku: &str,
+    ) -> Result<Option<i64>, StoreError> {
+        let (Ok(batch), Ok(context)) = (i64::try_from(key.batch), i64::try_from(key.context))
+        else {
+            return Ok(None);
+        };
+        self.conn
+            .prepare_cached(
+                "SELECT id FROM series WHERE suite = ?1 AND model = ?2 AND precision = ?3
+                 AND phase = ?4 AND batch = ?5 AND context = ?6 AND gpu_sku = ?7",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(
+                    params![
+                        key.suite,
+                        key.model,
+                        key.precision,
+                        key.phase.as_str(),
+                        batch,
+                        context,
+                        gpu_sku
+                    ],
+                    |r| r.get(0),
+                )
+                .optional()
+            })
+            .map_err(self.fail("look up a case"))
+    }
+
+    /// A case's results on one GPU SKU, newest run first, at most `limit` of them (for trend
+    /// lines and history-based noise).
+    pub fn case_history(
+        &self,
+        key: &CaseKey,
+        gpu_sku: &str,
+        limit: usize,
+    ) -> Result<Vec<StoredResult>, StoreError> {
+        let Some(series) = self.series_id(key, gpu_sku)? else {
+            return Ok(Vec::new());
+        };
+        self.query_results(
+            "WHERE r.series_id = ?1 ORDER BY r.run_started_at_ns DESC, r.id DESC LIMIT ?2",
+            params![series, i64::try_from(limit).unwrap_or(i64::MAX)],
+            "read a case's history",
+        )
+    }
+}

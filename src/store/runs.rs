@@ -1,0 +1,398 @@
+//! Writing runs (one `BEGIN IMMEDIATE` transaction each, baseline promotions included) and
+//! reading them back. Does I/O on the store.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use jiff::Timestamp;
+use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
+
+use super::db::{Store, i64_to_u64, ns_to_timestamp, parse_json, timestamp_to_ns, u64_to_i64};
+use super::error::StoreError;
+use super::samples;
+use super::types::{BaselineMoveKind, NewResult, NewRun, RunFilter, RunId, RunSummary, StoredRun};
+
+/// Which results of a run move their baseline pointer, and how the move is recorded.
+struct MovePlan<'a> {
+    kind: BaselineMoveKind,
+    reason: &'a str,
+    moved_at: Timestamp,
+    /// Only results flagged `promote` (a normal run), or all of them (an import).
+    only_flagged: bool,
+}
+
+/// A result's values converted for `SQLite` before the transaction starts, so that nothing
+/// slow or fallible happens while the write lock is held.
+struct Encoded<'a> {
+    result: &'a NewResult,
+    batch: i64,
+    context: i64,
+    samples: Vec<u8>,
+    warmup: Vec<u8>,
+    env_json: String,
+}
+
+const RUN_COLUMNS: &str = "id, started_at_ns, finished_at_ns, git_sha, branch, trigger, \
+     pr_number, gpu_sku, gpu_json, host, utilgate_version, config_json";
+
+/// A run row as `SQLite` returned it.
+struct RawRun {
+    id: i64,
+    started_at_ns: i64,
+    finished_at_ns: i64,
+    git_sha: Option<String>,
+    branch: Option<String>,
+    trigger: Option<String>,
+    pr_number: Option<i64>,
+    gpu_sku: String,
+    gpu_json: Option<String>,
+    host: Option<String>,
+    utilgate_version: String,
+    config_json: Option<String>,
+}
+
+impl RawRun {
+    fn from_row(row: &Row<'_>) -> rusqlite::Result<RawRun> {
+        Ok(RawRun {
+            id: row.get(0)?,
+            started_at_ns: row.get(1)?,
+            finished_at_ns: row.get(2)?,
+            git_sha: row.get(3)?,
+            branch: row.get(4)?,
+            trigger: row.get(5)?,
+            pr_number: row.get(6)?,
+            gpu_sku: row.get(7)?,
+            gpu_json: row.get(8)?,
+            host: row.get(9)?,
+            utilgate_version: row.get(10)?,
+            config_json: row.get(11)?,
+        })
+    }
+}
+
+fn finite(v: Option<f64>) -> Option<f64> {
+    v.filter(|x| x.is_finite())
+}
+
+fn json_text(v: Option<&serde_json::Value>) -> Option<String> {
+    v.map(serde_json::Value::to_string)
+}
+
+impl Store {
+    /// Stores a run, its results and raw samples, and moves the baseline pointer of every
+    /// result flagged `promote` (kind `promote`, `run.promote_reason`, at `run.finished_at`),
+    /// all in one transaction: if anything fails, nothing of the run is visible.
+    pub fn insert_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
+        self.write_run(
+            run,
+            &MovePlan {
+                kind: BaselineMoveKind::Promote,
+                reason: &run.promote_reason,
+                moved_at: run.finished_at,
+                only_flagged: true,
+            },
+        )
+    }
+
+    /// Stores an imported run (the caller builds it from the portable `baselines/` export,
+    /// normally with `trigger = "import"`, raw samples and floors included, so that it compares
+    /// exactly like the original) and points the baseline of every one of its results at it,
+    /// kind `import`, in one transaction. The `promote` flags are ignored.
+    pub fn import_run(
+        &mut self,
+        run: &NewRun,
+        reason: &str,
+        moved_at: Timestamp,
+    ) -> Result<RunId, StoreError> {
+        self.write_run(
+            run,
+            &MovePlan {
+                kind: BaselineMoveKind::Import,
+                reason,
+                moved_at,
+                only_flagged: false,
+            },
+        )
+    }
+
+    fn write_run(&mut self, run: &NewRun, plan: &MovePlan<'_>) -> Result<RunId, StoreError> {
+        let path = self.path.clone();
+        let started_ns = timestamp_to_ns(&path, run.started_at)?;
+        let finished_ns = timestamp_to_ns(&path, run.finished_at)?;
+        let moved_ns = timestamp_to_ns(&path, plan.moved_at)?;
+        let pr_number = run
+            .pr_number
+            .map(|n| u64_to_i64(&path, "pull request number", n))
+            .transpose()?;
+        let encoded = run
+            .results
+            .iter()
+            .map(|result| {
+                Ok(Encoded {
+                    result,
+                    batch: u64_to_i64(&path, "batch", result.key.batch)?,
+                    context: u64_to_i64(&path, "context", result.key.context)?,
+                    samples: samples::encode(&result.repeats_ms),
+                    warmup: samples::encode(&result.warmup_ms),
+                    env_json: serde_json::Value::Object(
+                        result
+                            .env
+                            .iter()
+                            .map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str())))
+                            .collect(),
+                    )
+                    .to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+
+        let fail = |action| {
+            let path = path.clone();
+            move |e| StoreError::query(&path, action, e)
+        };
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(fail("begin writing a run"))?;
+        tx.execute(
+            "INSERT INTO runs (started_at_ns, finished_at_ns, git_sha, branch, trigger, pr_number,
+                               gpu_sku, gpu_json, host, utilgate_version, config_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            params![
+                started_ns,
+                finished_ns,
+                run.git_sha,
+                run.branch,
+                run.trigger,
+                pr_number,
+                run.gpu_sku,
+                json_text(run.gpu_json.as_ref()),
+                run.host,
+                run.utilgate_version,
+                json_text(run.config_json.as_ref()),
+            ],
+        )
+        .map_err(fail("write a run"))?;
+        let run_id = tx.last_insert_rowid();
+        write_results(
+            &tx,
+            &path,
+            &RunRows {
+                run_id,
+                started_ns,
+                moved_ns,
+                gpu_sku: &run.gpu_sku,
+                plan,
+            },
+            &encoded,
+        )?;
+        tx.commit().map_err(fail("commit a run"))?;
+        Ok(RunId(run_id))
+    }
+
+    /// Runs newest first (by start time, then id), filtered by branch and GPU SKU.
+    pub fn list_runs(&self, filter: &RunFilter) -> Result<Vec<RunSummary>, StoreError> {
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM runs
+             WHERE (?1 IS NULL OR branch = ?1) AND (?2 IS NULL OR gpu_sku = ?2)
+             ORDER BY started_at_ns DESC, id DESC LIMIT ?3"
+        );
+        let raw = self
+            .conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| {
+                stmt.query_map(
+                    params![
+                        filter.branch,
+                        filter.gpu_sku,
+                        i64::try_from(filter.limit).unwrap_or(i64::MAX)
+                    ],
+                    RawRun::from_row,
+                )?
+                .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(self.fail("list runs"))?;
+        raw.iter().map(|r| self.summary(r)).collect()
+    }
+
+    /// One run with all its results, or `None` when no run has this id.
+    pub fn run(&self, id: RunId) -> Result<Option<StoredRun>, StoreError> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1");
+        let raw = self
+            .conn
+            .prepare_cached(&sql)
+            .and_then(|mut stmt| stmt.query_row([id.0], RawRun::from_row).optional())
+            .map_err(self.fail("read a run"))?;
+        let Some(raw) = raw else {
+            return Ok(None);
+        };
+        let summary = self.summary(&raw)?;
+        let results = self.query_results(
+            "WHERE r.run_id = ?1 ORDER BY r.id",
+            [id.0],
+            "read a run's results",
+        )?;
+        Ok(Some(StoredRun {
+            summary,
+            gpu_json: parse_json(&self.path, "runs.gpu_json", raw.id, raw.gpu_json)?,
+            host: raw.host,
+            utilgate_version: raw.utilgate_version,
+            config_json: parse_json(&self.path, "runs.config_json", raw.id, raw.config_json)?,
+            results,
+        }))
+    }
+
+    /// The newest run (by start time, then id), optionally only on one branch.
+    pub fn latest_run_id(&self, branch: Option<&str>) -> Result<Option<RunId>, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT id FROM runs WHERE (?1 IS NULL OR branch = ?1)
+                 ORDER BY started_at_ns DESC, id DESC LIMIT 1",
+            )
+            .and_then(|mut stmt| stmt.query_row([branch], |r| r.get(0)).optional())
+            .map(|id| id.map(RunId))
+            .map_err(self.fail("find the latest run"))
+    }
+
+    fn summary(&self, raw: &RawRun) -> Result<RunSummary, StoreError> {
+        let counts: Vec<(Option<String>, i64)> = self
+            .conn
+            .prepare_cached(
+                "SELECT verdict, count(*) FROM results WHERE run_id = ?1 GROUP BY verdict",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([raw.id], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect()
+            })
+            .map_err(self.fail("count a run's verdicts"))?;
+        let mut n_results = 0;
+        let mut verdicts = BTreeMap::new();
+        for (verdict, count) in counts {
+            let count = usize::try_from(count).unwrap_or(0);
+            n_results += count;
+            if let Some(v) = verdict {
+                verdicts.insert(v, count);
+            }
+        }
+        let path = &self.path;
+        Ok(RunSummary {
+            id: RunId(raw.id),
+            started_at: ns_to_timestamp(path, "runs.started_at_ns", raw.id, raw.started_at_ns)?,
+            finished_at: ns_to_timestamp(path, "runs.finished_at_ns", raw.id, raw.finished_at_ns)?,
+            git_sha: raw.git_sha.clone(),
+            branch: raw.branch.clone(),
+            trigger: raw.trigger.clone(),
+            pr_number: raw
+                .pr_number
+                .map(|n| i64_to_u64(path, "runs.pr_number", raw.id, n))
+                .transpose()?,
+            gpu_sku: raw.gpu_sku.clone(),
+            n_results,
+            verdicts,
+        })
+    }
+}
+
+/// Where a run's results go: its id and times, its GPU SKU, and which of them move a baseline.
+struct RunRows<'a> {
+    run_id: i64,
+    started_ns: i64,
+    moved_ns: i64,
+    gpu_sku: &'a str,
+    plan: &'a MovePlan<'a>,
+}
+
+/// Writes every result of a run (creating case rows on first sight) and the baseline moves the
+/// plan asks for, inside the caller's transaction.
+fn write_results(
+    tx: &Transaction<'_>,
+    path: &Path,
+    at: &RunRows<'_>,
+    encoded: &[Encoded<'_>],
+) -> Result<(), StoreError> {
+    let fail = |action| move |e| StoreError::query(path, action, e);
+    let mut find_series = tx
+        .prepare_cached(
+            "SELECT id FROM series WHERE suite = ?1 AND model = ?2 AND precision = ?3
+             AND phase = ?4 AND batch = ?5 AND context = ?6 AND gpu_sku = ?7",
+        )
+        .map_err(fail("look up a case"))?;
+    let mut add_series = tx
+        .prepare_cached(
+            "INSERT INTO series (suite, model, precision, phase, batch, context, gpu_sku)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+        )
+        .map_err(fail("write a case"))?;
+    let mut add_result = tx
+        .prepare_cached(
+            "INSERT INTO results (run_id, series_id, run_started_at_ns, verdict, error,
+                 floor_ms, floor_json, median_ms, utilisation, mbu, mfu, summary_json,
+                 decision_json, samples, warmup, env_json, gpu_state_json, stderr_tail)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,
+                     ?16, ?17, ?18)",
+        )
+        .map_err(fail("write a result"))?;
+    let mut add_move = tx
+        .prepare_cached(
+            "INSERT INTO baseline_moves (series_id, result_id, kind, reason, moved_at_ns)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .map_err(fail("move a baseline"))?;
+    for e in encoded {
+        let r = e.result;
+        let key = params![
+            r.key.suite,
+            r.key.model,
+            r.key.precision,
+            r.key.phase.as_str(),
+            e.batch,
+            e.context,
+            at.gpu_sku
+        ];
+        let found = find_series
+            .query_row(key, |row| row.get::<_, i64>(0))
+            .optional()
+            .map_err(fail("look up a case"))?;
+        let series_id = if let Some(id) = found {
+            id
+        } else {
+            add_series.execute(key).map_err(fail("write a case"))?;
+            tx.last_insert_rowid()
+        };
+        add_result
+            .execute(params![
+                at.run_id,
+                series_id,
+                at.started_ns,
+                r.verdict.map(crate::case::Verdict::as_str),
+                r.error,
+                finite(r.floor_ms),
+                json_text(r.floor_json.as_ref()),
+                finite(r.median_ms),
+                finite(r.utilisation),
+                finite(r.mbu),
+                finite(r.mfu),
+                json_text(r.summary_json.as_ref()),
+                json_text(r.decision_json.as_ref()),
+                e.samples,
+                e.warmup,
+                e.env_json,
+                json_text(r.gpu_state_json.as_ref()),
+                r.stderr_tail,
+            ])
+            .map_err(fail("write a result"))?;
+        let result_id = tx.last_insert_rowid();
+        if r.promote || !at.plan.only_flagged {
+            add_move
+                .execute(params![
+                    series_id,
+                    result_id,
+                    at.plan.kind.as_str(),
+                    at.plan.reason,
+                    at.moved_ns
+                ])
+                .map_err(fail("move a baseline"))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,203 @@
+//! The store's schema as embedded, ordered migrations, applied by `PRAGMA user_version`. Does
+//! I/O on the connection it is given.
+//!
+//! Migration `i` (0-based) upgrades a store from version `i` to `i + 1`. Migrations are only
+//! ever appended: a released one is never edited. A store whose version is newer than
+//! [`LATEST`] is refused, never downgraded.
+//!
+//! Shape: `runs` (one row per `utilgate run`), `series` (a case key on one GPU SKU, so that
+//! results carry one integer instead of seven columns), `results` (one row per case per run, raw
+//! samples as compact blobs, see `samples.rs`), and `baseline_moves` (every move of a baseline
+//! pointer; the current pointer of a series is its latest move, see the `current_baselines`
+//! view). Timestamps are integer nanoseconds since the Unix epoch (UTC). History is
+//! append-only, enforced by triggers.
+
+use std::path::Path;
+
+use rusqlite::{Connection, TransactionBehavior};
+
+use super::error::StoreError;
+
+const V1_TABLES: &str = r"
+CREATE TABLE runs (
+    id               INTEGER PRIMARY KEY,
+    started_at_ns    INTEGER NOT NULL,
+    finished_at_ns   INTEGER NOT NULL,
+    git_sha          TEXT,
+    branch           TEXT,
+    trigger          TEXT,
+    pr_number        INTEGER,
+    gpu_sku          TEXT NOT NULL,
+    gpu_json         TEXT,
+    host             TEXT,
+    utilgate_version TEXT NOT NULL,
+    config_json      TEXT
+) STRICT;
+
+CREATE TABLE series (
+    id        INTEGER PRIMARY KEY,
+    suite     TEXT NOT NULL,
+    model     TEXT NOT NULL,
+    precision TEXT NOT NULL,
+    phase     TEXT NOT NULL CHECK (phase IN ('decode', 'prefill')),
+    batch     INTEGER NOT NULL,
+    context   INTEGER NOT NULL,
+    gpu_sku   TEXT NOT NULL,
+    UNIQUE (suite, model, precision, phase, batch, context, gpu_sku)
+) STRICT;
+
+CREATE TABLE results (
+    id                INTEGER PRIMARY KEY,
+    run_id            INTEGER NOT NULL REFERENCES runs (id),
+    series_id         INTEGER NOT NULL REFERENCES series (id),
+    -- a copy of runs.started_at_ns, so that a case's history walks one index
+    run_started_at_ns INTEGER NOT NULL,
+    verdict           TEXT CHECK (verdict IN ('pass', 'regressed', 'improved', 'inconclusive',
+                                              'new', 'missing', 'invalid', 'error')),
+    error             TEXT,
+    floor_ms          REAL,
+    floor_json        TEXT,
+    median_ms         REAL,
+    utilisation       REAL,
+    mbu               REAL,
+    mfu               REAL,
+    summary_json      TEXT,
+    decision_json     TEXT,
+    samples           BLOB NOT NULL,
+    warmup            BLOB NOT NULL,
+    env_json          TEXT NOT NULL,
+    gpu_state_json    TEXT,
+    stderr_tail       TEXT,
+    UNIQUE (run_id, series_id)
+) STRICT;
+
+CREATE TABLE baseline_moves (
+    id          INTEGER PRIMARY KEY,
+    series_id   INTEGER NOT NULL REFERENCES series (id),
+    result_id   INTEGER NOT NULL REFERENCES results (id),
+    kind        TEXT NOT NULL CHECK (kind IN ('promote', 'accept', 'import')),
+    reason      TEXT NOT NULL,
+    moved_at_ns INTEGER NOT NULL
+) STRICT;
+
+CREATE TRIGGER runs_append_only_update BEFORE UPDATE ON runs
+    BEGIN SELECT RAISE(ABORT, 'runs are append-only'); END;
+CREATE TRIGGER runs_append_only_delete BEFORE DELETE ON runs
+    BEGIN SELECT RAISE(ABORT, 'runs are append-only'); END;
+CREATE TRIGGER results_append_only_update BEFORE UPDATE ON results
+    BEGIN SELECT RAISE(ABORT, 'results are append-only'); END;
+CREATE TRIGGER results_append_only_delete BEFORE DELETE ON results
+    BEGIN SELECT RAISE(ABORT, 'results are append-only'); END;
+CREATE TRIGGER baseline_moves_append_only_update BEFORE UPDATE ON baseline_moves
+    BEGIN SELECT RAISE(ABORT, 'baseline history is append-only'); END;
+CREATE TRIGGER baseline_moves_append_only_delete BEFORE DELETE ON baseline_moves
+    BEGIN SELECT RAISE(ABORT, 'baseline history is append-only'); END;
+";
+
+/// Indexes for the read paths (newest runs, a case's baseline and history, a run's verdict
+/// counts) and the view of current pointers.
+const V2_INDEXES: &str = r"
+CREATE INDEX runs_by_time ON runs (started_at_ns, id);
+CREATE INDEX runs_by_branch ON runs (branch, started_at_ns, id);
+CREATE INDEX results_by_run_verdict ON results (run_id, verdict);
+CREATE INDEX results_by_series_time ON results (series_id, run_started_at_ns, id);
+CREATE INDEX baseline_moves_by_series ON baseline_moves (series_id, id);
+
+CREATE VIEW current_baselines AS
+    SELECT m.*
+    FROM series s
+    JOIN baseline_moves m
+      ON m.id = (SELECT max(id) FROM baseline_moves WHERE series_id = s.id);
+";
+
+/// The ordered migrations; the store's version is how many of them it has applied.
+pub(crate) const MIGRATIONS: &[&str] = &[V1_TABLES, V2_INDEXES];
+
+/// The schema version this build writes and reads.
+#[expect(
+    clippy::cast_possible_wrap,
+    reason = "a handful of migrations; the count is far below i64::MAX"
+)]
+pub const LATEST: i64 = MIGRATIONS.len() as i64;
+
+/// Reads `PRAGMA user_version`.
+pub(crate) fn version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+}
+
+/// Brings the store up to `target` (normally [`LATEST`]) in one `BEGIN IMMEDIATE` transaction,
+/// so that two processes opening a fresh store at once apply each migration exactly once.
+pub(crate) fn migrate(conn: &mut Connection, path: &Path, target: i64) -> Result<(), StoreError> {
+    let fail = |action| move |e| StoreError::query(path, action, e);
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(fail("begin the schema migration"))?;
+    let found = version(&tx).map_err(fail("read the schema version"))?;
+    if found > LATEST {
+        return Err(StoreError::NewerSchema {
+            path: path.to_owned(),
+            found,
+            known: LATEST,
+        });
+    }
+    if found >= target {
+        return Ok(());
+    }
+    for sql in MIGRATIONS
+        .iter()
+        .take(usize::try_from(target).unwrap_or(0))
+        .skip(usize::try_from(found).unwrap_or(0))
+    {
+        tx.execute_batch(sql).map_err(fail("migrate the schema"))?;
+    }
+    tx.pragma_update(None, "user_version", target)
+        .map_err(fail("record the schema version"))?;
+    tx.commit().map_err(fail("commit the schema migration"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table_names(conn: &Connection, kind: &str) -> Vec<String> {
+        let mut stmt = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = ?1 ORDER BY name")
+            .expect("prepare");
+        stmt.query_map([kind], |r| r.get(0))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows")
+    }
+
+    #[test]
+    fn every_migration_applies_in_order_and_is_idempotent() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.db");
+        let mut conn = Connection::open(&path).expect("open");
+        for target in 1..=LATEST {
+            migrate(&mut conn, &path, target).expect("migrates");
+            assert_eq!(version(&conn).expect("version"), target);
+        }
+        migrate(&mut conn, &path, LATEST).expect("a second run is a no-op");
+        assert_eq!(
+            table_names(&conn, "table"),
+            ["baseline_moves", "results", "runs", "series"]
+        );
+        assert_eq!(table_names(&conn, "view"), ["current_baselines"]);
+        assert!(table_names(&conn, "index").contains(&"results_by_series_time".to_owned()));
+    }
+
+    #[test]
+    fn newer_version_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.db");
+        let mut conn = Connection::open(&path).expect("open");
+        conn.pragma_update(None, "user_version", LATEST + 1)
+            .expect("set version");
+        let err = migrate(&mut conn, &path, LATEST).expect_err("refused");
+        assert!(
+            matches!(err, StoreError::NewerSchema { found, known, .. } if found == LATEST + 1 && known == LATEST)
+        );
+        assert_eq!(version(&conn).expect("version"), LATEST + 1);
+    }
+}

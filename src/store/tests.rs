@@ -1,0 +1,630 @@
+//! Tests of the store against real `SQLite` files in temporary directories.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use jiff::Timestamp;
+use rusqlite::Connection;
+use serde_json::json;
+
+use super::*;
+use crate::case::{CaseKey, Phase, Verdict};
+
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+fn at(second: i64) -> Timestamp {
+    Timestamp::from_second(1_700_000_000 + second).expect("in range")
+}
+
+fn key(suite: &str, batch: u64) -> CaseKey {
+    CaseKey {
+        suite: suite.into(),
+        model: "llama-3.1-8b".into(),
+        precision: "bf16".into(),
+        phase: Phase::Decode,
+        batch,
+        context: 4096,
+    }
+}
+
+fn result(key: CaseKey, median_ms: f64, promote: bool) -> NewResult {
+    NewResult {
+        key,
+        verdict: Some(Verdict::Pass),
+        error: None,
+        floor_ms: Some(4.5),
+        floor_json: Some(json!({"bytes": 16.1e9, "flops": 1.6e10, "binding": "memory"})),
+        median_ms: Some(median_ms),
+        utilisation: Some(4.5 / median_ms),
+        mbu: Some(4.5 / median_ms),
+        mfu: Some(0.01),
+        summary_json: Some(json!({"p95_ms": median_ms * 1.01, "n": 6})),
+        decision_json: None,
+        repeats_ms: vec![
+            vec![median_ms, median_ms + 0.01, median_ms - 0.01],
+            vec![median_ms + 0.002, f64::from(6.021_f32), median_ms],
+        ],
+        warmup_ms: vec![vec![31.0, 7.5], vec![29.25]],
+        env: BTreeMap::from([
+            ("torch".to_owned(), "2.5.1".to_owned()),
+            ("driver".to_owned(), "580.65".to_owned()),
+        ]),
+        gpu_state_json: Some(json!({"sm_clock_mhz": 1980})),
+        stderr_tail: None,
+        promote,
+    }
+}
+
+fn run(branch: &str, second: i64, results: Vec<NewResult>) -> NewRun {
+    NewRun {
+        started_at: at(second),
+        finished_at: at(second + 60),
+        git_sha: Some(format!("sha{second}")),
+        branch: Some(branch.into()),
+        trigger: Some("schedule".into()),
+        pr_number: None,
+        gpu_sku: "h100-sxm".into(),
+        gpu_json: Some(json!({"driver": "580.65", "uuid": "GPU-1"})),
+        host: Some("ci-1".into()),
+        utilgate_version: "0.1.0".into(),
+        config_json: None,
+        promote_reason: "passed the gate on main".into(),
+        results,
+    }
+}
+
+fn temp_store() -> (tempfile::TempDir, PathBuf, Store) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("nested").join("utilgate.db");
+    let store = Store::open(&path, TIMEOUT).expect("opens");
+    (dir, path, store)
+}
+
+fn count(path: &Path, table: &str) -> i64 {
+    Connection::open(path)
+        .expect("open")
+        .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+        .expect("count")
+}
+
+fn all_runs() -> RunFilter {
+    RunFilter {
+        limit: 1000,
+        branch: None,
+        gpu_sku: None,
+    }
+}
+
+#[test]
+fn a_run_round_trips_with_every_field() {
+    let (_dir, path, mut store) = temp_store();
+    assert!(path.exists(), "open creates the parent directory and file");
+    let pragma = |name: &str| -> String {
+        store
+            .conn
+            .query_row(&format!("PRAGMA {name}"), [], |r| {
+                r.get::<_, rusqlite::types::Value>(0)
+            })
+            .map(|v| format!("{v:?}"))
+            .expect("pragma")
+    };
+    assert_eq!(pragma("journal_mode"), r#"Text("wal")"#);
+    assert_eq!(pragma("foreign_keys"), "Integer(1)");
+    assert_eq!(pragma("page_size"), "Integer(16384)");
+    let mut new = run("main", 0, vec![result(key("decode", 1), 6.02, false)]);
+    new.pr_number = Some(42);
+    new.config_json = Some(json!({"gate": {"max_drop_pct": 3.0}}));
+    let mut failed = result(key("decode", 8), 7.0, false);
+    failed.verdict = Some(Verdict::Error);
+    failed.error = Some("harness exited with status 1".into());
+    failed.median_ms = None;
+    failed.utilisation = Some(f64::NAN);
+    failed.repeats_ms = vec![];
+    failed.stderr_tail = Some("Traceback ...\nCUDA error".into());
+    new.results.push(failed);
+
+    let id = store.insert_run(&new).expect("inserts");
+    let stored = store.run(id).expect("reads").expect("exists");
+    assert_eq!(stored.summary.id, id);
+    assert_eq!(stored.summary.started_at, new.started_at);
+    assert_eq!(stored.summary.finished_at, new.finished_at);
+    assert_eq!(stored.summary.pr_number, Some(42));
+    assert_eq!(stored.summary.n_results, 2);
+    assert_eq!(
+        stored.summary.verdicts,
+        BTreeMap::from([("error".to_owned(), 1), ("pass".to_owned(), 1)])
+    );
+    assert_eq!(stored.gpu_json, new.gpu_json);
+    assert_eq!(stored.config_json, new.config_json);
+    assert_eq!(stored.host.as_deref(), Some("ci-1"));
+    assert_eq!(stored.utilgate_version, "0.1.0");
+    assert_eq!(stored.results.len(), 2);
+    for (got, want) in stored.results.iter().zip(&new.results) {
+        assert_eq!(got.run_id, id);
+        assert_eq!(got.key, want.key);
+        assert_eq!(got.gpu_sku, "h100-sxm");
+        assert_eq!(got.started_at, new.started_at);
+        assert_eq!(got.git_sha, new.git_sha);
+        assert_eq!(got.verdict, want.verdict);
+        assert_eq!(got.error, want.error);
+        assert_eq!(got.floor_ms, want.floor_ms);
+        assert_eq!(got.floor_json, want.floor_json);
+        assert_eq!(got.median_ms, want.median_ms);
+        assert_eq!(got.mbu, want.mbu);
+        assert_eq!(got.summary_json, want.summary_json);
+        assert_eq!(got.repeats_ms, want.repeats_ms);
+        assert_eq!(got.warmup_ms, want.warmup_ms);
+        assert_eq!(got.env, want.env);
+        assert_eq!(got.gpu_state_json, want.gpu_state_json);
+        assert_eq!(got.stderr_tail, want.stderr_tail);
+    }
+    assert_eq!(stored.results[1].utilisation, None, "NaN is stored as NULL");
+    assert!(store.run(RunId(id.0 + 1)).expect("reads").is_none());
+    let json = serde_json::to_value(&stored).expect("serialises");
+    assert_eq!(json["results"][0]["key"]["phase"], "decode");
+}
+
+#[test]
+fn runs_are_listed_newest_first_and_filtered() {
+    let (_dir, _path, mut store) = temp_store();
+    // Inserted out of time order: listing follows start time, not insertion.
+    for (branch, second) in [("main", 100), ("pr-7", 300), ("main", 200)] {
+        store
+            .insert_run(&run(branch, second, vec![result(key("d", 1), 6.0, false)]))
+            .expect("inserts");
+    }
+    let mut other_gpu = run("main", 400, vec![]);
+    other_gpu.gpu_sku = "a100-sxm4-80gb".into();
+    store.insert_run(&other_gpu).expect("inserts");
+
+    let starts = |filter: &RunFilter| -> Vec<Timestamp> {
+        store
+            .list_runs(filter)
+            .expect("lists")
+            .iter()
+            .map(|r| r.started_at)
+            .collect()
+    };
+    assert_eq!(starts(&all_runs()), [at(400), at(300), at(200), at(100)]);
+    let cases = [
+        (Some("main"), None, 10, vec![at(400), at(200), at(100)]),
+        (None, Some("h100-sxm"), 10, vec![at(300), at(200), at(100)]),
+        (Some("main"), Some("h100-sxm"), 1, vec![at(200)]),
+        (Some("nope"), None, 10, vec![]),
+    ];
+    for (branch, sku, limit, want) in cases {
+        let filter = RunFilter {
+            limit,
+            branch: branch.map(str::to_owned),
+            gpu_sku: sku.map(str::to_owned),
+        };
+        assert_eq!(starts(&filter), want, "{filter:?}");
+    }
+    let newest = store.list_runs(&all_runs()).expect("lists");
+    assert_eq!(newest[0].n_results, 0);
+    assert_eq!(newest[1].n_results, 1);
+    assert_eq!(
+        store.latest_run_id(None).expect("reads"),
+        Some(newest[0].id)
+    );
+    assert_eq!(
+        store.latest_run_id(Some("pr-7")).expect("reads"),
+        Some(newest[1].id)
+    );
+    assert_eq!(store.latest_run_id(Some("none")).expect("reads"), None);
+}
+
+#[test]
+fn promote_moves_the_pointer_in_the_run_transaction() {
+    let (_dir, _path, mut store) = temp_store();
+    let (a, b) = (key("decode", 1), key("decode", 8));
+    assert!(store.baseline_for(&a, "h100-sxm").expect("reads").is_none());
+    let id = store
+        .insert_run(&run(
+            "main",
+            0,
+            vec![result(a.clone(), 6.0, true), result(b.clone(), 9.0, false)],
+        ))
+        .expect("inserts");
+    let base = store
+        .baseline_for(&a, "h100-sxm")
+        .expect("reads")
+        .expect("promoted");
+    assert_eq!(base.run_id, id);
+    assert_eq!(base.median_ms, Some(6.0));
+    assert!(store.baseline_for(&b, "h100-sxm").expect("reads").is_none());
+    assert!(
+        store.baseline_for(&a, "a100").expect("reads").is_none(),
+        "per SKU"
+    );
+    let entries = store.baselines(None).expect("lists");
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].kind, BaselineMoveKind::Promote);
+    assert_eq!(entries[0].reason, "passed the gate on main");
+    assert_eq!(entries[0].moved_at, at(60), "moved when the run finished");
+    assert_eq!(entries[0].result_id, base.id);
+}
+
+#[test]
+fn accept_moves_and_history_keeps_every_move() {
+    let (_dir, _path, mut store) = temp_store();
+    let k = key("decode", 1);
+    let first = store
+        .insert_run(&run("main", 0, vec![result(k.clone(), 6.0, true)]))
+        .expect("inserts");
+    let second = store
+        .insert_run(&run("main", 100, vec![result(k.clone(), 6.5, false)]))
+        .expect("inserts");
+    let third = store
+        .insert_run(&run("main", 200, vec![result(k.clone(), 6.4, true)]))
+        .expect("inserts");
+    let result_of = |id: RunId| store.run(id).expect("reads").expect("exists").results[0].id;
+    let (r1, r2, r3) = (result_of(first), result_of(second), result_of(third));
+
+    // Accept the older, slower result: the pointer follows the latest move, not the newest run.
+    store
+        .move_baselines(&[BaselineMove {
+            result_id: r2,
+            kind: BaselineMoveKind::Accept,
+            reason: "flash-attn 2.7 is slower on b1; accepted in #123".into(),
+            moved_at: at(500),
+        }])
+        .expect("moves");
+    let base = store
+        .baseline_for(&k, "h100-sxm")
+        .expect("reads")
+        .expect("exists");
+    assert_eq!((base.id, base.run_id), (r2, second));
+    let entry = &store.baselines(Some("h100-sxm")).expect("lists")[0];
+    assert_eq!(entry.kind, BaselineMoveKind::Accept);
+    assert!(entry.reason.contains("#123"));
+    assert!(store.baselines(Some("a100")).expect("lists").is_empty());
+
+    let history = store
+        .baseline_history(&CaseFilter::All, None)
+        .expect("reads");
+    let moves: Vec<(i64, BaselineMoveKind)> =
+        history.iter().map(|e| (e.result_id, e.kind)).collect();
+    assert_eq!(
+        moves,
+        [
+            (r2, BaselineMoveKind::Accept),
+            (r3, BaselineMoveKind::Promote),
+            (r1, BaselineMoveKind::Promote),
+        ]
+    );
+    assert_eq!(history[0].moved_at, at(500));
+    assert_eq!(history[2].run_id, first);
+    for (filter, sku, n) in [
+        (CaseFilter::Suite("decode".into()), None, 3),
+        (CaseFilter::Suite("prefill".into()), None, 0),
+        (CaseFilter::Key(k.clone()), Some("h100-sxm"), 3),
+        (CaseFilter::Key(key("decode", 2)), None, 0),
+        (CaseFilter::All, Some("a100"), 0),
+    ] {
+        let got = store.baseline_history(&filter, sku).expect("reads").len();
+        assert_eq!(got, n, "{filter:?} {sku:?}");
+    }
+    // History is append-only even for someone with a raw connection.
+    let raw = Connection::open(store.path()).expect("open");
+    assert!(raw.execute("DELETE FROM baseline_moves", []).is_err());
+    assert!(raw.execute("UPDATE results SET median_ms = 1", []).is_err());
+}
+
+#[test]
+fn moving_an_unknown_result_moves_nothing() {
+    let (_dir, path, mut store) = temp_store();
+    let id = store
+        .insert_run(&run("main", 0, vec![result(key("d", 1), 6.0, false)]))
+        .expect("inserts");
+    let real = store.run(id).expect("reads").expect("exists").results[0].id;
+    let moves = [real, 999].map(|result_id| BaselineMove {
+        result_id,
+        kind: BaselineMoveKind::Accept,
+        reason: "r".into(),
+        moved_at: at(1),
+    });
+    let err = store.move_baselines(&moves).expect_err("unknown id");
+    assert!(matches!(
+        err,
+        StoreError::UnknownResult { result_id: 999, .. }
+    ));
+    assert_eq!(
+        count(&path, "baseline_moves"),
+        0,
+        "the first move rolled back"
+    );
+}
+
+#[test]
+fn a_failed_run_leaves_nothing() {
+    let (_dir, path, mut store) = temp_store();
+    let kept = store
+        .insert_run(&run("main", 0, vec![result(key("d", 1), 6.0, true)]))
+        .expect("inserts");
+    // A run holds one result per case: the duplicate fails half-way, after a new case row, a
+    // result and a promotion have been written inside the transaction.
+    let bad = run(
+        "main",
+        100,
+        vec![
+            result(key("d", 2), 5.0, true),
+            result(key("d", 1), 5.0, true),
+            result(key("d", 1), 5.0, true),
+        ],
+    );
+    let err = store.insert_run(&bad).expect_err("constraint");
+    assert!(
+        matches!(
+            err,
+            StoreError::Query {
+                action: "write a result",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let runs = store.list_runs(&all_runs()).expect("lists");
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0].id, kept);
+    assert_eq!(count(&path, "results"), 1);
+    assert_eq!(count(&path, "baseline_moves"), 1);
+    assert_eq!(count(&path, "series"), 1);
+    let base = store
+        .baseline_for(&key("d", 1), "h100-sxm")
+        .expect("reads")
+        .expect("kept");
+    assert_eq!(base.run_id, kept);
+    // The store still works afterwards.
+    store
+        .insert_run(&run("main", 200, vec![result(key("d", 2), 5.0, false)]))
+        .expect("inserts");
+}
+
+#[test]
+fn import_points_baselines_at_results_that_compare_like_the_originals() {
+    let (_dir, _path, mut original) = temp_store();
+    let k = key("decode", 1);
+    original
+        .insert_run(&run("main", 0, vec![result(k.clone(), 6.0, true)]))
+        .expect("inserts");
+    let source = original
+        .baseline_for(&k, "h100-sxm")
+        .expect("reads")
+        .expect("exists");
+
+    // A fresh runner imports it from the portable export into an empty store.
+    let (_dir2, _path2, mut fresh) = temp_store();
+    let mut imported = run("main", 0, vec![result(k.clone(), 6.0, false)]);
+    imported.trigger = Some("import".into());
+    let id = fresh
+        .import_run(&imported, "imported from baselines/h100-sxm.json", at(1000))
+        .expect("imports");
+    let base = fresh
+        .baseline_for(&k, "h100-sxm")
+        .expect("reads")
+        .expect("imported");
+    assert_eq!(base.run_id, id);
+    assert_eq!(base.repeats_ms, source.repeats_ms);
+    assert_eq!(base.floor_ms, source.floor_ms);
+    assert_eq!(base.floor_json, source.floor_json);
+    let entry = &fresh.baselines(None).expect("lists")[0];
+    assert_eq!(entry.kind, BaselineMoveKind::Import);
+    assert_eq!(entry.moved_at, at(1000));
+    let runs = fresh.list_runs(&all_runs()).expect("lists");
+    assert_eq!(runs[0].trigger.as_deref(), Some("import"));
+}
+
+#[test]
+fn case_history_is_newest_first_per_sku() {
+    let (_dir, _path, mut store) = temp_store();
+    let k = key("decode", 1);
+    for i in 0..5 {
+        store
+            .insert_run(&run(
+                "main",
+                i * 100,
+                vec![result(k.clone(), 6.0 + 0.1 * i as f64, false)],
+            ))
+            .expect("inserts");
+    }
+    let mut elsewhere = run("main", 1000, vec![result(k.clone(), 9.0, false)]);
+    elsewhere.gpu_sku = "a100".into();
+    store.insert_run(&elsewhere).expect("inserts");
+
+    let history = store.case_history(&k, "h100-sxm", 3).expect("reads");
+    let starts: Vec<Timestamp> = history.iter().map(|r| r.started_at).collect();
+    assert_eq!(starts, [at(400), at(300), at(200)]);
+    assert_eq!(store.case_history(&k, "a100", 30).expect("reads").len(), 1);
+    assert!(
+        store
+            .case_history(&key("x", 1), "h100-sxm", 30)
+            .expect("reads")
+            .is_empty()
+    );
+}
+
+#[test]
+fn a_lock_held_past_the_timeout_is_locked() {
+    let (_dir, path, mut store) = temp_store();
+    let holder = Connection::open(&path).expect("open");
+    holder.execute_batch("BEGIN EXCLUSIVE").expect("lock");
+
+    let short = Duration::from_millis(100);
+    let err = Store::open(&path, short).expect_err("locked");
+    assert!(
+        matches!(&err, StoreError::Locked { path: p } if p == &path),
+        "{err:?}"
+    );
+    assert!(
+        err.hint()
+            .expect("hint")
+            .contains("another utilgate process")
+    );
+
+    store.conn.busy_timeout(short).expect("timeout");
+    let err = store
+        .insert_run(&run("main", 0, vec![result(key("d", 1), 6.0, true)]))
+        .expect_err("locked");
+    assert!(matches!(err, StoreError::Locked { .. }), "{err:?}");
+
+    holder.execute_batch("COMMIT").expect("unlock");
+    store
+        .insert_run(&run("main", 0, vec![result(key("d", 1), 6.0, true)]))
+        .expect("inserts once released");
+    assert_eq!(store.list_runs(&all_runs()).expect("lists").len(), 1);
+}
+
+#[test]
+fn a_file_that_is_not_a_database_is_corrupt_and_untouched() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("utilgate.db");
+    let garbage: Vec<u8> = (0..4096_u32)
+        .map(|i| (i * 7 + 13).to_le_bytes()[0])
+        .collect();
+    std::fs::write(&path, &garbage).expect("write");
+    for err in [
+        Store::open(&path, TIMEOUT).expect_err("corrupt"),
+        Store::open_existing_read_only(&path, TIMEOUT).expect_err("corrupt"),
+    ] {
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{err:?}");
+        assert!(err.hint().expect("hint").contains("never overwrites"));
+    }
+    assert_eq!(std::fs::read(&path).expect("read"), garbage);
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("list")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["utilgate.db"], "no journal left beside it");
+}
+
+#[test]
+fn a_newer_schema_is_refused_and_not_downgraded() {
+    let (_dir, path, store) = temp_store();
+    drop(store);
+    let raw = Connection::open(&path).expect("open");
+    raw.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+        .expect("set");
+    drop(raw);
+    for err in [
+        Store::open(&path, TIMEOUT).expect_err("newer"),
+        Store::open_existing_read_only(&path, TIMEOUT).expect_err("newer"),
+    ] {
+        assert!(
+            matches!(err, StoreError::NewerSchema { found, .. } if found == SCHEMA_VERSION + 1)
+        );
+    }
+    let raw = Connection::open(&path).expect("open");
+    assert_eq!(schema::version(&raw).expect("version"), SCHEMA_VERSION + 1);
+}
+
+#[test]
+fn an_older_store_is_upgraded_with_its_data() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("old.db");
+    {
+        let mut raw = Connection::open(&path).expect("open");
+        schema::migrate(&mut raw, &path, 1).expect("version 1");
+        raw.execute_batch(
+            "INSERT INTO runs (id, started_at_ns, finished_at_ns, gpu_sku, utilgate_version)
+                 VALUES (1, 1700000000000000000, 1700000060000000000, 'h100-sxm', '0.0.9');
+             INSERT INTO series (id, suite, model, precision, phase, batch, context, gpu_sku)
+                 VALUES (1, 'decode', 'llama-3.1-8b', 'bf16', 'decode', 1, 4096, 'h100-sxm');
+             INSERT INTO results (id, run_id, series_id, run_started_at_ns, verdict, median_ms,
+                                  samples, warmup, env_json)
+                 VALUES (1, 1, 1, 1700000000000000000, 'pass', 6.0, x'0100', x'0100', '{}');
+             INSERT INTO baseline_moves (series_id, result_id, kind, reason, moved_at_ns)
+                 VALUES (1, 1, 'promote', 'old', 1700000060000000000);",
+        )
+        .expect("v1 data");
+    }
+    // A read-only command asks for the upgrade rather than doing it.
+    let err = Store::open_existing_read_only(&path, TIMEOUT).expect_err("outdated");
+    assert!(
+        matches!(err, StoreError::OutdatedSchema { found: 1, .. }),
+        "{err:?}"
+    );
+
+    let store = Store::open(&path, TIMEOUT).expect("upgrades");
+    assert_eq!(
+        schema::version(&store.conn).expect("version"),
+        SCHEMA_VERSION
+    );
+    let base = store
+        .baseline_for(&key("decode", 1), "h100-sxm")
+        .expect("reads")
+        .expect("kept");
+    assert_eq!((base.id, base.median_ms), (1, Some(6.0)));
+    assert_eq!(store.list_runs(&all_runs()).expect("lists")[0].n_results, 1);
+}
+
+#[test]
+fn read_only_open_never_creates_and_never_writes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("absent").join("utilgate.db");
+    let err = Store::open_existing_read_only(&path, TIMEOUT).expect_err("missing");
+    assert_eq!(
+        err.to_string(),
+        format!("no store at {}; run `utilgate run` first", path.display())
+    );
+    assert!(!path.exists() && !path.parent().expect("parent").exists());
+
+    let mut writer = Store::open(&path, TIMEOUT).expect("opens");
+    writer
+        .insert_run(&run("main", 0, vec![result(key("d", 1), 6.0, true)]))
+        .expect("inserts");
+    drop(writer);
+    let mut reader = Store::open_existing_read_only(&path, TIMEOUT).expect("opens");
+    assert_eq!(reader.list_runs(&all_runs()).expect("lists").len(), 1);
+    assert!(
+        reader
+            .baseline_for(&key("d", 1), "h100-sxm")
+            .expect("reads")
+            .is_some()
+    );
+    assert!(reader.insert_run(&run("main", 9, vec![])).is_err());
+}
+
+#[test]
+fn an_unwritable_location_names_the_path_and_the_fix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"x").expect("write");
+    let path = file.join("utilgate.db");
+    let err = Store::open(&path, TIMEOUT).expect_err("cannot create");
+    assert!(matches!(err, StoreError::CreateDir { .. }), "{err:?}");
+    assert!(err.to_string().contains(&path.display().to_string()));
+    assert!(err.hint().expect("hint").contains("--db"));
+}
+
+#[test]
+fn two_writers_both_land() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("utilgate.db");
+    let writers: Vec<_> = (0..2_i64)
+        .map(|w| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut store = Store::open(&path, Duration::from_secs(30)).expect("opens");
+                for i in 0..20 {
+                    let results = (1..=10)
+                        .map(|b| result(key(&format!("w{w}"), b), 6.0, i % 2 == 0))
+                        .collect();
+                    store
+                        .insert_run(&run("main", w * 1000 + i, results))
+                        .expect("inserts");
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().expect("writer finished");
+    }
+    let store = Store::open(&path, TIMEOUT).expect("opens");
+    let runs = store.list_runs(&all_runs()).expect("lists");
+    assert_eq!(runs.len(), 40);
+    assert!(runs.iter().all(|r| r.n_results == 10));
+    assert_eq!(store.baselines(None).expect("lists").len(), 20);
+}
