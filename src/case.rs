@@ -153,7 +153,7 @@ fn template_env() -> minijinja::Environment<'static> {
 
 /// Render a suite's command template for one case and repeat. Pure.
 pub fn render_command(template: &str, vars: &CommandVars<'_>) -> Result<String, minijinja::Error> {
-    template_env().render_str(template, vars)
+    template_env().render_str(template, minijinja::value::Serde(vars))
 }
 
 /// Check that a command template compiles and uses only known variables.

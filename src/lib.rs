@@ -14,6 +14,7 @@ pub mod error;
 pub mod floor;
 pub mod measure;
 pub mod output;
+pub mod report;
 pub mod stats;
 pub mod store;
 

@@ -58,7 +58,17 @@ pub fn warn(text: &str) {
 /// Print an error and its hint to stderr and return exit code 2.
 #[expect(clippy::print_stderr, reason = "errors go to stderr by design")]
 pub fn report_error(err: &Error) -> ExitCode {
-    eprintln!("error: {err}");
+    let message = err.to_string();
+    eprintln!("error: {message}");
+    // Causes not already in the message (e.g. the SQLite error behind a store error).
+    let mut source = std::error::Error::source(err);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            eprintln!("  caused by: {text}");
+        }
+        source = cause.source();
+    }
     if let Some(hint) = err.hint() {
         eprintln!("hint: {hint}");
     }

@@ -16,7 +16,7 @@ use crate::cli::{
     BaselineListArgs, BaselineShowArgs, Format,
 };
 use crate::commands::Outcome;
-use crate::commands::runs::store_from;
+use crate::commands::runs::{store_from, store_from_writable};
 use crate::error::Error;
 use crate::output;
 use crate::report::SCHEMA_VERSION;
@@ -65,7 +65,7 @@ fn list(args: &BaselineListArgs) -> Result<Outcome, Error> {
         }
         Format::Human => {
             let mut table = Table::new();
-            table.load_preset(UTF8_BORDERS_ONLY).force_no_tty();
+            table.load_style(UTF8_BORDERS_ONLY).force_no_tty();
             table.set_header(vec![
                 "case", "gpu", "run", "commit", "median ms", "util", "moved", "how", "reason",
             ]);
@@ -171,7 +171,7 @@ fn history(args: &BaselineListArgs) -> Result<Outcome, Error> {
         }
         Format::Human => {
             let mut table = Table::new();
-            table.load_preset(UTF8_BORDERS_ONLY).force_no_tty();
+            table.load_style(UTF8_BORDERS_ONLY).force_no_tty();
             table.set_header(vec!["moved", "case", "gpu", "run", "commit", "util", "how", "reason"]);
             for e in &events {
                 table.add_row(vec![
@@ -198,7 +198,7 @@ fn accept(args: &BaselineAcceptArgs) -> Result<Outcome, Error> {
                 .into(),
         ));
     }
-    let (mut store, _) = store_from(&args.config)?;
+    let (mut store, _) = store_from_writable(&args.config)?;
     let run = store
         .run(RunId(args.run))?
         .ok_or(Error::NoSuchRun(args.run))?;
@@ -462,6 +462,7 @@ fn import(args: &BaselineImportArgs) -> Result<Outcome, Error> {
             host: None,
             utilgate_version: env!("CARGO_PKG_VERSION").to_owned(),
             config_json: Some(serde_json::json!({ "imported_from": path.display().to_string() })),
+            promote_reason: String::new(),
             results,
         };
         let reason = format!("imported from {}", path.display());

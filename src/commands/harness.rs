@@ -11,7 +11,7 @@ use std::io::Write as _;
 use std::time::Instant;
 
 use crate::case::Phase;
-use crate::catalog::{GpuSpec, Precision};
+use crate::catalog::{ComputeDtype, GpuSpec, Precision};
 use crate::cli::CpuDecodeArgs;
 use crate::error::Error;
 use crate::measure::harness as protocol_env;
@@ -63,7 +63,11 @@ pub fn cpu_decode(args: &CpuDecodeArgs) -> Result<(), Error> {
         .and_then(|s| s.kv_dtype.clone());
     let precision = Precision::parse(&precision_text, kv_dtype.as_deref())?;
     // The bytes a step moves do not depend on the device; any spec will do for the breakdown.
-    let unit = GpuSpec::declared("host", 1.0, &[("fp32".to_owned(), 1.0)].into(), None)?;
+    let every_peak = ComputeDtype::ALL
+        .iter()
+        .map(|d| (d.as_str().to_owned(), 1.0))
+        .collect();
+    let unit = GpuSpec::declared("host", 1.0, &every_peak, None)?;
     let floor = crate::floor::floor(model, &unit, &precision, phase, batch, context)?;
 
     let weight_bytes = floor.bytes.weights + floor.bytes.embedding + floor.bytes.lm_head;

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::case::{CaseKey, Verdict};
-use crate::compare::{self, Decision, Evidence, Policy};
+use crate::compare::{self, Evidence, Policy};
 use crate::config::{Config, GateConfig};
 use crate::error::Error;
 use crate::store::{StoredResult, StoredRun, Store};
@@ -136,7 +136,17 @@ pub fn judge(
         out.push(Judgement {
             threshold_pct: policy_for(config, &key).max_drop_pct,
             key,
-            decision: compare::missing_decision(),
+            decision: compare::missing_decision(
+                baseline
+                    .as_ref()
+                    .and_then(|b| {
+                        b.floor_ms.map(|floor_ms| Evidence {
+                            repeats_ms: &b.repeats_ms,
+                            floor_ms,
+                        })
+                    })
+                    .as_ref(),
+            ),
             baseline: baseline.as_ref().map(baseline_ref),
             env_changes: Vec::new(),
         });

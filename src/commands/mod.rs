@@ -68,14 +68,3 @@ pub fn env_lookup() -> impl Fn(&str) -> Option<String> {
 pub fn open_store(path: &Path, busy_timeout_s: f64) -> Result<Store, Error> {
     Ok(Store::open(path, Duration::from_secs_f64(busy_timeout_s))?)
 }
-
-/// Open a store that must already exist (read-mostly commands never create one).
-pub fn open_existing_store(path: &Path, busy_timeout_s: f64) -> Result<Store, Error> {
-    if !path.exists() {
-        return Err(Error::Usage(format!(
-            "no store at {}: run `utilgate run` first, or pass --db PATH",
-            path.display()
-        )));
-    }
-    open_store(path, busy_timeout_s)
-}

@@ -21,7 +21,7 @@ use crate::measure::harness::{self, HarnessError, RepeatSpec};
 use crate::output::{self, Progress};
 use crate::report;
 use crate::stats;
-use crate::store::{NewResult, NewRun, Store};
+use crate::store::{NewResult, NewRun};
 
 /// What a run is measuring, from flags, the CI environment, or git.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -203,7 +203,7 @@ impl Runner<'_> {
                     into.stderr_tail = err.stderr_tail().map(str::to_owned);
                     let mut message = format!("repeat {repeat}: {err}");
                     if let Some(hint) = err.hint() {
-                        message.push_str(&format!(" (hint: {hint})"));
+                        message.push_str(&format!("\nhint: {hint}"));
                     }
                     into.error = Some(message);
                     return Ok(());
@@ -338,7 +338,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     }
 
     let verdicts: Vec<Verdict> = judgements.iter().map(|j| j.decision.verdict).collect();
-    let gate_failed = compare::gate_failed(&verdicts, &config.gate.fail_on);
+    let gate_failed = compare::gate_failed(verdicts.iter().copied(), &config.gate.fail_on);
     let on_baseline_branch = meta.branch.as_deref() == Some(config.gate.baseline_branch.as_str());
     let any_error = verdicts.contains(&Verdict::Error);
     // A run promotes only when it passed cleanly: a failed case never moves any baseline.
@@ -386,6 +386,10 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         host: Some(hostname()),
         utilgate_version: env!("CARGO_PKG_VERSION").to_owned(),
         config_json: serde_json::to_value(config).ok(),
+        promote_reason: format!(
+            "run passed the gate on {}",
+            config.gate.baseline_branch
+        ),
         results,
     };
     if cancel.load(Ordering::SeqCst) {

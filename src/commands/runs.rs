@@ -10,7 +10,7 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 
 use crate::cli::{CompareArgs, ConfigArgs, Format, RunsListArgs, RunsShowArgs};
 use crate::commands::judge::{self, Against, CaseInput};
-use crate::commands::{Outcome, open_existing_store};
+use crate::commands::Outcome;
 use crate::compare;
 use crate::config::{Config, DEFAULT_STORE_PATH, StoreConfig};
 use crate::error::Error;
@@ -29,6 +29,15 @@ pub fn optional_config(args: &ConfigArgs) -> Result<Option<crate::config::Loaded
 
 /// Open the store named by `--db`, the config, or the default path.
 pub fn store_from(args: &ConfigArgs) -> Result<(Store, Option<Config>), Error> {
+    store_from_mode(args, false)
+}
+
+/// Like `store_from`, for commands that move baselines.
+pub fn store_from_writable(args: &ConfigArgs) -> Result<(Store, Option<Config>), Error> {
+    store_from_mode(args, true)
+}
+
+fn store_from_mode(args: &ConfigArgs, writable: bool) -> Result<(Store, Option<Config>), Error> {
     let loaded = optional_config(args)?;
     let (path, timeout): (PathBuf, f64) = match (&args.db, &loaded) {
         (Some(db), l) => (
@@ -44,7 +53,15 @@ pub fn store_from(args: &ConfigArgs) -> Result<(Store, Option<Config>), Error> {
             StoreConfig::default().busy_timeout_s,
         ),
     };
-    let store = open_existing_store(&path, timeout)?;
+    let timeout = std::time::Duration::from_secs_f64(timeout);
+    let store = if writable {
+        if !path.exists() {
+            return Err(Error::Store(crate::store::StoreError::Missing { path }));
+        }
+        Store::open(&path, timeout)?
+    } else {
+        Store::open_existing_read_only(&path, timeout)?
+    };
     Ok((store, loaded.map(|l| l.config)))
 }
 
@@ -62,13 +79,13 @@ pub fn list(args: &RunsListArgs) -> Result<Outcome, Error> {
         }
         Format::Human => {
             let mut table = Table::new();
-            table.load_preset(UTF8_BORDERS_ONLY).force_no_tty();
+            table.load_style(UTF8_BORDERS_ONLY).force_no_tty();
             table.set_header(vec![
                 "run", "started", "branch", "commit", "trigger", "gpu", "cases", "verdicts",
             ]);
             for r in &runs {
                 let verdicts: Vec<String> = r
-                    .verdict_counts
+                    .verdicts
                     .iter()
                     .map(|(v, n)| format!("{n} {v}"))
                     .collect();
@@ -145,9 +162,9 @@ pub fn show(args: &RunsShowArgs) -> Result<Outcome, Error> {
     let run = load_run(&store, args.run)?;
     let judgements = stored_judgements(&run, config.as_ref());
     let promoted = store
-        .baselines(Some(&run.gpu_sku))?
+        .baselines(Some(&run.summary.gpu_sku))?
         .iter()
-        .any(|b| b.run_id == run.id);
+        .any(|b| b.run_id == run.summary.id);
     let report = RunReport::build(&run, &judgements, &fail_on(config.as_ref()), promoted);
     print_report(&report, args.format.format)?;
     Ok(Outcome::Passed)
@@ -161,11 +178,11 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
         None => None,
     };
     if let Some(other) = &against_run
-        && other.gpu_sku != run.gpu_sku
+        && other.summary.gpu_sku != run.summary.gpu_sku
     {
         return Err(Error::Usage(format!(
             "run {} ran on {} and run {} on {}: results are only compared within one GPU SKU",
-            run.id, run.gpu_sku, other.id, other.gpu_sku
+            run.summary.id, run.summary.gpu_sku, other.summary.id, other.summary.gpu_sku
         )));
     }
     let inputs: Vec<CaseInput> = run
@@ -182,7 +199,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
         .collect();
     let suites: BTreeSet<String> = inputs.iter().map(|c| c.key.suite.clone()).collect();
     let against = against_run.as_ref().map_or(Against::Pinned, Against::Run);
-    let judgements = judge::judge(&store, &run.gpu_sku, &inputs, &suites, config.as_ref(), &against)?;
+    let judgements = judge::judge(&store, &run.summary.gpu_sku, &inputs, &suites, config.as_ref(), &against)?;
     let fail_on = fail_on(config.as_ref());
     let report = RunReport::build(&run, &judgements, &fail_on, false);
     print_report(&report, args.format.format)?;

@@ -30,7 +30,7 @@ fn verdict_color(v: Verdict) -> Color {
 pub fn render_human(report: &RunReport, color: bool) -> String {
     let mut table = Table::new();
     table
-        .load_preset(UTF8_BORDERS_ONLY)
+        .load_style(UTF8_BORDERS_ONLY)
         .set_content_arrangement(ContentArrangement::Disabled);
     if !color {
         table.force_no_tty();
@@ -170,17 +170,7 @@ fn details(out: &mut String, c: &CaseReport) {
             let _ = writeln!(out, "    {change}");
         }
     }
-    if let Some(err) = &c.error {
-        let _ = writeln!(out, "  error: {err}");
-    }
-    if let Some(tail) = &c.stderr_tail
-        && c.verdict == Verdict::Error
-    {
-        let _ = writeln!(out, "  harness stderr (last lines):");
-        for line in tail.lines() {
-            let _ = writeln!(out, "    | {line}");
-        }
-    }
+    // An error's reason already carries the harness's stderr tail.
 }
 
 /// The report as JSON, with `schema_version`.

@@ -147,11 +147,6 @@ timeout_s = 20
         );
         serde_json::from_slice(&out.stdout).expect("valid JSON on stdout")
     }
-
-    /// Row counts of the store's tables, to prove a failure changed nothing.
-    pub fn snapshot(&self) -> Vec<u8> {
-        std::fs::read(self.db()).unwrap_or_default()
-    }
 }
 
 pub fn stdout(out: &Output) -> String {
