@@ -1,0 +1,177 @@
+//! What a set of decisions means for the run: which cases are missing, whether the gate fails,
+//! which results may become the baseline and which ones deserve a second look. Pure.
+
+use std::collections::BTreeSet;
+
+use super::Decision;
+use crate::case::{CaseKey, Verdict};
+
+/// Keys that have a baseline but are absent from this run, sorted and without duplicates.
+#[must_use]
+pub fn missing_keys(baseline: &[CaseKey], run: &[CaseKey]) -> Vec<CaseKey> {
+    let ran: BTreeSet<&CaseKey> = run.iter().collect();
+    let missing: BTreeSet<&CaseKey> = baseline.iter().filter(|k| !ran.contains(k)).collect();
+    missing.into_iter().cloned().collect()
+}
+
+/// Whether a result may move the baseline pointer when its run passes on the baseline branch:
+/// only `pass`, `improved` and `new`. A regression, an error, an invalid or untrusted result and
+/// a missing case never move it (a regression moves only by an explicit accept with a reason).
+#[must_use]
+pub fn promotable(decision: &Decision) -> bool {
+    matches!(
+        decision.verdict,
+        Verdict::Pass | Verdict::Improved | Verdict::New
+    )
+}
+
+/// Whether a result may be accepted by hand, with a reason, as the new baseline: anything that
+/// measured something physically possible. An `error`, `missing` or `invalid` result never can.
+#[must_use]
+pub fn acceptable(decision: &Decision) -> bool {
+    !matches!(
+        decision.verdict,
+        Verdict::Error | Verdict::Missing | Verdict::Invalid
+    )
+}
+
+/// Whether the gate fails: any verdict listed in `fail_on`.
+pub fn gate_failed(verdicts: impl IntoIterator<Item = Verdict>, fail_on: &[Verdict]) -> bool {
+    verdicts.into_iter().any(|v| fail_on.contains(&v))
+}
+
+/// Whether the case should be re-measured in fresh processes before its verdict is final
+/// (when the policy's `confirm_repeats` is above zero). Never for a GPU-guarded, new, invalid
+/// or failed case.
+#[must_use]
+pub fn should_confirm(decision: &Decision) -> bool {
+    decision.suspect
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::Phase;
+    use crate::compare::{Evidence, Policy, decide, error_decision, missing_decision};
+
+    fn key(batch: u64) -> CaseKey {
+        CaseKey {
+            suite: "decode".into(),
+            model: "m".into(),
+            precision: "bf16".into(),
+            phase: Phase::Decode,
+            batch,
+            context: 4096,
+        }
+    }
+
+    #[test]
+    fn missing_keys_are_those_only_in_the_baseline() {
+        let baseline = [key(8), key(1), key(64), key(1)];
+        let run = [key(1), key(16)];
+        assert_eq!(missing_keys(&baseline, &run), vec![key(8), key(64)]);
+        assert!(missing_keys(&[], &run).is_empty());
+    }
+
+    #[test]
+    fn only_pass_improved_and_new_are_promotable() {
+        for verdict in Verdict::ALL {
+            let mut d = error_decision("x");
+            d.verdict = verdict;
+            let want = matches!(verdict, Verdict::Pass | Verdict::Improved | Verdict::New);
+            assert_eq!(promotable(&d), want, "{verdict}");
+        }
+    }
+
+    #[test]
+    fn an_error_never_moves_a_baseline() {
+        let d = error_decision("harness timed out after 600 s");
+        assert!(!promotable(&d));
+        assert!(!acceptable(&d), "not even by an explicit accept");
+        assert!(!acceptable(&missing_decision(None)));
+    }
+
+    #[test]
+    fn an_accepted_regression_becomes_the_reference() {
+        let ev = |r| Evidence {
+            repeats_ms: r,
+            floor_ms: 3.0,
+        };
+        let old = vec![vec![6.0; 50]; 3];
+        let slower = vec![vec![6.6; 50]; 3];
+        let d = decide(
+            Some(&ev(&old)),
+            &ev(&slower),
+            &[],
+            &Policy::default(),
+            1,
+            None,
+        );
+        assert_eq!(d.verdict, Verdict::Regressed);
+        assert!(
+            !promotable(&d),
+            "a regression never moves the baseline by itself"
+        );
+        assert!(acceptable(&d), "but someone may accept it with a reason");
+        // Once accepted, the same performance passes against it.
+        let again = vec![vec![6.6; 50]; 3];
+        let next = decide(
+            Some(&ev(&slower)),
+            &ev(&again),
+            &[],
+            &Policy::default(),
+            1,
+            None,
+        );
+        assert_eq!(next.verdict, Verdict::Pass);
+        assert!(promotable(&next));
+    }
+
+    #[test]
+    fn gate_fails_on_listed_verdicts_only() {
+        let fail_on = [Verdict::Regressed, Verdict::Invalid];
+        assert!(!gate_failed(
+            [Verdict::Pass, Verdict::Inconclusive, Verdict::Error],
+            &fail_on
+        ));
+        assert!(gate_failed([Verdict::Pass, Verdict::Invalid], &fail_on));
+        assert!(!gate_failed([], &fail_on));
+        assert!(gate_failed([Verdict::Error], &[Verdict::Error]));
+    }
+
+    #[test]
+    fn suspects_are_confirmed_guarded_cases_are_not() {
+        let ev = |r| Evidence {
+            repeats_ms: r,
+            floor_ms: 3.0,
+        };
+        let base = vec![vec![6.0; 50]; 3];
+        let slow = vec![vec![6.6; 50]; 3];
+        let policy = Policy::default();
+        assert!(should_confirm(&decide(
+            Some(&ev(&base)),
+            &ev(&slow),
+            &[],
+            &policy,
+            1,
+            None
+        )));
+        assert!(!should_confirm(&decide(
+            Some(&ev(&base)),
+            &ev(&base),
+            &[],
+            &policy,
+            1,
+            None
+        )));
+        let guarded = decide(
+            Some(&ev(&base)),
+            &ev(&slow),
+            &[],
+            &policy,
+            1,
+            Some("throttled"),
+        );
+        assert!(!should_confirm(&guarded));
+    }
+}
