@@ -5,11 +5,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::case::{CaseKey, Verdict};
+use crate::case::CaseKey;
 use crate::compare::{self, Evidence, Policy};
 use crate::config::{Config, GateConfig};
 use crate::error::Error;
-use crate::store::{StoredResult, StoredRun, Store};
+use crate::store::{BaselineMoveKind, CaseFilter, StoredResult, StoredRun, Store};
 
 /// One measured (or failed) case, as `run` holds it or the store returns it.
 #[derive(Debug, Clone)]
@@ -163,7 +163,11 @@ fn baseline_ref(b: &StoredResult) -> BaselineRef {
     }
 }
 
-/// Older good results of the case (never the baseline itself, never a failed or suspect one).
+/// The case's earlier baselines of the same lineage: the results the pointer held before,
+/// newest first, back to (and including) the last accepted or imported one. They steady the
+/// reference level and the noise estimate; an accepted change starts a new lineage, so the
+/// levels from before it never pull the reference back. Results whose floor differs from the
+/// baseline's (an edited model or GPU spec) are left out.
 fn good_history(
     store: &Store,
     key: &CaseKey,
@@ -171,20 +175,35 @@ fn good_history(
     limit: usize,
     baseline: Option<&StoredResult>,
 ) -> Result<Vec<StoredResult>, Error> {
+    let Some(baseline) = baseline else {
+        return Ok(Vec::new());
+    };
     if limit == 0 {
         return Ok(Vec::new());
     }
-    let rows = store.case_history(key, gpu_sku, limit * 2)?;
-    Ok(rows
+    let events = store.baseline_history(&CaseFilter::Key(key.clone()), Some(gpu_sku))?;
+    let mut wanted = Vec::new();
+    for event in &events {
+        let lineage_start = event.kind != BaselineMoveKind::Promote;
+        if event.result_id != baseline.id && !wanted.contains(&event.result_id) {
+            wanted.push(event.result_id);
+        }
+        if lineage_start || wanted.len() >= limit {
+            break;
+        }
+    }
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let same_floor = |r: &StoredResult| match (r.floor_ms, baseline.floor_ms) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-3 * b.abs(),
+        _ => false,
+    };
+    let mut found: Vec<StoredResult> = store
+        .case_history(key, gpu_sku, limit * 20)?
         .into_iter()
-        .filter(|r| baseline.is_none_or(|b| b.id != r.id))
-        .filter(|r| {
-            r.error.is_none()
-                && matches!(
-                    r.verdict,
-                    Some(Verdict::Pass | Verdict::Improved | Verdict::New)
-                )
-        })
-        .take(limit)
-        .collect())
+        .filter(|r| wanted.contains(&r.id) && r.error.is_none() && same_floor(r))
+        .collect();
+    found.truncate(limit);
+    Ok(found)
 }

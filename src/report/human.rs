@@ -127,7 +127,7 @@ pub fn render_human(report: &RunReport, color: bool) -> String {
 }
 
 fn needs_detail(c: &CaseReport) -> bool {
-    !matches!(c.verdict, Verdict::Pass | Verdict::New)
+    !matches!(c.verdict, Verdict::Pass | Verdict::New) || c.decision.floor_changed
 }
 
 fn details(out: &mut String, c: &CaseReport) {
