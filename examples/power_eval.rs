@@ -1,6 +1,6 @@
 //! Statistical-power evaluation of the verdict (`utilgate::compare::decide`), against the simple
 //! rules other gates use, on the same synthetic step-time series. Writes a Markdown table to
-//! stdout; no other I/O. Run: `cargo run --release --example power_eval` (about a minute on two
+//! stdout; no other I/O. Run: `cargo run --release --example power_eval` (about two minutes on two
 //! cores). Deterministic: every series comes from a fixed seed.
 //!
 //! # Noise model (one case, one GPU, no code change unless stated)

@@ -14,7 +14,7 @@
 //! * **Level of a run**: the mean (or, by policy, the median) of its repeats' log medians. The
 //!   reference level is the baseline's, pooled by default with the history the caller passes:
 //!   the recent good results of the same case on the same GPU SKU since the last accepted
-//!   change. The baseline pointer already moves on every passing run of the baseline branch, so
+//!   change (pass up to 10: the measured power assumes 10). The baseline pointer already moves on every passing run of the baseline branch, so
 //!   averaging over a few of those good results makes the reference steadier (the limit of a
 //!   3-against-3 comparison is the baseline's own three processes) without letting a regression
 //!   roll in: a failed or inconclusive result is never history.
