@@ -24,19 +24,80 @@ pub const DEFAULT_CONFIG_PATH: &str = "utilgate.toml";
 /// prints it; a test keeps it parseable.
 pub const DEFAULT_CONFIG: &str = include_str!("../templates/utilgate.default.toml");
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A parsed config. `models` is keyed by the model's full name: `[models.llama-3.1-8b]` is, in
+/// TOML, the nested tables `llama-3` and `1-8b`, and is read back as the name `llama-3.1-8b`.
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Config {
-    #[serde(default)]
     pub store: StoreConfig,
-    #[serde(default)]
     pub gate: GateConfig,
-    #[serde(default)]
     pub gpu: Option<GpuConfig>,
-    #[serde(default)]
     pub models: BTreeMap<String, ModelConfig>,
-    #[serde(default, rename = "suite")]
+    #[serde(rename = "suite")]
     pub suites: Vec<SuiteConfig>,
+}
+
+/// The file's shape as serde reads it; `models` is flattened into names afterwards.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    store: StoreConfig,
+    #[serde(default)]
+    gate: GateConfig,
+    #[serde(default)]
+    gpu: Option<GpuConfig>,
+    #[serde(default)]
+    models: toml::Table,
+    #[serde(default, rename = "suite")]
+    suites: Vec<SuiteConfig>,
+}
+
+/// The keys that make a table a model description rather than a level of a dotted name.
+const MODEL_KEYS: [&str; 5] = [
+    "hf_config",
+    "architecture",
+    "params",
+    "kv_bytes_per_token",
+    "flops_per_token",
+];
+
+/// Flatten `[models.a.b]` into the name `a.b`, then read each model table.
+fn flatten_models(
+    table: &toml::Table,
+    prefix: &str,
+    out: &mut BTreeMap<String, ModelConfig>,
+    origin: &Path,
+) -> Result<(), ConfigError> {
+    for (name, value) in table {
+        let full = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        let key = format!("models.{full}");
+        let toml::Value::Table(inner) = value else {
+            return Err(ConfigError::Parse {
+                path: origin.to_path_buf(),
+                key,
+                message: format!("expected a table, found {}", value.type_str()),
+            });
+        };
+        let describes_model = inner.is_empty() || inner.keys().any(|k| MODEL_KEYS.contains(&k.as_str()));
+        if describes_model {
+            let model: ModelConfig = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+                let inner_key = e.path().to_string();
+                ConfigError::Parse {
+                    path: origin.to_path_buf(),
+                    key: if inner_key == "." { key.clone() } else { format!("{key}.{inner_key}") },
+                    message: e.inner().message().trim().to_owned(),
+                }
+            })?;
+            out.insert(full, model);
+        } else {
+            flatten_models(inner, &full, out, origin)?;
+        }
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -339,10 +400,19 @@ pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         message: one_line_toml_error(text, err),
     };
     let de = toml::de::Deserializer::parse(text).map_err(|e| parse_error(String::new(), &e))?;
-    serde_path_to_error::deserialize::<_, Config>(de).map_err(|e| {
+    let raw = serde_path_to_error::deserialize::<_, RawConfig>(de).map_err(|e| {
         let key = e.path().to_string();
         let key = if key == "." { String::new() } else { key };
         parse_error(key, e.inner())
+    })?;
+    let mut models = BTreeMap::new();
+    flatten_models(&raw.models, "", &mut models, origin)?;
+    Ok(Config {
+        store: raw.store,
+        gate: raw.gate,
+        gpu: raw.gpu,
+        models,
+        suites: raw.suites,
     })
 }
 
@@ -761,6 +831,20 @@ timeout_s = 600
     }
 
     #[test]
+    fn dotted_model_names_are_read_whole_and_their_errors_keep_the_name() {
+        let config = parse(EXAMPLE, Path::new("u.toml")).expect("parses");
+        let names: Vec<&str> = config.models.keys().map(String::as_str).collect();
+        assert_eq!(names, vec!["llama-3.1-8b", "seed-8b"]);
+        let text = EXAMPLE.replace("params = 8.0e9", "params = \"8B\"");
+        let err = parse(&text, Path::new("u.toml")).expect_err("must fail");
+        assert!(err.to_string().contains("models.seed-8b.params"), "{err}");
+        let text = EXAMPLE.replace("hf_config = \"models/llama-3.1-8b/config.json\"", "hf_config = \"x\"\nlayers = 3");
+        let err = parse(&text, Path::new("u.toml")).expect_err("must fail");
+        assert!(err.to_string().contains("models.llama-3.1-8b"), "{err}");
+        assert!(err.to_string().contains("layers"), "{err}");
+    }
+
+    #[test]
     fn embedded_default_config_parses() {
         let config = parse(DEFAULT_CONFIG, Path::new("<default>")).expect("default parses");
         assert!(!config.suites.is_empty());
@@ -773,7 +857,7 @@ timeout_s = 600
         let message = err.to_string();
         assert!(message.contains("utilgate.toml"), "{message}");
         assert!(message.contains("suite[0].batches"), "{message}");
-        assert!(message.contains("line 27"), "{message}");
+        assert!(message.contains("line 26"), "{message}");
         assert!(err.hint().expect("hint").contains("batches = [1, 8, 64]"));
     }
 
