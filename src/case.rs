@@ -38,7 +38,9 @@ impl FromStr for Phase {
         match s {
             "decode" => Ok(Phase::Decode),
             "prefill" => Ok(Phase::Prefill),
-            other => Err(format!("unknown phase {other:?}: expected \"decode\" or \"prefill\"")),
+            other => Err(format!(
+                "unknown phase {other:?}: expected \"decode\" or \"prefill\""
+            )),
         }
     }
 }
@@ -120,7 +122,10 @@ impl FromStr for Verdict {
             .find(|v| v.as_str() == s)
             .ok_or_else(|| {
                 let names: Vec<&str> = Verdict::ALL.iter().map(|v| v.as_str()).collect();
-                format!("unknown verdict {s:?}: expected one of {}", names.join(", "))
+                format!(
+                    "unknown verdict {s:?}: expected one of {}",
+                    names.join(", ")
+                )
             })
     }
 }
@@ -195,8 +200,11 @@ mod tests {
             utilgate: "/bin/utilgate",
             config_dir: "/cfg",
         };
-        let out = render_command("run --model {{ model }} --phase {{ phase }} -b {{ batch }} -r {{ repeat }}", &vars)
-            .expect("renders");
+        let out = render_command(
+            "run --model {{ model }} --phase {{ phase }} -b {{ batch }} -r {{ repeat }}",
+            &vars,
+        )
+        .expect("renders");
         assert_eq!(out, "run --model m --phase prefill -b 8 -r 2");
         assert!(check_command_template("x {{ modle }}").is_err());
         assert!(check_command_template("x {{ model ").is_err());

@@ -82,16 +82,22 @@ fn flatten_models(
                 message: format!("expected a table, found {}", value.type_str()),
             });
         };
-        let describes_model = inner.is_empty() || inner.keys().any(|k| MODEL_KEYS.contains(&k.as_str()));
+        let describes_model =
+            inner.is_empty() || inner.keys().any(|k| MODEL_KEYS.contains(&k.as_str()));
         if describes_model {
-            let model: ModelConfig = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
-                let inner_key = e.path().to_string();
-                ConfigError::Parse {
-                    path: origin.to_path_buf(),
-                    key: if inner_key == "." { key.clone() } else { format!("{key}.{inner_key}") },
-                    message: e.inner().message().trim().to_owned(),
-                }
-            })?;
+            let model: ModelConfig =
+                serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+                    let inner_key = e.path().to_string();
+                    ConfigError::Parse {
+                        path: origin.to_path_buf(),
+                        key: if inner_key == "." {
+                            key.clone()
+                        } else {
+                            format!("{key}.{inner_key}")
+                        },
+                        message: e.inner().message().trim().to_owned(),
+                    }
+                })?;
             out.insert(full, model);
         } else {
             flatten_models(inner, &full, out, origin)?;
@@ -140,7 +146,7 @@ pub struct GateConfig {
     #[serde(default = "default_fail_on")]
     pub fail_on: Vec<Verdict>,
     /// Fresh repeats to re-measure a suspected regression with before failing it (0: off).
-    #[serde(default)]
+    #[serde(default = "default_confirm_repeats")]
     pub confirm_repeats: u32,
     /// Chance, per night, of any false alarm across the whole grid.
     #[serde(default = "default_family_alpha")]
@@ -156,7 +162,7 @@ impl Default for GateConfig {
             baseline_branch: default_baseline_branch(),
             max_drop_pct: default_max_drop_pct(),
             fail_on: default_fail_on(),
-            confirm_repeats: 0,
+            confirm_repeats: default_confirm_repeats(),
             family_alpha: default_family_alpha(),
             history_runs: default_history_runs(),
         }
@@ -171,6 +177,9 @@ fn default_max_drop_pct() -> f64 {
 }
 fn default_fail_on() -> Vec<Verdict> {
     vec![Verdict::Regressed, Verdict::Invalid]
+}
+fn default_confirm_repeats() -> u32 {
+    9
 }
 fn default_family_alpha() -> f64 {
     0.01
@@ -470,8 +479,7 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
     }
 
     if let Some(gpu) = &config.gpu {
-        if gpu.name.is_none() && gpu.mem_bandwidth_gb_s.is_none() && !gpu.measure_host_bandwidth
-        {
+        if gpu.name.is_none() && gpu.mem_bandwidth_gb_s.is_none() && !gpu.measure_host_bandwidth {
             push(
                 "gpu".into(),
                 "names no GPU and declares no figures".into(),
@@ -824,9 +832,17 @@ timeout_s = 600
         assert_eq!(config.suites.len(), 1);
         assert_eq!(config.suites[0].batches, vec![1, 8]);
         assert_eq!(config.suites[0].case_keys().len(), 2);
-        assert_eq!(config.gate.fail_on, vec![Verdict::Regressed, Verdict::Invalid]);
+        assert_eq!(
+            config.gate.fail_on,
+            vec![Verdict::Regressed, Verdict::Invalid]
+        );
         let names = known(&["llama-3.1-8b", "seed-8b"]);
-        let problems = validate(&config, &ValidationContext { known_models: &names });
+        let problems = validate(
+            &config,
+            &ValidationContext {
+                known_models: &names,
+            },
+        );
         assert!(problems.is_empty(), "{problems:?}");
     }
 
@@ -838,7 +854,10 @@ timeout_s = 600
         let text = EXAMPLE.replace("params = 8.0e9", "params = \"8B\"");
         let err = parse(&text, Path::new("u.toml")).expect_err("must fail");
         assert!(err.to_string().contains("models.seed-8b.params"), "{err}");
-        let text = EXAMPLE.replace("hf_config = \"models/llama-3.1-8b/config.json\"", "hf_config = \"x\"\nlayers = 3");
+        let text = EXAMPLE.replace(
+            "hf_config = \"models/llama-3.1-8b/config.json\"",
+            "hf_config = \"x\"\nlayers = 3",
+        );
         let err = parse(&text, Path::new("u.toml")).expect_err("must fail");
         assert!(err.to_string().contains("models.llama-3.1-8b"), "{err}");
         assert!(err.to_string().contains("layers"), "{err}");
@@ -885,7 +904,12 @@ timeout_s = 600
             .replace("max_drop_pct = 3.0", "max_drop_pct = 300.0");
         let config = parse(&text, Path::new("u.toml")).expect("parses");
         let names = known(&["llama-3.1-8b"]);
-        let problems = validate(&config, &ValidationContext { known_models: &names });
+        let problems = validate(
+            &config,
+            &ValidationContext {
+                known_models: &names,
+            },
+        );
         let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
         assert_eq!(
             keys,
@@ -903,7 +927,12 @@ timeout_s = 600
         let text = EXAMPLE.replace("{{ batch }}", "{{ batch ");
         let config = parse(&text, Path::new("u.toml")).expect("parses");
         let names = known(&["llama-3.1-8b"]);
-        let problems = validate(&config, &ValidationContext { known_models: &names });
+        let problems = validate(
+            &config,
+            &ValidationContext {
+                known_models: &names,
+            },
+        );
         assert_eq!(problems.len(), 1);
         assert_eq!(problems[0].key, "suite[0].command");
     }

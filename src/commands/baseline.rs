@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::case::{CaseKey, Verdict};
 use crate::cli::{
-    BaselineAcceptArgs, BaselineCommand, BaselineExportArgs, BaselineImportArgs,
-    BaselineListArgs, BaselineShowArgs, Format,
+    BaselineAcceptArgs, BaselineCommand, BaselineExportArgs, BaselineImportArgs, BaselineListArgs,
+    BaselineShowArgs, Format,
 };
 use crate::commands::Outcome;
 use crate::commands::runs::{store_from, store_from_writable};
@@ -48,7 +48,8 @@ fn ms(x: Option<f64>) -> String {
 }
 
 fn short_sha(s: Option<&str>) -> String {
-    s.map(|s| s[..s.len().min(10)].to_owned()).unwrap_or_default()
+    s.map(|s| s[..s.len().min(10)].to_owned())
+        .unwrap_or_default()
 }
 
 fn list(args: &BaselineListArgs) -> Result<Outcome, Error> {
@@ -60,14 +61,23 @@ fn list(args: &BaselineListArgs) -> Result<Outcome, Error> {
         .collect();
     match args.format.format {
         Format::Json => {
-            let value = serde_json::json!({ "schema_version": SCHEMA_VERSION, "baselines": entries });
+            let value =
+                serde_json::json!({ "schema_version": SCHEMA_VERSION, "baselines": entries });
             output::emit(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
         }
         Format::Human => {
             let mut table = Table::new();
             table.load_style(UTF8_BORDERS_ONLY).force_no_tty();
             table.set_header(vec![
-                "case", "gpu", "run", "commit", "median ms", "util", "moved", "how", "reason",
+                "case",
+                "gpu",
+                "run",
+                "commit",
+                "median ms",
+                "util",
+                "moved",
+                "how",
+                "reason",
             ]);
             for e in &entries {
                 table.add_row(vec![
@@ -172,7 +182,9 @@ fn history(args: &BaselineListArgs) -> Result<Outcome, Error> {
         Format::Human => {
             let mut table = Table::new();
             table.load_style(UTF8_BORDERS_ONLY).force_no_tty();
-            table.set_header(vec!["moved", "case", "gpu", "run", "commit", "util", "how", "reason"]);
+            table.set_header(vec![
+                "moved", "case", "gpu", "run", "commit", "util", "how", "reason",
+            ]);
             for e in &events {
                 table.add_row(vec![
                     e.moved_at.strftime("%Y-%m-%d %H:%M:%S").to_string(),
@@ -214,9 +226,10 @@ fn accept(args: &BaselineAcceptArgs) -> Result<Outcome, Error> {
         )));
     }
     // Only a real measurement can become a baseline: never a failed or impossible one.
-    if let Some(bad) = chosen.iter().find(|r| {
-        r.error.is_some() || matches!(r.verdict, Some(Verdict::Error | Verdict::Invalid))
-    }) {
+    if let Some(bad) = chosen
+        .iter()
+        .find(|r| r.error.is_some() || matches!(r.verdict, Some(Verdict::Error | Verdict::Invalid)))
+    {
         return Err(Error::Usage(format!(
             "case {} of run {} is {}: only a valid measurement can become a baseline; narrow the filter",
             bad.key,
@@ -288,7 +301,11 @@ pub fn render_export(file: &ExportFile) -> Result<String, serde_json::Error> {
     );
     let _ = writeln!(out, "  \"baselines\": [");
     for (i, b) in file.baselines.iter().enumerate() {
-        let comma = if i + 1 < file.baselines.len() { "," } else { "" };
+        let comma = if i + 1 < file.baselines.len() {
+            ","
+        } else {
+            ""
+        };
         let _ = writeln!(out, "    {}{comma}", serde_json::to_string(b)?);
     }
     let _ = writeln!(out, "  ]");
@@ -312,7 +329,11 @@ pub fn parse_export(text: &str, origin: &Path) -> Result<ExportFile, Error> {
         });
     }
     for b in &file.baselines {
-        if b.repeats_ms.iter().flatten().any(|x| !(x.is_finite() && *x > 0.0)) {
+        if b.repeats_ms
+            .iter()
+            .flatten()
+            .any(|x| !(x.is_finite() && *x > 0.0))
+        {
             return Err(Error::BaselineFile {
                 path: origin.to_path_buf(),
                 message: format!("case {}: a step time is not a positive number", b.key),
@@ -330,26 +351,29 @@ fn export(args: &BaselineExportArgs) -> Result<Outcome, Error> {
         let Some(r) = store.baseline_for(&e.key, &e.gpu_sku)? else {
             continue;
         };
-        by_sku.entry(e.gpu_sku.clone()).or_default().push(ExportedBaseline {
-            key: e.key.clone(),
-            run_id: e.run_id.0,
-            git_sha: r.git_sha.clone(),
-            branch: r.branch.clone(),
-            measured_at: r.started_at.to_string(),
-            moved_at: e.moved_at.to_string(),
-            how: e.kind.to_string(),
-            reason: e.reason.clone(),
-            verdict: r.verdict,
-            floor_ms: r.floor_ms,
-            floor: r.floor_json.clone(),
-            median_ms: r.median_ms,
-            utilisation: r.utilisation,
-            mbu: r.mbu,
-            mfu: r.mfu,
-            summary: r.summary_json.clone(),
-            env: r.env.clone(),
-            repeats_ms: r.repeats_ms.clone(),
-        });
+        by_sku
+            .entry(e.gpu_sku.clone())
+            .or_default()
+            .push(ExportedBaseline {
+                key: e.key.clone(),
+                run_id: e.run_id.0,
+                git_sha: r.git_sha.clone(),
+                branch: r.branch.clone(),
+                measured_at: r.started_at.to_string(),
+                moved_at: e.moved_at.to_string(),
+                how: e.kind.to_string(),
+                reason: e.reason.clone(),
+                verdict: r.verdict,
+                floor_ms: r.floor_ms,
+                floor: r.floor_json.clone(),
+                median_ms: r.median_ms,
+                utilisation: r.utilisation,
+                mbu: r.mbu,
+                mfu: r.mfu,
+                summary: r.summary_json.clone(),
+                env: r.env.clone(),
+                repeats_ms: r.repeats_ms.clone(),
+            });
     }
     if by_sku.is_empty() {
         return Err(Error::Usage(
@@ -413,7 +437,10 @@ fn import(args: &BaselineImportArgs) -> Result<Outcome, Error> {
     }
     let loaded = crate::commands::runs::optional_config(&args.config)?;
     let (db, timeout) = match (&args.config.db, &loaded) {
-        (Some(db), _) => (db.clone(), crate::config::StoreConfig::default().busy_timeout_s),
+        (Some(db), _) => (
+            db.clone(),
+            crate::config::StoreConfig::default().busy_timeout_s,
+        ),
         (None, Some(l)) => (l.store_path(None), l.config.store.busy_timeout_s),
         (None, None) => (
             PathBuf::from(crate::config::DEFAULT_STORE_PATH),

@@ -9,7 +9,7 @@ use crate::case::CaseKey;
 use crate::compare::{self, Evidence, Policy};
 use crate::config::{Config, GateConfig};
 use crate::error::Error;
-use crate::store::{BaselineMoveKind, CaseFilter, StoredResult, StoredRun, Store};
+use crate::store::{BaselineMoveKind, CaseFilter, Store, StoredResult, StoredRun};
 
 /// One measured (or failed) case, as `run` holds it or the store returns it.
 #[derive(Debug, Clone)]
@@ -44,6 +44,7 @@ pub fn policy_for(config: Option<&Config>, key: &CaseKey) -> Policy {
     Policy {
         max_drop_pct: threshold,
         family_alpha: gate.family_alpha,
+        confirm_repeats: gate.confirm_repeats as usize,
         ..Policy::default()
     }
 }
@@ -103,6 +104,7 @@ pub fn judge(
             .as_ref()
             .map(|b| compare::env_diff(&b.env, &case.env))
             .unwrap_or_default();
+        let decision = compare::with_env_causes(decision, &env_changes);
         out.push(Judgement {
             key: case.key.clone(),
             decision,

@@ -60,7 +60,10 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
 /// The process environment as a lookup function, so pure code can take it as an argument.
 #[must_use]
 pub fn env_lookup() -> impl Fn(&str) -> Option<String> {
-    #[expect(clippy::disallowed_methods, reason = "edge: the one place commands read the environment")]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "edge: the one place commands read the environment"
+    )]
     |name: &str| std::env::var(name).ok()
 }
 

@@ -47,7 +47,11 @@ pub fn resolve_meta(
             .and_then(|n| n.parse().ok())
     });
     RunMeta {
-        git_sha: args.git_sha.clone().or_else(|| non_empty("GITHUB_SHA")).or(git_sha),
+        git_sha: args
+            .git_sha
+            .clone()
+            .or_else(|| non_empty("GITHUB_SHA"))
+            .or(git_sha),
         branch: args
             .branch
             .clone()
@@ -65,7 +69,10 @@ pub fn resolve_meta(
 
 /// Ask git about the checkout the config lives in; silence when it is not one.
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
-    #[expect(clippy::disallowed_methods, reason = "edge: reading the checkout's commit")]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "edge: reading the checkout's commit"
+    )]
     let out = std::process::Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -89,8 +96,13 @@ fn device_spec(loaded: &LoadedConfig, store_path: &Path) -> Result<GpuSpec, Erro
             .unwrap_or(Path::new("."))
             .join("host-bandwidth.json");
         let now = jiff::Timestamp::now().to_string();
-        let measured = crate::measure::host::cached_or_measure(&cache, &host, &now)
-            .map_err(|source| Error::Io { path: cache, source })?;
+        let measured =
+            crate::measure::host::cached_or_measure(&cache, &host, &now).map_err(|source| {
+                Error::Io {
+                    path: cache,
+                    source,
+                }
+            })?;
         let name = gpu.name.clone().unwrap_or_else(|| "host-cpu".to_owned());
         return Ok(GpuSpec::declared(
             &name,
@@ -148,14 +160,22 @@ struct Runner<'a> {
 }
 
 impl Runner<'_> {
-    fn measure(&self, plan: &CasePlan<'_>, repeats: std::ops::Range<u32>, into: &mut Measured) -> Result<(), Error> {
+    fn measure(
+        &self,
+        plan: &CasePlan<'_>,
+        repeats: std::ops::Range<u32>,
+        into: &mut Measured,
+    ) -> Result<(), Error> {
         let suite = plan.suite;
         let cwd = suite
             .cwd
             .as_ref()
             .map_or_else(|| self.loaded.dir.clone(), |c| self.loaded.dir.join(c));
-        let extra_env: Vec<(String, String)> =
-            suite.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let extra_env: Vec<(String, String)> = suite
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let config_dir = absolute(&self.loaded.dir);
         for repeat in repeats {
             let vars = CommandVars {
@@ -172,8 +192,11 @@ impl Runner<'_> {
                 utilgate: &self.exe,
                 config_dir: &config_dir.to_string_lossy(),
             };
-            let command = crate::case::render_command(suite.command.as_deref().unwrap_or_default(), &vars)
-                .map_err(|e| Error::Usage(format!("suite {}: command template: {e}", suite.name)))?;
+            let command =
+                crate::case::render_command(suite.command.as_deref().unwrap_or_default(), &vars)
+                    .map_err(|e| {
+                        Error::Usage(format!("suite {}: command template: {e}", suite.name))
+                    })?;
             let out_dir = tempfile::tempdir().map_err(|source| Error::Io {
                 path: std::env::temp_dir(),
                 source,
@@ -246,8 +269,9 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         for key in suite.case_keys() {
             let model = &loaded.models[&key.model];
             let precision = Precision::parse(&key.precision, suite.kv_dtype.as_deref())?;
-            let floor = crate::floor::floor(model, &gpu, &precision, key.phase, key.batch, key.context)
-                .map_err(|e| e.to_string());
+            let floor =
+                crate::floor::floor(model, &gpu, &precision, key.phase, key.batch, key.context)
+                    .map_err(|e| e.to_string());
             plans.push(CasePlan {
                 suite,
                 kv_dtype: precision.kv.as_str().to_owned(),
@@ -272,7 +296,10 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         // first one still sets a flag nobody reads, and Ctrl-C then ends the process.
         let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
     }
-    #[expect(clippy::disallowed_methods, reason = "edge: the path of this binary for templates")]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "edge: the path of this binary for templates"
+    )]
     let exe = std::env::current_exe()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_else(|_| "utilgate".to_owned());
@@ -283,7 +310,10 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     };
 
     let started_at = jiff::Timestamp::now();
-    let progress = Progress::new(plans.len() as u64, env("GITHUB_ACTIONS").as_deref() == Some("true"));
+    let progress = Progress::new(
+        plans.len() as u64,
+        env("GITHUB_ACTIONS").as_deref() == Some("true"),
+    );
     let mut inputs = Vec::with_capacity(plans.len());
     let mut measured_all = Vec::with_capacity(plans.len());
     for plan in &plans {
@@ -313,27 +343,57 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     progress.clear();
 
     let suite_names: BTreeSet<String> = suites.iter().map(|s| s.name.clone()).collect();
-    let mut judgements = judge::judge(&store, &gpu.name, &inputs, &suite_names, Some(config), &Against::Pinned)?;
+    let mut judgements = judge::judge(
+        &store,
+        &gpu.name,
+        &inputs,
+        &suite_names,
+        Some(config),
+        &Against::Pinned,
+    )?;
 
     // Re-measure suspected regressions in fresh processes before failing them.
     if config.gate.confirm_repeats > 0 {
-        let mut confirmed = false;
+        let mut confirmed = Vec::new();
         for (i, plan) in plans.iter().enumerate() {
-            if judgements[i].decision.verdict != Verdict::Regressed {
+            if !compare::should_confirm(&judgements[i].decision) {
                 continue;
             }
             let first = plan.suite.repeats;
             progress.warn(&format!(
-                "{}: suspected regression; confirming with {} fresh processes",
-                plan.key, config.gate.confirm_repeats
+                "{}: suspect ({}); re-measuring in {} fresh processes before deciding",
+                plan.key,
+                judgements[i]
+                    .decision
+                    .drop_pct
+                    .map_or_else(|| "noise".to_owned(), |d| format!("utilisation {d:+.1}%")),
+                config.gate.confirm_repeats
             ));
-            runner.measure(plan, first..first + config.gate.confirm_repeats, &mut measured_all[i])?;
+            runner.measure(
+                plan,
+                first..first + config.gate.confirm_repeats,
+                &mut measured_all[i],
+            )?;
             inputs[i].repeats_ms.clone_from(&measured_all[i].repeats_ms);
             inputs[i].error.clone_from(&measured_all[i].error);
-            confirmed = true;
+            inputs[i].env.clone_from(&measured_all[i].env);
+            confirmed.push(i);
         }
-        if confirmed {
-            judgements = judge::judge(&store, &gpu.name, &inputs, &suite_names, Some(config), &Against::Pinned)?;
+        if !confirmed.is_empty() {
+            judgements = judge::judge(
+                &store,
+                &gpu.name,
+                &inputs,
+                &suite_names,
+                Some(config),
+                &Against::Pinned,
+            )?;
+            for i in confirmed {
+                judgements[i].decision.reasons.push(format!(
+                    "Re-measured in {} fresh processes before deciding (confirm_repeats).",
+                    config.gate.confirm_repeats
+                ));
+            }
         }
     }
 
@@ -351,7 +411,9 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         .map(|((plan, measured), judgement)| {
             let floor = plan.floor.as_ref().ok();
             let summary = stats::summarise(&measured.repeats_ms);
-            let util = floor.zip(summary.as_ref()).map(|(f, s)| f.utilisation(s.median_ms));
+            let util = floor
+                .zip(summary.as_ref())
+                .map(|(f, s)| f.utilisation(s.median_ms));
             NewResult {
                 key: plan.key.clone(),
                 verdict: Some(judgement.decision.verdict),
@@ -386,10 +448,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         host: Some(hostname()),
         utilgate_version: env!("CARGO_PKG_VERSION").to_owned(),
         config_json: serde_json::to_value(config).ok(),
-        promote_reason: format!(
-            "run passed the gate on {}",
-            config.gate.baseline_branch
-        ),
+        promote_reason: format!("run passed the gate on {}", config.gate.baseline_branch),
         results,
     };
     if cancel.load(Ordering::SeqCst) {

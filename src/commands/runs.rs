@@ -9,8 +9,8 @@ use comfy_table::Table;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 
 use crate::cli::{CompareArgs, ConfigArgs, Format, RunsListArgs, RunsShowArgs};
-use crate::commands::judge::{self, Against, CaseInput};
 use crate::commands::Outcome;
+use crate::commands::judge::{self, Against, CaseInput};
 use crate::compare;
 use crate::config::{Config, DEFAULT_STORE_PATH, StoreConfig};
 use crate::error::Error;
@@ -21,7 +21,9 @@ use crate::store::{RunFilter, RunId, Store, StoredRun};
 /// The config when its file exists (thresholds, store path); read-only commands work without.
 pub fn optional_config(args: &ConfigArgs) -> Result<Option<crate::config::LoadedConfig>, Error> {
     if args.config.exists() {
-        crate::config::load(&args.config).map(Some).map_err(Error::from)
+        crate::config::load(&args.config)
+            .map(Some)
+            .map_err(Error::from)
     } else {
         Ok(None)
     }
@@ -74,7 +76,8 @@ pub fn list(args: &RunsListArgs) -> Result<Outcome, Error> {
     })?;
     match args.format.format {
         Format::Json => {
-            let value = serde_json::json!({ "schema_version": report::SCHEMA_VERSION, "runs": runs });
+            let value =
+                serde_json::json!({ "schema_version": report::SCHEMA_VERSION, "runs": runs });
             output::emit(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
         }
         Format::Human => {
@@ -84,11 +87,8 @@ pub fn list(args: &RunsListArgs) -> Result<Outcome, Error> {
                 "run", "started", "branch", "commit", "trigger", "gpu", "cases", "verdicts",
             ]);
             for r in &runs {
-                let verdicts: Vec<String> = r
-                    .verdicts
-                    .iter()
-                    .map(|(v, n)| format!("{n} {v}"))
-                    .collect();
+                let verdicts: Vec<String> =
+                    r.verdicts.iter().map(|(v, n)| format!("{n} {v}")).collect();
                 table.add_row(vec![
                     r.id.to_string(),
                     r.started_at.strftime("%Y-%m-%d %H:%M:%S").to_string(),
@@ -154,7 +154,10 @@ fn print_report(report: &RunReport, format: Format) -> Result<(), Error> {
 }
 
 fn fail_on(config: Option<&Config>) -> Vec<crate::case::Verdict> {
-    config.map_or_else(|| crate::config::GateConfig::default().fail_on, |c| c.gate.fail_on.clone())
+    config.map_or_else(
+        || crate::config::GateConfig::default().fail_on,
+        |c| c.gate.fail_on.clone(),
+    )
 }
 
 pub fn show(args: &RunsShowArgs) -> Result<Outcome, Error> {
@@ -199,7 +202,14 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
         .collect();
     let suites: BTreeSet<String> = inputs.iter().map(|c| c.key.suite.clone()).collect();
     let against = against_run.as_ref().map_or(Against::Pinned, Against::Run);
-    let judgements = judge::judge(&store, &run.summary.gpu_sku, &inputs, &suites, config.as_ref(), &against)?;
+    let judgements = judge::judge(
+        &store,
+        &run.summary.gpu_sku,
+        &inputs,
+        &suites,
+        config.as_ref(),
+        &against,
+    )?;
     let fail_on = fail_on(config.as_ref());
     let report = RunReport::build(&run, &judgements, &fail_on, false);
     print_report(&report, args.format.format)?;

@@ -104,7 +104,9 @@ pub fn severity(v: Verdict) -> u8 {
 }
 
 fn num(value: Option<&serde_json::Value>, field: &str) -> Option<f64> {
-    value.and_then(|v| v.get(field)).and_then(serde_json::Value::as_f64)
+    value
+        .and_then(|v| v.get(field))
+        .and_then(serde_json::Value::as_f64)
 }
 
 impl RunReport {

@@ -108,7 +108,11 @@ pub fn render_human(report: &RunReport, color: bool) -> String {
     let _ = writeln!(
         out,
         "gate: {} ({}); fail_on: {}; baselines {}",
-        if report.gate.passed { "passed" } else { "FAILED" },
+        if report.gate.passed {
+            "passed"
+        } else {
+            "FAILED"
+        },
         counts.join(", "),
         report
             .gate

@@ -32,6 +32,21 @@ impl Store {
                 source,
             })?;
         }
+        // SQLite does not call the busy handler in every case of contention: switching a
+        // fresh file to WAL while another process does the same answers SQLITE_BUSY at once.
+        // Retry the whole opening sequence until the busy timeout has passed.
+        let start = std::time::Instant::now();
+        loop {
+            match Self::open_once(path, busy_timeout) {
+                Err(StoreError::Locked { .. }) if start.elapsed() < busy_timeout => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn open_once(path: &Path, busy_timeout: Duration) -> Result<Store, StoreError> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;

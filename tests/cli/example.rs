@@ -23,7 +23,10 @@ fn example_env() -> TestEnv {
         .replace("batches = [1, 8]", "batches = [1]")
         .replace("contexts = [512, 2048]", "contexts = [512]")
         .replace("repeats = 3", "repeats = 5");
-    assert_ne!(text, reduced, "the example config changed; update this test");
+    assert_ne!(
+        text, reduced,
+        "the example config changed; update this test"
+    );
     env.write_config(&reduced);
     env
 }
@@ -31,10 +34,18 @@ fn example_env() -> TestEnv {
 #[test]
 #[ignore = "real measurement: run alone, see the module doc"]
 fn example_measures_real_work_below_the_floor_bound() {
-    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let env = example_env();
     let out = env.run("main", &[]);
-    assert_eq!(out.status.code(), Some(0), "{}\n{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
     let report = env.json(&["runs", "show"]);
     assert_eq!(verdict_of(&report, CASE), "new");
     let case = &report["cases"][0];
@@ -49,10 +60,22 @@ fn example_measures_real_work_below_the_floor_bound() {
 #[test]
 #[ignore = "real measurement: run alone, see the module doc"]
 fn example_gate_catches_an_injected_ten_percent_slowdown() {
-    let _serial = SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let _serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let env = example_env();
     assert_eq!(env.run("main", &[]).status.code(), Some(0));
     let out = env.run("feature", &[("UTILGATE_EXAMPLE_SLOWDOWN", "1.1")]);
-    assert_eq!(out.status.code(), Some(1), "{}\n{}", stdout(&out), stderr(&out));
-    assert!(stdout(&out).contains(&format!("REGRESSED {CASE}")), "{}", stdout(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains(&format!("REGRESSED {CASE}")),
+        "{}",
+        stdout(&out)
+    );
 }

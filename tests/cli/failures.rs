@@ -13,7 +13,10 @@ fn malformed_toml_names_file_and_line_and_creates_nothing() {
     let out = env.cmd().arg("run").output().expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("utilgate.toml") && err.contains("line 1"), "{err}");
+    assert!(
+        err.contains("utilgate.toml") && err.contains("line 1"),
+        "{err}"
+    );
     assert!(!env.db().exists());
 }
 
@@ -26,7 +29,9 @@ fn unknown_key_and_wrong_type_name_the_key_path_and_fix() {
     let err = stderr(&out);
     assert!(err.contains("suite[0]") && err.contains("repeat"), "{err}");
 
-    env.write_config(&TestEnv::config_with("").replace("batches = [1, 8]", "batches = [1, \"8k\"]"));
+    env.write_config(
+        &TestEnv::config_with("").replace("batches = [1, 8]", "batches = [1, \"8k\"]"),
+    );
     let out = env.cmd().args(["config", "check"]).output().expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
@@ -49,17 +54,27 @@ fn config_check_reports_every_problem_and_accepts_a_good_config() {
     let out = env.cmd().args(["config", "check"]).output().expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("suite[0].models[0]") && err.contains("seed-9b"), "{err}");
+    assert!(
+        err.contains("suite[0].models[0]") && err.contains("seed-9b"),
+        "{err}"
+    );
     assert!(err.contains("suite[0].steps"), "{err}");
 }
 
 #[test]
 fn missing_config_file_says_how_to_make_one() {
     let env = TestEnv::new();
-    let out = env.cmd().args(["run", "--config", "nope.toml"]).output().expect("runs");
+    let out = env
+        .cmd()
+        .args(["run", "--config", "nope.toml"])
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("nope.toml") && err.contains("config default"), "{err}");
+    assert!(
+        err.contains("nope.toml") && err.contains("config default"),
+        "{err}"
+    );
 }
 
 /// Run with a misbehaving harness; return (exit code, stdout, stderr, the run report).
@@ -69,7 +84,11 @@ fn failing_run(mode: &str) -> (Option<i32>, String, String, serde_json::Value) {
     let report = env.json(&["runs", "show"]);
     // A failed case never moves a baseline.
     let baselines = env.json(&["baseline", "list"]);
-    assert_eq!(baselines["baselines"].as_array().map(Vec::len), Some(0), "{mode}");
+    assert_eq!(
+        baselines["baselines"].as_array().map(Vec::len),
+        Some(0),
+        "{mode}"
+    );
     (out.status.code(), stdout(&out), stderr(&out), report)
 }
 
@@ -87,11 +106,17 @@ fn harness_failures_are_recorded_as_error_with_their_reason() {
     for (mode, needles) in table {
         let (code, text, _err, report) = failing_run(mode);
         assert_eq!(code, Some(2), "{mode}: {text}");
-        assert_eq!(verdict_of(&report, "decode/seed-8b/bf16/decode/b1/c4096"), "error");
+        assert_eq!(
+            verdict_of(&report, "decode/seed-8b/bf16/decode/b1/c4096"),
+            "error"
+        );
         let case = &report["cases"][0];
         let reason = format!("{} {}", case["error"], case["stderr_tail"]);
         for needle in *needles {
-            assert!(reason.contains(needle), "{mode}: {needle:?} not in {reason}");
+            assert!(
+                reason.contains(needle),
+                "{mode}: {needle:?} not in {reason}"
+            );
         }
         assert!(text.contains("ERROR decode/seed-8b"), "{mode}: {text}");
     }
@@ -100,11 +125,16 @@ fn harness_failures_are_recorded_as_error_with_their_reason() {
 #[test]
 fn missing_harness_program_is_named() {
     let env = TestEnv::new();
-    env.write_config(&TestEnv::config_with("").replace("sh harness.sh", "no-such-bench-xyz --model {{ model }}"));
+    env.write_config(
+        &TestEnv::config_with("").replace("sh harness.sh", "no-such-bench-xyz --model {{ model }}"),
+    );
     let out = env.run("main", &[]);
     assert_eq!(out.status.code(), Some(2));
     let report = env.json(&["runs", "show"]);
-    let error = report["cases"][0]["error"].as_str().expect("error").to_owned();
+    let error = report["cases"][0]["error"]
+        .as_str()
+        .expect("error")
+        .to_owned();
     assert!(error.contains("no-such-bench-xyz"), "{error}");
 }
 
@@ -116,9 +146,16 @@ fn a_hanging_harness_is_killed_at_the_timeout() {
     let out = env.run("main", &[("FAIL_MODE", "hang")]);
     assert_eq!(out.status.code(), Some(2));
     // One repeat per case times out; the case stops at its first failed repeat.
-    assert!(start.elapsed() < Duration::from_secs(15), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        start.elapsed()
+    );
     let report = env.json(&["runs", "show"]);
-    let error = report["cases"][0]["error"].as_str().expect("error").to_owned();
+    let error = report["cases"][0]["error"]
+        .as_str()
+        .expect("error")
+        .to_owned();
     assert!(error.contains("timed out"), "{error}");
 }
 
@@ -147,7 +184,10 @@ fn corrupt_store_is_reported_and_never_overwritten() {
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(err.contains(".utilgate/utilgate.db"), "{err}");
-    assert!(err.contains("not a database") || err.contains("corrupt"), "{err}");
+    assert!(
+        err.contains("not a database") || err.contains("corrupt"),
+        "{err}"
+    );
     assert_eq!(std::fs::read(env.db()).expect("read"), garbage);
 }
 
@@ -155,7 +195,10 @@ fn corrupt_store_is_reported_and_never_overwritten() {
 fn store_locked_past_the_timeout_is_a_clear_error_and_keeps_history() {
     let env = TestEnv::new();
     assert_eq!(env.run("main", &[]).status.code(), Some(0));
-    env.write_config(&format!("[store]\nbusy_timeout_s = 0.3\n{}", TestEnv::config_with("")));
+    env.write_config(&format!(
+        "[store]\nbusy_timeout_s = 0.3\n{}",
+        TestEnv::config_with("")
+    ));
     let holder = rusqlite::Connection::open(env.db()).expect("open");
     holder.execute_batch("BEGIN EXCLUSIVE;").expect("lock");
     let out = env.run("main", &[]);
@@ -196,7 +239,14 @@ fn ctrl_c_mid_run_stores_nothing_and_kills_the_harness() {
     let status = child.wait().expect("wait");
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     assert_eq!(status.code(), Some(2), "{rest:?}");
-    assert!(start.elapsed() < Duration::from_secs(10), "the harness must be killed promptly");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "the harness must be killed promptly"
+    );
     assert!(rest.join("\n").contains("interrupted"), "{rest:?}");
-    assert_eq!(env.json(&["runs", "list"]), before, "an interrupted run stores nothing");
+    assert_eq!(
+        env.json(&["runs", "list"]),
+        before,
+        "an interrupted run stores nothing"
+    );
 }

@@ -8,8 +8,23 @@ fn worked_example_through_the_cli() {
     let out = env
         .cmd()
         .args([
-            "floor", "--model", "seed-8b", "--gpu", "h100-sxm", "--phase", "decode", "--batch", "1",
-            "--context", "4096", "--step-ms", "9.8", "--config", "utilgate.toml", "--format", "json",
+            "floor",
+            "--model",
+            "seed-8b",
+            "--gpu",
+            "h100-sxm",
+            "--phase",
+            "decode",
+            "--batch",
+            "1",
+            "--context",
+            "4096",
+            "--step-ms",
+            "9.8",
+            "--config",
+            "utilgate.toml",
+            "--format",
+            "json",
         ])
         .output()
         .expect("runs");
@@ -25,7 +40,19 @@ fn floor_of_a_catalogue_model_prints_the_breakdown() {
     let env = TestEnv::new();
     let out = env
         .cmd()
-        .args(["floor", "--model", "llama-3.1-8b", "--gpu", "h100-sxm", "--phase", "decode", "--context", "4096", "--step-ms", "6"])
+        .args([
+            "floor",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h100-sxm",
+            "--phase",
+            "decode",
+            "--context",
+            "4096",
+            "--step-ms",
+            "6",
+        ])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -40,24 +67,54 @@ fn unknown_gpu_lists_the_catalogue_and_how_to_declare_one() {
     let env = TestEnv::new();
     let out = env
         .cmd()
-        .args(["floor", "--model", "llama-3.1-8b", "--gpu", "h900", "--phase", "decode", "--context", "1"])
+        .args([
+            "floor",
+            "--model",
+            "llama-3.1-8b",
+            "--gpu",
+            "h900",
+            "--phase",
+            "decode",
+            "--context",
+            "1",
+        ])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("h100-sxm") && err.contains("mem_bandwidth_gb_s"), "{err}");
+    assert!(
+        err.contains("h100-sxm") && err.contains("mem_bandwidth_gb_s"),
+        "{err}"
+    );
 }
 
 #[test]
 fn a_config_json_path_with_a_missing_field_names_it() {
     let env = TestEnv::new();
-    env.write("odd/config.json", r#"{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32}"#);
+    env.write(
+        "odd/config.json",
+        r#"{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32}"#,
+    );
     let out = env
         .cmd()
-        .args(["floor", "--model", "odd/config.json", "--gpu", "h100-sxm", "--phase", "decode", "--context", "1"])
+        .args([
+            "floor",
+            "--model",
+            "odd/config.json",
+            "--gpu",
+            "h100-sxm",
+            "--phase",
+            "decode",
+            "--context",
+            "1",
+        ])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("odd/config.json") && err.contains("num_attention_heads") || err.contains("intermediate_size"), "{err}");
+    assert!(
+        err.contains("odd/config.json") && err.contains("num_attention_heads")
+            || err.contains("intermediate_size"),
+        "{err}"
+    );
 }

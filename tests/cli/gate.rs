@@ -35,7 +35,11 @@ fn baseline_moves_only_on_a_passing_run_of_the_baseline_branch() {
     assert_eq!(verdict_of(&report, B8), "pass");
     assert_eq!(baseline_runs(&env), vec![3, 3]);
     // `--no-promote` keeps them.
-    let out = env.cmd().args(["run", "--branch", "main", "--no-promote"]).output().expect("runs");
+    let out = env
+        .cmd()
+        .args(["run", "--branch", "main", "--no-promote"])
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(baseline_runs(&env), vec![3, 3]);
 }
@@ -44,18 +48,30 @@ fn baseline_moves_only_on_a_passing_run_of_the_baseline_branch() {
 fn a_ten_percent_slowdown_fails_the_gate_names_the_case_and_the_likely_cause() {
     let env = TestEnv::new();
     assert_eq!(env.run("main", &[]).status.code(), Some(0));
-    let out = env.run("upgrade-torch", &[("STEP_MS", "11.0"), ("TORCH_VERSION", "2.6.0")]);
+    let out = env.run(
+        "upgrade-torch",
+        &[("STEP_MS", "11.0"), ("TORCH_VERSION", "2.6.0")],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains(&format!("REGRESSED {B1}")), "{text}");
-    assert!(text.contains("torch") && text.contains("2.5.1") && text.contains("2.6.0"), "{text}");
+    assert!(
+        text.contains("torch") && text.contains("2.5.1") && text.contains("2.6.0"),
+        "{text}"
+    );
     assert!(text.contains("gate: FAILED"), "{text}");
     let report = env.json(&["runs", "show"]);
     assert_eq!(verdict_of(&report, B1), "regressed");
     let drop = report["cases"][0]["drop_pct"].as_f64().expect("drop");
-    assert!((8.0..10.0).contains(&drop), "utilisation drop of a 10% slower step is ~9.1%: {drop}");
+    assert!(
+        (8.0..10.0).contains(&drop),
+        "utilisation drop of a 10% slower step is ~9.1%: {drop}"
+    );
     // A regression on the baseline branch never moves the baseline.
-    assert_eq!(env.run("main", &[("STEP_MS", "11.0")]).status.code(), Some(1));
+    assert_eq!(
+        env.run("main", &[("STEP_MS", "11.0")]).status.code(),
+        Some(1)
+    );
     assert_eq!(baseline_runs(&env), vec![1, 1]);
     // `compare` recomputes the same verdicts from the stored raw samples.
     let out = env.cmd().args(["compare", "2"]).output().expect("runs");
@@ -71,10 +87,16 @@ fn small_changes_pass_improvements_are_reported_and_impossible_results_are_inval
     let env = TestEnv::new();
     assert_eq!(env.run("main", &[]).status.code(), Some(0));
     // 1% slower: under the practical threshold.
-    assert_eq!(env.run("feature", &[("STEP_MS", "10.1")]).status.code(), Some(0));
+    assert_eq!(
+        env.run("feature", &[("STEP_MS", "10.1")]).status.code(),
+        Some(0)
+    );
     assert_eq!(verdict_of(&env.json(&["runs", "show"]), B1), "pass");
     // 10% faster.
-    assert_eq!(env.run("feature", &[("STEP_MS", "9.0")]).status.code(), Some(0));
+    assert_eq!(
+        env.run("feature", &[("STEP_MS", "9.0")]).status.code(),
+        Some(0)
+    );
     assert_eq!(verdict_of(&env.json(&["runs", "show"]), B1), "improved");
     // Faster than the floor: physically impossible, so invalid, and the gate fails.
     let out = env.run("feature", &[("STEP_MS", "1.0")]);
@@ -88,7 +110,11 @@ fn missing_cases_and_changed_floors_are_named() {
     assert_eq!(env.run("main", &[]).status.code(), Some(0));
     env.write_config(&TestEnv::config_with("").replace("batches = [1, 8]", "batches = [1]"));
     let out = env.run("feature", &[]);
-    assert_eq!(out.status.code(), Some(0), "missing is reported, not failed by default");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "missing is reported, not failed by default"
+    );
     let report = env.json(&["runs", "show"]);
     // `runs show` lists what the run stored; `compare` lists the missing case too.
     let compared = env.json(&["compare"]);
@@ -99,7 +125,11 @@ fn missing_cases_and_changed_floors_are_named() {
     let out = env.run("feature", &[]);
     let text = stdout(&out);
     assert!(text.to_lowercase().contains("floor changed"), "{text}");
-    assert_eq!(verdict_of(&env.json(&["runs", "show"]), B1), "pass", "same step time");
+    assert_eq!(
+        verdict_of(&env.json(&["runs", "show"]), B1),
+        "pass",
+        "same step time"
+    );
 }
 
 #[test]
@@ -115,17 +145,32 @@ fn a_failed_case_never_moves_a_baseline() {
 fn accept_moves_the_baseline_with_a_reason_and_keeps_history() {
     let env = TestEnv::new();
     assert_eq!(env.run("main", &[]).status.code(), Some(0));
-    assert_eq!(env.run("main", &[("STEP_MS", "11.0")]).status.code(), Some(1));
+    assert_eq!(
+        env.run("main", &[("STEP_MS", "11.0")]).status.code(),
+        Some(1)
+    );
     let out = env
         .cmd()
-        .args(["baseline", "accept", "b1/", "--run", "2", "--reason", "fp32 accumulation for accuracy"])
+        .args([
+            "baseline",
+            "accept",
+            "b1/",
+            "--run",
+            "2",
+            "--reason",
+            "fp32 accumulation for accuracy",
+        ])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(baseline_runs(&env), vec![1, 2]);
     let history = env.json(&["baseline", "history"]);
     let events = history["events"].as_array().expect("events");
-    assert!(events.iter().any(|e| e["reason"] == "fp32 accumulation for accuracy" && e["kind"] == "accept"));
+    assert!(
+        events
+            .iter()
+            .any(|e| e["reason"] == "fp32 accumulation for accuracy" && e["kind"] == "accept")
+    );
     assert!(events.iter().filter(|e| e["kind"] == "promote").count() >= 2);
     // The accepted slowdown now passes; the other case still fails at the slower speed.
     let out = env.run("feature", &[("STEP_MS", "11.0")]);
@@ -134,7 +179,11 @@ fn accept_moves_the_baseline_with_a_reason_and_keeps_history() {
     assert_eq!(verdict_of(&report, B1), "pass");
     assert_eq!(verdict_of(&report, B8), "regressed");
     // Accepting needs a reason and a run with a good result for the case.
-    let out = env.cmd().args(["baseline", "accept", "b1/", "--run", "99", "--reason", "x"]).output().expect("runs");
+    let out = env
+        .cmd()
+        .args(["baseline", "accept", "b1/", "--run", "99", "--reason", "x"])
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
 }
 
@@ -142,14 +191,30 @@ fn accept_moves_the_baseline_with_a_reason_and_keeps_history() {
 fn export_then_import_into_a_fresh_store_gives_the_same_verdicts() {
     let env = TestEnv::new();
     assert_eq!(env.run("main", &[]).status.code(), Some(0));
-    let out = env.cmd().args(["baseline", "export", "--out", "baselines/h100-sxm.json"]).output().expect("runs");
+    let out = env
+        .cmd()
+        .args(["baseline", "export", "--out", "baselines/h100-sxm.json"])
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let exported = std::fs::read_to_string(env.path().join("baselines/h100-sxm.json")).expect("file");
-    assert!(exported.contains(B1) || exported.contains("\"suite\":\"decode\""), "{exported}");
+    let exported =
+        std::fs::read_to_string(env.path().join("baselines/h100-sxm.json")).expect("file");
+    assert!(
+        exported.contains(B1) || exported.contains("\"suite\":\"decode\""),
+        "{exported}"
+    );
 
     let fresh = TestEnv::new();
-    std::fs::copy(env.path().join("baselines/h100-sxm.json"), fresh.path().join("h100.json")).expect("copy");
-    let out = fresh.cmd().args(["baseline", "import", "h100.json"]).output().expect("runs");
+    std::fs::copy(
+        env.path().join("baselines/h100-sxm.json"),
+        fresh.path().join("h100.json"),
+    )
+    .expect("copy");
+    let out = fresh
+        .cmd()
+        .args(["baseline", "import", "h100.json"])
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     for (step, verdict) in [("10.0", "pass"), ("11.0", "regressed")] {
         let a = env.run("feature", &[("STEP_MS", step)]);
@@ -166,7 +231,11 @@ fn export_then_import_into_a_fresh_store_gives_the_same_verdicts() {
     // A damaged file is refused with its name, and the store is untouched.
     fresh.write("broken.json", "{ not json");
     let before = fresh.json(&["baseline", "list"]);
-    let out = fresh.cmd().args(["baseline", "import", "broken.json"]).output().expect("runs");
+    let out = fresh
+        .cmd()
+        .args(["baseline", "import", "broken.json"])
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("broken.json"));
     assert_eq!(fresh.json(&["baseline", "list"]), before);

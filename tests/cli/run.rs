@@ -8,7 +8,10 @@ fn first_run_stores_every_case_as_new_and_passes() {
     let out = env.run("main", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("decode/seed-8b/bf16/decode/b1/c4096"), "{text}");
+    assert!(
+        text.contains("decode/seed-8b/bf16/decode/b1/c4096"),
+        "{text}"
+    );
     assert!(text.contains("new"), "{text}");
     assert!(env.db().exists());
 
@@ -22,7 +25,10 @@ fn first_run_stores_every_case_as_new_and_passes() {
 
     let show = env.json(&["runs", "show"]);
     assert_eq!(show["schema_version"], 1);
-    assert_eq!(verdict_of(&show, "decode/seed-8b/bf16/decode/b1/c4096"), "new");
+    assert_eq!(
+        verdict_of(&show, "decode/seed-8b/bf16/decode/b1/c4096"),
+        "new"
+    );
     let case = &show["cases"][0];
     // 3 repeats x 20 counted steps; warm-up steps are stored but not counted.
     assert_eq!(case["n"], 60);
@@ -31,7 +37,10 @@ fn first_run_stores_every_case_as_new_and_passes() {
     assert!((10.0..10.1).contains(&median), "{median}");
     let floor = case["floor_ms"].as_f64().expect("floor");
     let util = case["utilisation"].as_f64().expect("utilisation");
-    assert!((util - floor / median).abs() < 1e-9, "utilisation = floor / median");
+    assert!(
+        (util - floor / median).abs() < 1e-9,
+        "utilisation = floor / median"
+    );
 }
 
 #[test]
@@ -41,8 +50,15 @@ fn human_runs_list_and_show_print_tables() {
     let out = env.cmd().args(["runs", "list"]).output().expect("runs");
     assert!(out.status.success());
     let text = stdout(&out);
-    assert!(text.contains("main") && text.contains("0123456789"), "{text}");
-    let out = env.cmd().args(["runs", "show", "1"]).output().expect("runs");
+    assert!(
+        text.contains("main") && text.contains("0123456789"),
+        "{text}"
+    );
+    let out = env
+        .cmd()
+        .args(["runs", "show", "1"])
+        .output()
+        .expect("runs");
     assert!(stdout(&out).contains("b8/c4096"), "{}", stdout(&out));
 }
 
@@ -89,7 +105,11 @@ fn two_runs_writing_one_store_at_once_both_land() {
         .collect();
     for child in children {
         let out = child.wait_with_output().expect("wait");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let runs = env.json(&["runs", "list"]);
     assert_eq!(runs["runs"].as_array().expect("runs").len(), 2);
@@ -98,7 +118,11 @@ fn two_runs_writing_one_store_at_once_both_land() {
 #[test]
 fn suite_filter_runs_only_that_suite_and_rejects_unknown_names() {
     let env = TestEnv::new();
-    let out = env.cmd().args(["run", "--suite", "nope"]).output().expect("runs");
+    let out = env
+        .cmd()
+        .args(["run", "--suite", "nope"])
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no such suite"), "{}", stderr(&out));
     assert!(stderr(&out).contains("decode"));
