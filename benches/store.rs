@@ -1,6 +1,10 @@
 //! Store benchmark: fills a temporary store the way nightly CI would (one transaction per run,
 //! 500 cases per run, 3 repeats x 100 samples each, baseline promotions on main), then times the
-//! read paths the commands use. Writes a temporary SQLite file; prints a table on stdout.
+//! read paths the commands use. Writes a temporary `SQLite` file; prints a table on stdout.
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a benchmark reads its settings from the environment"
+)]
 //!
 //! `cargo bench --bench store` stores 1,000,000 results (2,000 runs). Scale it down with
 //! `UTILGATE_BENCH_RESULTS=20000 cargo bench --bench store` or `cargo bench --bench store -- 20000`;
@@ -13,7 +17,6 @@
 #![expect(
     clippy::cast_precision_loss,
     clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
     reason = "benchmark arithmetic on small counts and synthetic values"
 )]
 
@@ -151,7 +154,8 @@ fn new_result(key: &CaseKey, rng: &mut StdRng, promote: bool) -> NewResult {
 fn new_run(i: usize, keys: &[CaseKey], rng: &mut StdRng) -> NewRun {
     // Four in five runs are nightly runs on main, which promote; the rest are pull requests.
     let on_main = i % 5 != 4;
-    let start = Timestamp::from_second(1_700_000_000 + i as i64 * 3_600).expect("in range");
+    let start = Timestamp::from_second(1_700_000_000 + i64::try_from(i).expect("small") * 3_600)
+        .expect("in range");
     NewRun {
         started_at: start,
         finished_at: start + jiff::SignedDuration::from_mins(50),
@@ -231,7 +235,7 @@ fn main() {
         }
     }
     let fill_time = fill.elapsed();
-    let insert_time = fill_time - building;
+    let insert_time = fill_time.saturating_sub(building);
     drop(store); // checkpoints the WAL into the main file
     let bytes = std::fs::metadata(&path).expect("db size").len();
 

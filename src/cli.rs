@@ -44,7 +44,7 @@ pub enum ColorChoice {
 pub enum Format {
     /// A table for people.
     Human,
-    /// JSON with "schema_version": 1.
+    /// JSON with `"schema_version": 1`.
     Json,
 }
 
@@ -54,7 +54,7 @@ pub struct ConfigArgs {
     /// The config file.
     #[arg(long, short = 'c', env = "UTILGATE_CONFIG", default_value = crate::config::DEFAULT_CONFIG_PATH)]
     pub config: PathBuf,
-    /// The SQLite store (default: [store] path in the config).
+    /// The `SQLite` store (default: `[store] path` in the config).
     #[arg(long, env = "UTILGATE_DB")]
     pub db: Option<PathBuf>,
 }
@@ -97,16 +97,16 @@ pub struct RunArgs {
     /// Run only these suites (repeatable).
     #[arg(long = "suite")]
     pub suites: Vec<String>,
-    /// Commit the run measures (default: GITHUB_SHA, else `git rev-parse HEAD`).
+    /// Commit the run measures (default: `GITHUB_SHA`, else `git rev-parse HEAD`).
     #[arg(long)]
     pub git_sha: Option<String>,
-    /// Branch the run measures (default: GITHUB_HEAD_REF or GITHUB_REF_NAME, else git).
+    /// Branch the run measures (default: `GITHUB_HEAD_REF` or `GITHUB_REF_NAME`, else git).
     #[arg(long)]
     pub branch: Option<String>,
-    /// What started the run: nightly, pull_request, manual... (default: GITHUB_EVENT_NAME, else "manual").
+    /// What started the run: nightly, `pull_request`, manual... (default: `GITHUB_EVENT_NAME`, else "manual").
     #[arg(long)]
     pub trigger: Option<String>,
-    /// Pull-request number (default: from GITHUB_REF refs/pull/N/merge).
+    /// Pull-request number (default: from `GITHUB_REF` `refs/pull/N/merge`).
     #[arg(long)]
     pub pr: Option<u64>,
     /// Never move baselines, even on the baseline branch.
@@ -302,7 +302,7 @@ pub enum HarnessCommand {
 
 #[derive(Debug, Args)]
 pub struct CpuDecodeArgs {
-    /// The config whose [models] describe the model (UTILGATE_MODEL names it).
+    /// The config whose `[models]` describe the model (`UTILGATE_MODEL` names it).
     #[arg(long, short = 'c')]
     pub config: PathBuf,
     /// Multiply every step's work by this factor (for demonstrating a slowdown).

@@ -109,7 +109,7 @@ fn flatten_models(
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoreConfig {
-    /// Path of the SQLite file, relative to the config file's directory.
+    /// Path of the `SQLite` file, relative to the config file's directory.
     #[serde(default = "default_store_path")]
     pub path: String,
     /// How long to wait for another utilgate process that holds the store.
@@ -445,6 +445,10 @@ pub struct ValidationContext<'a> {
 
 /// Every problem in a parsed config, with key paths and fixes. Pure.
 #[must_use]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one flat list of checks, each independent, in the order of the file"
+)]
 pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
     let mut problems = Vec::new();
     let mut push = |key: String, message: String, hint: &str| {

@@ -57,6 +57,7 @@ pub fn warn(text: &str) {
 
 /// Print an error and its hint to stderr and return exit code 2.
 #[expect(clippy::print_stderr, reason = "errors go to stderr by design")]
+#[must_use]
 pub fn report_error(err: &Error) -> ExitCode {
     let message = err.to_string();
     eprintln!("error: {message}");

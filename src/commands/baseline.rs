@@ -237,7 +237,7 @@ fn accept(args: &BaselineAcceptArgs) -> Result<Outcome, Error> {
             bad.verdict.map_or("unmeasured", Verdict::as_str)
         )));
     }
-    let now = jiff::Timestamp::now();
+    let now = crate::commands::now();
     let moves: Vec<BaselineMove> = chosen
         .iter()
         .map(|r| BaselineMove {
@@ -448,7 +448,7 @@ fn import(args: &BaselineImportArgs) -> Result<Outcome, Error> {
         ),
     };
     let mut store = crate::commands::open_store(&db, timeout)?;
-    let now = jiff::Timestamp::now();
+    let now = crate::commands::now();
     let mut out = String::new();
     for (path, file) in files {
         if file.baselines.is_empty() {

@@ -32,6 +32,10 @@ fn env_u64(name: &str) -> Result<u64, Error> {
         .map_err(|_| Error::Usage(format!("{name}={text:?} is not a whole number")))
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "reads the protocol's inputs, sizes the buffers, runs the steps: one sequence"
+)]
 pub fn cpu_decode(args: &CpuDecodeArgs) -> Result<(), Error> {
     let loaded = crate::config::load(&args.config)?;
     let model_name = env_var(protocol_env::UTILGATE_MODEL)?;

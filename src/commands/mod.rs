@@ -40,6 +40,10 @@ impl Outcome {
     }
 }
 
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "the parsed command line is handed over whole"
+)]
 pub fn run(cli: Cli) -> Result<Outcome, Error> {
     crate::output::set_color(cli.global.color);
     match &cli.command {
@@ -57,8 +61,17 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
     }
 }
 
-/// The process environment as a lookup function, so pure code can take it as an argument.
+/// The current time: commands read the clock here and pass it on.
 #[must_use]
+pub fn now() -> jiff::Timestamp {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "edge: the one place commands read the clock"
+    )]
+    jiff::Timestamp::now()
+}
+
+/// The process environment as a lookup function, so pure code can take it as an argument.
 pub fn env_lookup() -> impl Fn(&str) -> Option<String> {
     #[expect(
         clippy::disallowed_methods,

@@ -3,6 +3,7 @@
 //! exit code. Sequences I/O; every decision is delegated to pure modules.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -95,7 +96,7 @@ fn device_spec(loaded: &LoadedConfig, store_path: &Path) -> Result<GpuSpec, Erro
             .parent()
             .unwrap_or(Path::new("."))
             .join("host-bandwidth.json");
-        let now = jiff::Timestamp::now().to_string();
+        let now = crate::commands::now().to_string();
         let measured =
             crate::measure::host::cached_or_measure(&cache, &host, &now).map_err(|source| {
                 Error::Io {
@@ -111,21 +112,21 @@ fn device_spec(loaded: &LoadedConfig, store_path: &Path) -> Result<GpuSpec, Erro
             gpu.memory_gb,
         )?);
     }
-    match &gpu.name {
-        Some(name) => {
-            let spec = crate::catalog::gpu::resolve_gpu(name)?;
-            Ok(spec.with_overrides(gpu.mem_bandwidth_gb_s, &gpu.dense_tflops, gpu.memory_gb)?)
-        }
-        None => {
-            let bw = gpu.mem_bandwidth_gb_s.ok_or(Error::NoDeviceSpec)?;
-            Ok(GpuSpec::declared(
-                "declared-gpu",
-                bw,
-                &gpu.dense_tflops,
-                gpu.memory_gb,
-            )?)
-        }
+    if let Some(name) = &gpu.name {
+        let spec = crate::catalog::gpu::resolve_gpu(name)?;
+        return Ok(spec.with_overrides(
+            gpu.mem_bandwidth_gb_s,
+            &gpu.dense_tflops,
+            gpu.memory_gb,
+        )?);
     }
+    let bw = gpu.mem_bandwidth_gb_s.ok_or(Error::NoDeviceSpec)?;
+    Ok(GpuSpec::declared(
+        "declared-gpu",
+        bw,
+        &gpu.dense_tflops,
+        gpu.memory_gb,
+    )?)
 }
 
 fn hostname() -> String {
@@ -226,7 +227,7 @@ impl Runner<'_> {
                     into.stderr_tail = err.stderr_tail().map(str::to_owned);
                     let mut message = format!("repeat {repeat}: {err}");
                     if let Some(hint) = err.hint() {
-                        message.push_str(&format!("\nhint: {hint}"));
+                        let _ = write!(message, "\nhint: {hint}");
                     }
                     into.error = Some(message);
                     return Ok(());
@@ -241,6 +242,10 @@ fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the run's steps in order, read top to bottom; each step is a call"
+)]
 pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     // Validate everything cheap before the first harness starts.
     let loaded = crate::config::load(&args.config.config)?;
@@ -300,16 +305,17 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         clippy::disallowed_methods,
         reason = "edge: the path of this binary for templates"
     )]
-    let exe = std::env::current_exe()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "utilgate".to_owned());
+    let exe = std::env::current_exe().map_or_else(
+        |_| "utilgate".to_owned(),
+        |p| p.to_string_lossy().into_owned(),
+    );
     let runner = Runner {
         loaded: &loaded,
         exe,
         cancel: Arc::clone(&cancel),
     };
 
-    let started_at = jiff::Timestamp::now();
+    let started_at = crate::commands::now();
     let progress = Progress::new(
         plans.len() as u64,
         env("GITHUB_ACTIONS").as_deref() == Some("true"),
@@ -438,7 +444,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
 
     let new_run = NewRun {
         started_at,
-        finished_at: jiff::Timestamp::now(),
+        finished_at: crate::commands::now(),
         git_sha: meta.git_sha.clone(),
         branch: meta.branch.clone(),
         trigger: Some(meta.trigger.clone()),

@@ -314,6 +314,10 @@ pub fn run_repeat(spec: &RepeatSpec, cancel: &AtomicBool) -> Result<RepeatOutput
 
 /// `sh -c COMMAND` in its own process group with the protocol variables set.
 fn harness_command(spec: &RepeatSpec, out_path: &Path) -> Command {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the harness runner is the edge that starts processes"
+    )]
     let mut command = Command::new("sh");
     command
         .arg("-c")

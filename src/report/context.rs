@@ -137,7 +137,10 @@ impl RunReport {
                     p90_ms: num(summary, "p90_ms"),
                     p99_ms: num(summary, "p99_ms"),
                     repeat_spread_pct: num(summary, "repeat_spread_pct"),
-                    n: num(summary, "n").map(|n| n as usize),
+                    n: summary
+                        .and_then(|s| s.get("n"))
+                        .and_then(serde_json::Value::as_u64)
+                        .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
                     repeats: summary
                         .and_then(|s| s.get("repeats"))
                         .and_then(serde_json::Value::as_u64)

@@ -32,10 +32,10 @@ pub fn render_human(report: &RunReport, color: bool) -> String {
     table
         .load_style(UTF8_BORDERS_ONLY)
         .set_content_arrangement(ContentArrangement::Disabled);
-    if !color {
-        table.force_no_tty();
-    } else {
+    if color {
         table.enforce_styling();
+    } else {
+        table.force_no_tty();
     }
     table.set_header(vec![
         "case",

@@ -1,5 +1,9 @@
 //! End-to-end tests: the real binary, real child processes speaking the harness protocol, real
-//! SQLite files in temporary directories. One test binary with modules, to save link time.
+//! `SQLite` files in temporary directories. One test binary with modules, to save link time.
+#![expect(
+    clippy::disallowed_methods,
+    reason = "tests start processes and read the environment"
+)]
 
 mod env;
 mod example;
