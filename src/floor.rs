@@ -634,7 +634,7 @@ mod tests {
         assert_eq!(f.flops.attention, 4.0 * 4096.0 * 4097.0 * 32.0);
     }
 
-    /// The figures docs/floor.md quotes for Llama-3.1-8B, bf16, decode, batch 1, context 4096,
+    /// The figures README "How the floor is computed" quotes for Llama-3.1-8B, bf16, decode, batch 1, context 4096,
     /// on an H100 SXM: the exact floor and the all-parameters floor of the same model.
     #[test]
     fn exact_and_all_parameters_conventions_as_documented() {

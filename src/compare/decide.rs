@@ -1,7 +1,7 @@
 //! The per-case verdict: is this run's step time worse than the baseline's, by more than the
 //! practical threshold and by more than the measured noise allows? Pure.
 //!
-//! # The rule (DESIGN.md §7; the long form with its measured power is `docs/verdict.md`)
+//! # The rule (DESIGN.md §7; the long form with its measured power is README "How the gate decides")
 //!
 //! * **Unit of evidence: the process.** Each repeat is a fresh harness process. Steps inside one
 //!   process share its offset (allocation luck, clocks at start, autotuning choices), so the
@@ -63,7 +63,7 @@ pub enum Estimator {
     Huber,
 }
 
-/// The knobs of the verdict. `Default` is the documented policy whose power `docs/verdict.md`
+/// The knobs of the verdict. `Default` is the documented policy whose power README "How the gate decides"
 /// reports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

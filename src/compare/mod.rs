@@ -2,7 +2,7 @@
 //! environment diff shown beside a regression, and which results may fail the gate or become a
 //! baseline. Pure: no files, clock, environment or processes; everything arrives as arguments.
 //!
-//! The statistical rule is explained in `docs/verdict.md` and in [`decide`]'s documentation; its
+//! The statistical rule is explained in README "How the gate decides" and in [`decide`]'s documentation; its
 //! power is measured by `examples/power_eval.rs` through this very code.
 
 mod decide;
