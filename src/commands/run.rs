@@ -98,7 +98,7 @@ fn device_spec(loaded: &LoadedConfig, store_path: &Path) -> Result<GpuSpec, Erro
             .join("host-bandwidth.json");
         let now = crate::commands::now().to_string();
         let measured =
-            crate::measure::host::cached_or_measure(&cache, &host, &now).map_err(|source| {
+            crate::measure::host::best_measured(&cache, &host, &now).map_err(|source| {
                 Error::Io {
                     path: cache,
                     source,

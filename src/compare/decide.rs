@@ -683,7 +683,14 @@ fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
     let (util_then, util_now) = (d.util_then.unwrap_or(0.0), d.util_now.unwrap_or(0.0));
     let (step_then, step_now) = (d.step_then_ms.unwrap_or(0.0), d.step_now_ms.unwrap_or(0.0));
     let drop = drop_of(t.est);
-    let change = if t.est >= 0.0 {
+    let change = if d.floor_changed {
+        // Utilisations against different floors are not comparable: speak of step times.
+        format!(
+            "The step took {:.1}% {} ({step_then:.4} ms then, {step_now:.4} ms now)",
+            pct(t.est.abs().exp_m1()),
+            if t.est >= 0.0 { "longer" } else { "less time" }
+        )
+    } else if t.est >= 0.0 {
         format!(
             "Utilisation fell {drop:.1}% (from {:.1}% to {:.1}%; step {step_then:.4} ms then, \
              {step_now:.4} ms now)",
