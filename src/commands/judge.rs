@@ -27,8 +27,11 @@ pub use crate::report::{BaselineRef, Judgement};
 
 /// Where the baselines come from.
 pub enum Against<'a> {
-    /// The pinned baselines of the store for this GPU SKU.
+    /// The pinned baselines of the store for this GPU SKU, as they are now.
     Pinned,
+    /// The pinned baselines as they were just before a moment (re-judging a stored run against
+    /// what it was judged against when it ran, not against itself once it was promoted).
+    PinnedAsOf(jiff::Timestamp),
     /// Every result of one stored run.
     Run(&'a StoredRun),
 }
@@ -63,9 +66,13 @@ pub fn judge(
     let mut out = Vec::with_capacity(cases.len());
     for case in cases {
         let policy = policy_for(config, &case.key);
-        let baseline = match against {
-            Against::Pinned => store.baseline_for(&case.key, gpu_sku)?,
-            Against::Run(run) => run.results.iter().find(|r| r.key == case.key).cloned(),
+        let (baseline, history) = match against {
+            Against::Pinned => lineage(store, &case.key, gpu_sku, None, history_runs)?,
+            Against::PinnedAsOf(t) => lineage(store, &case.key, gpu_sku, Some(*t), history_runs)?,
+            Against::Run(run) => (
+                run.results.iter().find(|r| r.key == case.key).cloned(),
+                Vec::new(),
+            ),
         };
         let decision = if let Some(message) = &case.error {
             compare::error_decision(message)
@@ -75,7 +82,6 @@ pub fn judge(
                 repeats_ms: &case.repeats_ms,
                 floor_ms,
             };
-            let history = good_history(store, &case.key, gpu_sku, history_runs, baseline.as_ref())?;
             let history_evidence: Vec<Evidence<'_>> = history
                 .iter()
                 .filter_map(|r| {
@@ -116,7 +122,7 @@ pub fn judge(
 
     // Cases with a baseline that this run did not measure.
     let baseline_keys: Vec<CaseKey> = match against {
-        Against::Pinned => store
+        Against::Pinned | Against::PinnedAsOf(_) => store
             .baselines(Some(gpu_sku))?
             .into_iter()
             .map(|b| b.key)
@@ -133,8 +139,12 @@ pub fn judge(
     for key in compare::missing_keys(&baseline_keys, &run_keys) {
         let baseline = match against {
             Against::Pinned => store.baseline_for(&key, gpu_sku)?,
+            Against::PinnedAsOf(t) => lineage(store, &key, gpu_sku, Some(*t), 0)?.0,
             Against::Run(run) => run.results.iter().find(|r| r.key == key).cloned(),
         };
+        if baseline.is_none() {
+            continue;
+        }
         out.push(Judgement {
             threshold_pct: policy_for(config, &key).max_drop_pct,
             key,
@@ -165,47 +175,51 @@ fn baseline_ref(b: &StoredResult) -> BaselineRef {
     }
 }
 
-/// The case's earlier baselines of the same lineage: the results the pointer held before,
-/// newest first, back to (and including) the last accepted or imported one. They steady the
-/// reference level and the noise estimate; an accepted change starts a new lineage, so the
-/// levels from before it never pull the reference back. Results whose floor differs from the
-/// baseline's (an edited model or GPU spec) are left out.
-fn good_history(
+/// A case's baseline (as of `as_of`, or now) and the earlier baselines of its lineage: the
+/// results the pointer held before, newest first, back to (and including) the last accepted or
+/// imported one. The lineage steadies the reference level and the noise estimate; an accepted
+/// change starts a new lineage, so levels from before it never pull the reference back.
+/// Results whose floor differs from the baseline's (an edited spec) are left out.
+fn lineage(
     store: &Store,
     key: &CaseKey,
     gpu_sku: &str,
+    as_of: Option<jiff::Timestamp>,
     limit: usize,
-    baseline: Option<&StoredResult>,
-) -> Result<Vec<StoredResult>, Error> {
-    let Some(baseline) = baseline else {
-        return Ok(Vec::new());
+) -> Result<(Option<StoredResult>, Vec<StoredResult>), Error> {
+    let events: Vec<_> = store
+        .baseline_history(&CaseFilter::Key(key.clone()), Some(gpu_sku))?
+        .into_iter()
+        .filter(|e| as_of.is_none_or(|t| e.moved_at < t))
+        .collect();
+    let Some(current) = events.first() else {
+        return Ok((None, Vec::new()));
     };
-    if limit == 0 {
-        return Ok(Vec::new());
-    }
-    let events = store.baseline_history(&CaseFilter::Key(key.clone()), Some(gpu_sku))?;
     let mut wanted = Vec::new();
-    for event in &events {
-        let lineage_start = event.kind != BaselineMoveKind::Promote;
-        if event.result_id != baseline.id && !wanted.contains(&event.result_id) {
-            wanted.push(event.result_id);
-        }
-        if lineage_start || wanted.len() >= limit {
-            break;
+    if current.kind == BaselineMoveKind::Promote {
+        for event in &events[1..] {
+            if wanted.len() >= limit {
+                break;
+            }
+            if event.result_id != current.result_id && !wanted.contains(&event.result_id) {
+                wanted.push(event.result_id);
+            }
+            if event.kind != BaselineMoveKind::Promote {
+                break;
+            }
         }
     }
-    if wanted.is_empty() {
-        return Ok(Vec::new());
-    }
+    let Some(baseline) = store.results_by_id(&[current.result_id])?.pop() else {
+        return Ok((None, Vec::new()));
+    };
     let same_floor = |r: &StoredResult| match (r.floor_ms, baseline.floor_ms) {
         (Some(a), Some(b)) => (a - b).abs() <= 1e-3 * b.abs(),
         _ => false,
     };
-    let mut found: Vec<StoredResult> = store
-        .case_history(key, gpu_sku, limit * 20)?
+    let history = store
+        .results_by_id(&wanted)?
         .into_iter()
-        .filter(|r| wanted.contains(&r.id) && r.error.is_none() && same_floor(r))
+        .filter(|r| r.error.is_none() && same_floor(r))
         .collect();
-    found.truncate(limit);
-    Ok(found)
+    Ok((Some(baseline), history))
 }

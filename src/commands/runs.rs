@@ -201,7 +201,11 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
         })
         .collect();
     let suites: BTreeSet<String> = inputs.iter().map(|c| c.key.suite.clone()).collect();
-    let against = against_run.as_ref().map_or(Against::Pinned, Against::Run);
+    // Without --against, the run is judged against the baselines it was judged against when it
+    // ran: those in place before it started (it may have become the baseline itself since).
+    let against = against_run
+        .as_ref()
+        .map_or(Against::PinnedAsOf(run.summary.started_at), Against::Run);
     let judgements = judge::judge(
         &store,
         &run.summary.gpu_sku,

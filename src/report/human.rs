@@ -71,8 +71,12 @@ pub fn render_human(report: &RunReport, color: bool) -> String {
             Cell::new(c.n.map_or_else(|| "-".to_owned(), |n| n.to_string()))
                 .set_alignment(CellAlignment::Right),
             Cell::new(pct(c.utilisation)).set_alignment(CellAlignment::Right),
-            Cell::new(pct(c.baseline.as_ref().and_then(|b| b.utilisation)))
-                .set_alignment(CellAlignment::Right),
+            Cell::new(pct(c
+                .baseline
+                .as_ref()
+                .and_then(|b| b.utilisation)
+                .or(c.decision.util_then)))
+            .set_alignment(CellAlignment::Right),
             Cell::new(
                 c.drop_pct
                     .map_or_else(|| "-".to_owned(), |d| format!("{d:+.1}%")),

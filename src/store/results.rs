@@ -211,4 +211,13 @@ impl Store {
             "read a case's history",
         )
     }
+
+    /// Results by id, in the order of `ids` (ids that do not exist are skipped).
+    pub fn results_by_id(&self, ids: &[i64]) -> Result<Vec<StoredResult>, StoreError> {
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            out.extend(self.query_results("WHERE r.id = ?1", params![id], "read a result")?);
+        }
+        Ok(out)
+    }
 }

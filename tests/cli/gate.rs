@@ -240,3 +240,24 @@ fn export_then_import_into_a_fresh_store_gives_the_same_verdicts() {
     assert!(stderr(&out).contains("broken.json"));
     assert_eq!(fresh.json(&["baseline", "list"]), before);
 }
+
+#[test]
+fn compare_judges_a_promoted_run_against_the_baseline_it_ran_against() {
+    let env = TestEnv::new();
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    // 2% slower: passes, and becomes the baseline itself.
+    assert_eq!(
+        env.run("main", &[("STEP_MS", "10.2")]).status.code(),
+        Some(0)
+    );
+    assert_eq!(baseline_runs(&env), vec![2, 2]);
+    let first = env.json(&["runs", "show", "2"]);
+    let again = env.json(&["compare", "2"]);
+    assert_eq!(verdict_of(&again, B1), "pass");
+    let drop = again["cases"][0]["drop_pct"].as_f64().expect("drop");
+    assert!(
+        (1.5..2.5).contains(&drop),
+        "judged against run 1, not itself: {drop}"
+    );
+    assert_eq!(again["cases"][0]["drop_pct"], first["cases"][0]["drop_pct"]);
+}
