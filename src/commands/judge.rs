@@ -120,7 +120,20 @@ pub fn judge(
         });
     }
 
-    // Cases with a baseline that this run did not measure.
+    out.extend(missing(store, gpu_sku, cases, suites, config, against)?);
+    Ok(out)
+}
+
+/// Judgements for the cases with a baseline that this run did not measure.
+fn missing(
+    store: &Store,
+    gpu_sku: &str,
+    cases: &[CaseInput],
+    suites: &BTreeSet<String>,
+    config: Option<&Config>,
+    against: &Against<'_>,
+) -> Result<Vec<Judgement>, Error> {
+    let mut out = Vec::new();
     let baseline_keys: Vec<CaseKey> = match against {
         Against::Pinned | Against::PinnedAsOf(_) => store
             .baselines(Some(gpu_sku))?

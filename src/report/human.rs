@@ -51,39 +51,7 @@ pub fn render_human(report: &RunReport, color: bool) -> String {
         "verdict",
     ]);
     for c in &report.cases {
-        let verdict = Cell::new(c.verdict.as_str());
-        let verdict = if color {
-            verdict.fg(verdict_color(c.verdict))
-        } else {
-            verdict
-        };
-        table.add_row(vec![
-            Cell::new(&c.case),
-            Cell::new(ms(c.floor_ms)).set_alignment(CellAlignment::Right),
-            Cell::new(c.bound.as_deref().unwrap_or("-")),
-            Cell::new(ms(c.median_ms)).set_alignment(CellAlignment::Right),
-            Cell::new(ms(c.p90_ms)).set_alignment(CellAlignment::Right),
-            Cell::new(
-                c.repeat_spread_pct
-                    .map_or_else(|| "-".to_owned(), |s| format!("{s:.1}%")),
-            )
-            .set_alignment(CellAlignment::Right),
-            Cell::new(c.n.map_or_else(|| "-".to_owned(), |n| n.to_string()))
-                .set_alignment(CellAlignment::Right),
-            Cell::new(pct(c.utilisation)).set_alignment(CellAlignment::Right),
-            Cell::new(pct(c
-                .baseline
-                .as_ref()
-                .and_then(|b| b.utilisation)
-                .or(c.decision.util_then)))
-            .set_alignment(CellAlignment::Right),
-            Cell::new(
-                c.drop_pct
-                    .map_or_else(|| "-".to_owned(), |d| format!("{d:+.1}%")),
-            )
-            .set_alignment(CellAlignment::Right),
-            verdict,
-        ]);
+        table.add_row(row(c, color));
     }
     let mut out = String::new();
     let run = &report.run;
@@ -132,6 +100,43 @@ pub fn render_human(report: &RunReport, color: bool) -> String {
         },
     );
     out
+}
+
+/// One table row of a case.
+fn row(c: &CaseReport, color: bool) -> Vec<Cell> {
+    let verdict = Cell::new(c.verdict.as_str());
+    let verdict = if color {
+        verdict.fg(verdict_color(c.verdict))
+    } else {
+        verdict
+    };
+    vec![
+        Cell::new(&c.case),
+        Cell::new(ms(c.floor_ms)).set_alignment(CellAlignment::Right),
+        Cell::new(c.bound.as_deref().unwrap_or("-")),
+        Cell::new(ms(c.median_ms)).set_alignment(CellAlignment::Right),
+        Cell::new(ms(c.p90_ms)).set_alignment(CellAlignment::Right),
+        Cell::new(
+            c.repeat_spread_pct
+                .map_or_else(|| "-".to_owned(), |s| format!("{s:.1}%")),
+        )
+        .set_alignment(CellAlignment::Right),
+        Cell::new(c.n.map_or_else(|| "-".to_owned(), |n| n.to_string()))
+            .set_alignment(CellAlignment::Right),
+        Cell::new(pct(c.utilisation)).set_alignment(CellAlignment::Right),
+        Cell::new(pct(c
+            .baseline
+            .as_ref()
+            .and_then(|b| b.utilisation)
+            .or(c.decision.util_then)))
+        .set_alignment(CellAlignment::Right),
+        Cell::new(
+            c.drop_pct
+                .map_or_else(|| "-".to_owned(), |d| format!("{d:+.1}%")),
+        )
+        .set_alignment(CellAlignment::Right),
+        verdict,
+    ]
 }
 
 fn needs_detail(c: &CaseReport) -> bool {
