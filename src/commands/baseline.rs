@@ -16,7 +16,7 @@ use crate::cli::{
     BaselineShowArgs, Format,
 };
 use crate::commands::Outcome;
-use crate::commands::runs::{store_from, store_from_writable};
+use crate::commands::runs::{StoreMode, store_from, store_with};
 use crate::error::Error;
 use crate::output;
 use crate::report::SCHEMA_VERSION;
@@ -210,7 +210,7 @@ fn accept(args: &BaselineAcceptArgs) -> Result<Outcome, Error> {
                 .into(),
         ));
     }
-    let (mut store, _) = store_from_writable(&args.config)?;
+    let (mut store, _) = store_with(&args.config, StoreMode::Write)?;
     let run = store
         .run(RunId(args.run))?
         .ok_or(Error::NoSuchRun(args.run))?;
@@ -435,19 +435,7 @@ fn import(args: &BaselineImportArgs) -> Result<Outcome, Error> {
         })?;
         files.push((path.clone(), parse_export(&text, path)?));
     }
-    let loaded = crate::commands::runs::optional_config(&args.config)?;
-    let (db, timeout) = match (&args.config.db, &loaded) {
-        (Some(db), _) => (
-            db.clone(),
-            crate::config::StoreConfig::default().busy_timeout_s,
-        ),
-        (None, Some(l)) => (l.store_path(None), l.config.store.busy_timeout_s),
-        (None, None) => (
-            PathBuf::from(crate::config::DEFAULT_STORE_PATH),
-            crate::config::StoreConfig::default().busy_timeout_s,
-        ),
-    };
-    let mut store = crate::commands::open_store(&db, timeout)?;
+    let (mut store, _) = store_with(&args.config, StoreMode::Create)?;
     let now = crate::commands::now();
     let mut out = String::new();
     for (path, file) in files {

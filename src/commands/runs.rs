@@ -31,38 +31,40 @@ pub fn optional_config(args: &ConfigArgs) -> Result<Option<crate::config::Loaded
 
 /// Open the store named by `--db`, the config, or the default path.
 pub fn store_from(args: &ConfigArgs) -> Result<(Store, Option<Config>), Error> {
-    store_from_mode(args, false)
+    store_with(args, StoreMode::Read)
 }
 
-/// Like `store_from`, for commands that move baselines.
-pub fn store_from_writable(args: &ConfigArgs) -> Result<(Store, Option<Config>), Error> {
-    store_from_mode(args, true)
+/// How a command opens the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreMode {
+    /// Reading only: the store must exist, and is never created or migrated.
+    Read,
+    /// Moving baselines: the store must exist.
+    Write,
+    /// Importing: the store is created when absent.
+    Create,
 }
 
-fn store_from_mode(args: &ConfigArgs, writable: bool) -> Result<(Store, Option<Config>), Error> {
+/// Open the store named by `--db`, else the config's `[store] path`, else the default path.
+pub fn store_with(args: &ConfigArgs, mode: StoreMode) -> Result<(Store, Option<Config>), Error> {
     let loaded = optional_config(args)?;
-    let (path, timeout): (PathBuf, f64) = match (&args.db, &loaded) {
-        (Some(db), l) => (
-            db.clone(),
-            l.as_ref()
-                .map_or(StoreConfig::default().busy_timeout_s, |l| {
-                    l.config.store.busy_timeout_s
-                }),
-        ),
-        (None, Some(l)) => (l.store_path(None), l.config.store.busy_timeout_s),
-        (None, None) => (
-            Path::new(DEFAULT_STORE_PATH).to_path_buf(),
-            StoreConfig::default().busy_timeout_s,
-        ),
+    let timeout = loaded
+        .as_ref()
+        .map_or(StoreConfig::default().busy_timeout_s, |l| {
+            l.config.store.busy_timeout_s
+        });
+    let path: PathBuf = match (&args.db, &loaded) {
+        (Some(db), _) => db.clone(),
+        (None, Some(l)) => l.store_path(None),
+        (None, None) => Path::new(DEFAULT_STORE_PATH).to_path_buf(),
     };
     let timeout = std::time::Duration::from_secs_f64(timeout);
-    let store = if writable {
-        if !path.exists() {
+    let store = match mode {
+        StoreMode::Read => Store::open_existing_read_only(&path, timeout)?,
+        StoreMode::Write if !path.exists() => {
             return Err(Error::Store(crate::store::StoreError::Missing { path }));
         }
-        Store::open(&path, timeout)?
-    } else {
-        Store::open_existing_read_only(&path, timeout)?
+        StoreMode::Write | StoreMode::Create => Store::open(&path, timeout)?,
     };
     Ok((store, loaded.map(|l| l.config)))
 }
