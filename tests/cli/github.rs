@@ -539,3 +539,48 @@ fn the_token_never_appears_in_any_output_report_or_the_store() {
         assert!(!contains(&bytes), "token in {}", file.display());
     }
 }
+
+#[test]
+fn the_workflow_run_half_posts_for_a_fork_with_a_copied_store() {
+    let env = TestEnv::new();
+    baseline_then_pr(&env, "10.0");
+    std::fs::copy(env.db(), env.path().join("gh-artifact.db")).expect("copy store");
+    let gh = Github::happy();
+    let actions = Actions::new(&env, &gh.uri(), true);
+    let workflow_run = json!({ "workflow_run": {
+        "event": "pull_request", "head_sha": HEAD_SHA, "pull_requests": [],
+        "head_repository": { "full_name": "mallory/Hello-World" },
+        "repository": { "full_name": REPO }
+    }});
+    let event = env.write("gh/workflow_run.json", &workflow_run.to_string());
+    let mut cmd = clean(&env);
+    actions.apply(&mut cmd);
+    let out = cmd
+        .env("GITHUB_EVENT_NAME", "workflow_run")
+        .env("GITHUB_EVENT_PATH", &event)
+        .current_dir(env.path().join("gh"))
+        .args([
+            "publish",
+            "--db",
+            "../gh-artifact.db",
+            "--pr",
+            "2",
+            "--sha",
+            HEAD_SHA,
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("fork"),
+        "a workflow_run token can write"
+    );
+    let requests = gh.requests();
+    assert_eq!(matching(&requests, "POST", "/issues/2/comments").len(), 1);
+    let status = matching(&requests, "POST", "/statuses/");
+    assert_eq!(status.len(), 1);
+    assert_eq!(
+        status[0].url.path(),
+        format!("/repos/{REPO}/statuses/{HEAD_SHA}")
+    );
+}
