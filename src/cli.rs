@@ -83,6 +83,10 @@ pub enum Command {
     /// Check or print the config.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Render a stored run as Markdown, the step summary, HTML, junit XML or JSON.
+    Report(ReportArgs),
+    /// Post a stored run to GitHub from Actions: sticky PR comment, commit statuses, step summary, annotations.
+    Publish(PublishArgs),
     /// Built-in harnesses that speak the harness protocol (used by the examples).
     #[command(subcommand, hide = true)]
     Harness(HarnessCommand),
@@ -112,6 +116,12 @@ pub struct RunArgs {
     /// Never move baselines, even on the baseline branch.
     #[arg(long)]
     pub no_promote: bool,
+    /// Write every report format (report.md, summary.md, report.html, junit.xml, report.json) here.
+    #[arg(long, value_name = "DIR")]
+    pub report_dir: Option<PathBuf>,
+    /// Publish to GitHub after the run, as `utilgate publish` does (needs GITHUB_TOKEN).
+    #[arg(long)]
+    pub github: bool,
 }
 
 #[derive(Debug, Args)]
@@ -308,6 +318,54 @@ pub struct CpuDecodeArgs {
     /// Multiply every step's work by this factor (for demonstrating a slowdown).
     #[arg(long, env = "UTILGATE_EXAMPLE_SLOWDOWN", default_value_t = 1.0)]
     pub slowdown: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormatArg {
+    /// The pull-request comment's Markdown.
+    Markdown,
+    /// The Markdown of the Actions step summary.
+    Summary,
+    /// A standalone HTML page with a history chart per case.
+    Html,
+    /// XML in the junit format, one testcase per case.
+    Junit,
+    /// JSON with `"schema_version": 1`.
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run id (default: the latest).
+    pub run: Option<i64>,
+    #[arg(long, value_enum, default_value_t = ReportFormatArg::Markdown)]
+    pub format: ReportFormatArg,
+    /// Write to this file instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PublishArgs {
+    /// The run id (default: the latest).
+    pub run: Option<i64>,
+    /// Also write every report format here.
+    #[arg(long, value_name = "DIR")]
+    pub report_dir: Option<PathBuf>,
+    /// A saved `pull_request` event payload (default: `GITHUB_EVENT_PATH`); for posting from a
+    /// `workflow_run` workflow.
+    #[arg(long, value_name = "FILE")]
+    pub event: Option<PathBuf>,
+    /// The pull request to comment on (default: from the event payload, else the run's).
+    #[arg(long)]
+    pub pr: Option<u64>,
+    /// The commit that gets the statuses (default: the pull request's head, else `GITHUB_SHA`).
+    #[arg(long)]
+    pub sha: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 #[cfg(test)]

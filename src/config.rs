@@ -31,6 +31,7 @@ pub struct Config {
     pub store: StoreConfig,
     pub gate: GateConfig,
     pub gpu: Option<GpuConfig>,
+    pub report: ReportConfig,
     pub models: BTreeMap<String, ModelConfig>,
     #[serde(rename = "suite")]
     pub suites: Vec<SuiteConfig>,
@@ -46,6 +47,8 @@ struct RawConfig {
     gate: GateConfig,
     #[serde(default)]
     gpu: Option<GpuConfig>,
+    #[serde(default)]
+    report: ReportConfig,
     #[serde(default)]
     models: toml::Table,
     #[serde(default, rename = "suite")]
@@ -124,6 +127,32 @@ impl Default for StoreConfig {
             busy_timeout_s: default_busy_timeout_s(),
         }
     }
+}
+
+/// `[report]`: how reports are rendered.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportConfig {
+    /// A directory of user templates (relative to the config file's directory); a file there
+    /// named like a built-in template (`comment.md.j2`, ...) replaces it.
+    #[serde(default)]
+    pub templates: Option<PathBuf>,
+    /// Earlier results of a case shown in its trend (Markdown sparkline, HTML chart).
+    #[serde(default = "default_trend_runs")]
+    pub trend_runs: usize,
+}
+
+impl Default for ReportConfig {
+    fn default() -> Self {
+        Self {
+            templates: None,
+            trend_runs: default_trend_runs(),
+        }
+    }
+}
+
+fn default_trend_runs() -> usize {
+    10
 }
 
 fn default_store_path() -> String {
@@ -420,6 +449,7 @@ pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         store: raw.store,
         gate: raw.gate,
         gpu: raw.gpu,
+        report: raw.report,
         models,
         suites: raw.suites,
     })
@@ -871,6 +901,27 @@ timeout_s = 600
     fn embedded_default_config_parses() {
         let config = parse(DEFAULT_CONFIG, Path::new("<default>")).expect("default parses");
         assert!(!config.suites.is_empty());
+        assert_eq!(config.report.trend_runs, 10);
+    }
+
+    #[test]
+    fn report_table_names_templates_and_rejects_unknown_keys() {
+        let text = format!("{EXAMPLE}\n[report]\ntemplates = \"my-templates\"\n");
+        let config = parse(&text, Path::new("u.toml")).expect("parses");
+        assert_eq!(
+            config.report.templates.as_deref(),
+            Some(Path::new("my-templates"))
+        );
+        assert_eq!(
+            parse(EXAMPLE, Path::new("u.toml"))
+                .expect("parses")
+                .report
+                .trend_runs,
+            10
+        );
+        let text = format!("{EXAMPLE}\n[report]\ntemplate = \"x\"\n");
+        let err = parse(&text, Path::new("u.toml")).expect_err("unknown key");
+        assert!(err.to_string().contains("report"), "{err}");
     }
 
     #[test]

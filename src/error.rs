@@ -8,7 +8,9 @@ use thiserror::Error;
 use crate::catalog::CatalogError;
 use crate::config::ConfigError;
 use crate::floor::FloorError;
+use crate::github::GithubError;
 use crate::measure::harness::HarnessError;
+use crate::report::RenderError;
 use crate::store::StoreError;
 
 #[derive(Debug, Error)]
@@ -25,6 +27,10 @@ pub enum Error {
     Store(#[from] StoreError),
     #[error(transparent)]
     Harness(#[from] HarnessError),
+    #[error(transparent)]
+    Github(#[from] GithubError),
+    #[error(transparent)]
+    Render(#[from] RenderError),
     #[error("failed to access {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -55,6 +61,8 @@ impl Error {
             Error::Harness(e) => e.hint(),
             Error::Catalog(e) => e.hint(),
             Error::Floor(e) => e.hint(),
+            Error::Github(e) => e.hint(),
+            Error::Render(e) => e.hint(),
             Error::NoDeviceSpec => Some(
                 "add [gpu] name = \"h100-sxm\" (a catalogue name) or declare mem_bandwidth_gb_s and dense_tflops in the config".into(),
             ),

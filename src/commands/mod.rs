@@ -7,6 +7,8 @@ pub mod floor;
 pub mod floor_cmd;
 pub mod harness;
 pub mod judge;
+pub mod publish;
+pub mod report;
 pub mod run;
 pub mod runs;
 
@@ -55,6 +57,8 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Runs(RunsCommand::Show(args)) => runs::show(args),
         Command::Config(ConfigCommand::Check(args)) => config_cmd::check(args),
         Command::Config(ConfigCommand::Default) => config_cmd::print_default(),
+        Command::Report(args) => report::report(args),
+        Command::Publish(args) => publish::publish(args),
         Command::Harness(HarnessCommand::CpuDecode(args)) => {
             harness::cpu_decode(args).map(|()| Outcome::Passed)
         }

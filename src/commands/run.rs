@@ -265,6 +265,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         .iter()
         .filter(|s| args.suites.is_empty() || args.suites.contains(&s.name))
         .collect();
+    let publishing = crate::commands::publish::prepare_run(args, &loaded)?;
     let store_path = loaded.store_path(args.config.db.as_deref());
     let mut store = open_store(&store_path, config.store.busy_timeout_s)?;
     let gpu = device_spec(&loaded, &store_path)?;
@@ -466,6 +467,9 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     match args.format.format {
         Format::Human => output::emit(&report::render_human(&report, output::color_stdout()))?,
         Format::Json => output::emit(&report::render_json(&report)?)?,
+    }
+    if let Some(publishing) = publishing {
+        publishing.finish(&store, &report, gate_failed)?;
     }
     Ok(if gate_failed {
         Outcome::GateFailed

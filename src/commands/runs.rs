@@ -117,7 +117,7 @@ pub fn list(args: &RunsListArgs) -> Result<Outcome, Error> {
     Ok(Outcome::Passed)
 }
 
-fn load_run(store: &Store, id: Option<i64>) -> Result<StoredRun, Error> {
+pub(crate) fn load_run(store: &Store, id: Option<i64>) -> Result<StoredRun, Error> {
     let id = match id {
         Some(id) => RunId(id),
         None => store.latest_run_id(None)?.ok_or(Error::NoRuns)?,
@@ -126,7 +126,7 @@ fn load_run(store: &Store, id: Option<i64>) -> Result<StoredRun, Error> {
 }
 
 /// The judgements a run stored when it ran.
-fn stored_judgements(run: &StoredRun, config: Option<&Config>) -> Vec<Judgement> {
+pub(crate) fn stored_judgements(run: &StoredRun, config: Option<&Config>) -> Vec<Judgement> {
     run.results
         .iter()
         .map(|r| {
@@ -155,7 +155,7 @@ fn print_report(report: &RunReport, format: Format) -> Result<(), Error> {
     }
 }
 
-fn fail_on(config: Option<&Config>) -> Vec<crate::case::Verdict> {
+pub(crate) fn fail_on(config: Option<&Config>) -> Vec<crate::case::Verdict> {
     config.map_or_else(
         || crate::config::GateConfig::default().fail_on,
         |c| c.gate.fail_on.clone(),

@@ -1,5 +1,6 @@
 //! The report context: one pure data structure built from a stored run and its judgements, from
-//! which every output (terminal table, JSON, and later templates) is rendered. Pure.
+//! which every output (terminal table, JSON, Markdown, HTML, `JUnit`) is rendered. Pure: trend
+//! points and GPU state arrive as data from the command that read them.
 
 use std::collections::BTreeMap;
 
@@ -78,6 +79,49 @@ pub struct CaseReport {
     pub env_changes: Vec<EnvChange>,
     pub error: Option<String>,
     pub stderr_tail: Option<String>,
+    /// Utilisation of the reference the case was judged against (the baseline's, or the
+    /// decision's pooled reference when the baseline pointer is not at hand).
+    pub util_then: Option<f64>,
+    /// Whether this case's verdict is listed in `fail_on`.
+    pub fails_gate: bool,
+    /// Whether a reader should look at this case: anything but a plain pass or a new case, or a
+    /// changed floor.
+    pub attention: bool,
+    /// The GPU's state while the case ran, as the sampler stored it (optional).
+    pub gpu_state: Option<serde_json::Value>,
+    /// `gpu_state` as readable `key: value` lines, throttling first.
+    pub gpu_notes: Vec<String>,
+    /// The case's recent results on this GPU, oldest first, this run last.
+    pub trend: Vec<TrendPoint>,
+}
+
+/// One point of a case's history, for trend lines and charts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrendPoint {
+    pub run_id: i64,
+    pub started_at: String,
+    pub git_sha: Option<String>,
+    pub median_ms: Option<f64>,
+    pub utilisation: Option<f64>,
+    /// The point of the run being reported.
+    pub current: bool,
+}
+
+/// One suite's share of a run: the unit of a PR comment and of a commit status.
+#[derive(Debug, Clone, Serialize)]
+pub struct SuiteReport {
+    pub name: String,
+    pub passed: bool,
+    pub cases: usize,
+    pub counts: BTreeMap<Verdict, usize>,
+    /// Cases failing the gate other than errors, cases that errored, and missing cases.
+    pub failures: usize,
+    pub errors: usize,
+    pub skipped: usize,
+    /// Cases that need a reader's attention (see [`CaseReport::attention`]).
+    pub attention: usize,
+    /// One plain sentence: what happened in this suite.
+    pub summary: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -85,6 +129,9 @@ pub struct RunReport {
     pub schema_version: u32,
     pub run: RunInfo,
     pub gate: GateInfo,
+    /// One plain sentence: what happened in the whole run.
+    pub summary: String,
+    pub suites: Vec<SuiteReport>,
     pub cases: Vec<CaseReport>,
 }
 
@@ -155,6 +202,20 @@ impl RunReport {
                     env_changes: j.env_changes.clone(),
                     error: result.and_then(|r| r.error.clone()),
                     stderr_tail: result.and_then(|r| r.stderr_tail.clone()),
+                    util_then: j
+                        .baseline
+                        .as_ref()
+                        .and_then(|b| b.utilisation)
+                        .or(j.decision.util_then),
+                    fails_gate: fail_on.contains(&j.decision.verdict),
+                    attention: !matches!(j.decision.verdict, Verdict::Pass | Verdict::New)
+                        || j.decision.floor_changed,
+                    gpu_state: result.and_then(|r| r.gpu_state_json.clone()),
+                    gpu_notes: result
+                        .and_then(|r| r.gpu_state_json.as_ref())
+                        .map(gpu_notes)
+                        .unwrap_or_default(),
+                    trend: Vec::new(),
                 }
             })
             .collect();
@@ -163,12 +224,9 @@ impl RunReport {
                 .cmp(&severity(b.verdict))
                 .then_with(|| a.key.cmp(&b.key))
         });
-        let mut counts = BTreeMap::new();
-        for c in &cases {
-            *counts.entry(c.verdict).or_insert(0) += 1;
-        }
+        let counts = count(&cases);
         let verdicts: Vec<Verdict> = cases.iter().map(|c| c.verdict).collect();
-        RunReport {
+        let mut report = RunReport {
             schema_version: SCHEMA_VERSION,
             run: RunInfo {
                 id: run.summary.id.0,
@@ -188,7 +246,184 @@ impl RunReport {
                 counts,
                 baselines_promoted,
             },
+            summary: String::new(),
+            suites: Vec::new(),
             cases,
-        }
+        };
+        report.refresh_summaries();
+        report
     }
+
+    /// Attach each case's history (oldest first, as the command read it from the store). The
+    /// run's own result is marked `current` and appended when the history does not hold it.
+    #[must_use]
+    pub fn with_trends(mut self, trends: &BTreeMap<CaseKey, Vec<TrendPoint>>) -> RunReport {
+        for case in &mut self.cases {
+            let mut points = trends.get(&case.key).cloned().unwrap_or_default();
+            for p in &mut points {
+                p.current = p.run_id == self.run.id;
+            }
+            if case.median_ms.is_some() && !points.iter().any(|p| p.current) {
+                points.push(TrendPoint {
+                    run_id: self.run.id,
+                    started_at: self.run.started_at.clone(),
+                    git_sha: self.run.git_sha.clone(),
+                    median_ms: case.median_ms,
+                    utilisation: case.utilisation,
+                    current: true,
+                });
+            }
+            case.trend = points;
+        }
+        self
+    }
+
+    /// The report restricted to one suite (a PR comment and a status cover one suite).
+    #[must_use]
+    pub fn for_suite(&self, suite: &str) -> RunReport {
+        let cases: Vec<CaseReport> = self
+            .cases
+            .iter()
+            .filter(|c| c.key.suite == suite)
+            .cloned()
+            .collect();
+        let mut report = RunReport {
+            schema_version: self.schema_version,
+            run: self.run.clone(),
+            gate: GateInfo {
+                passed: !cases.iter().any(|c| c.fails_gate),
+                fail_on: self.gate.fail_on.clone(),
+                counts: count(&cases),
+                baselines_promoted: self.gate.baselines_promoted,
+            },
+            summary: String::new(),
+            suites: Vec::new(),
+            cases,
+        };
+        report.refresh_summaries();
+        report
+    }
+
+    fn refresh_summaries(&mut self) {
+        let mut names: Vec<&str> = self.cases.iter().map(|c| c.key.suite.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        self.suites = names
+            .iter()
+            .map(|name| {
+                let cases: Vec<&CaseReport> =
+                    self.cases.iter().filter(|c| c.key.suite == *name).collect();
+                let counts = count(cases.iter().copied());
+                SuiteReport {
+                    name: (*name).to_owned(),
+                    passed: !cases.iter().any(|c| c.fails_gate),
+                    cases: cases.len(),
+                    failures: cases
+                        .iter()
+                        .filter(|c| c.fails_gate && c.verdict != Verdict::Error)
+                        .count(),
+                    errors: counts.get(&Verdict::Error).copied().unwrap_or(0),
+                    skipped: counts.get(&Verdict::Missing).copied().unwrap_or(0),
+                    attention: cases.iter().filter(|c| c.attention).count(),
+                    summary: summary_line(&cases, &self.run.gpu_sku),
+                    counts,
+                }
+            })
+            .collect();
+        let all: Vec<&CaseReport> = self.cases.iter().collect();
+        self.summary = summary_line(&all, &self.run.gpu_sku);
+    }
+}
+
+fn count<'a>(cases: impl IntoIterator<Item = &'a CaseReport>) -> BTreeMap<Verdict, usize> {
+    let mut counts = BTreeMap::new();
+    for c in cases {
+        *counts.entry(c.verdict).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// One sentence a reader takes in at a glance: the worst news first, and a quiet line when
+/// nothing changed. `cases` is in report order (worst first).
+#[must_use]
+pub fn summary_line(cases: &[&CaseReport], gpu_sku: &str) -> String {
+    let n = cases.len();
+    let plural = |k: usize, word: &str| {
+        if k == 1 {
+            format!("{k} {word}")
+        } else {
+            format!("{k} {word}s")
+        }
+    };
+    if n == 0 {
+        return format!("No cases on {gpu_sku}.");
+    }
+    let counts = count(cases.iter().copied());
+    let failing: Vec<&&CaseReport> = cases.iter().filter(|c| c.fails_gate).collect();
+    if let Some(worst) = failing.first() {
+        let parts: Vec<String> = count(failing.iter().map(|c| **c))
+            .iter()
+            .map(|(v, k)| format!("{k} {v}"))
+            .collect();
+        let detail = worst.drop_pct.map_or_else(
+            || format!("; first: {}", worst.case),
+            |d| format!("; worst: {} utilisation {:+.1}%", worst.case, -d),
+        );
+        return format!(
+            "Gate failed on {gpu_sku}: {} of {}{detail}.",
+            parts.join(", "),
+            plural(n, "case")
+        );
+    }
+    let noteworthy: Vec<String> = counts
+        .iter()
+        .filter(|(v, _)| **v != Verdict::Pass)
+        .map(|(v, k)| format!("{k} {v}"))
+        .collect();
+    if noteworthy.is_empty() {
+        format!(
+            "All {} pass on {gpu_sku}; no change beyond the thresholds.",
+            plural(n, "case")
+        )
+    } else {
+        format!(
+            "Gate passed on {gpu_sku}: {} ({}).",
+            plural(n, "case"),
+            noteworthy.join(", ")
+        )
+    }
+}
+
+/// Readable lines from the GPU state a sampler stored: scalar and list fields as `key: value`,
+/// anything naming throttling or power first. Unknown shapes give no lines, never an error.
+#[must_use]
+pub fn gpu_notes(state: &serde_json::Value) -> Vec<String> {
+    let Some(map) = state.as_object() else {
+        return Vec::new();
+    };
+    let mut lines: Vec<(bool, String)> = map
+        .iter()
+        .filter_map(|(key, value)| {
+            let text = match value {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Array(items) => {
+                    if items.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        items
+                            .iter()
+                            .map(|i| i.as_str().map_or_else(|| i.to_string(), str::to_owned))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                }
+                serde_json::Value::Null | serde_json::Value::Object(_) => return None,
+                other => other.to_string(),
+            };
+            let urgent = key.contains("throttl") || key.contains("power") || key.contains("event");
+            Some((!urgent, format!("{key}: {text}")))
+        })
+        .collect();
+    lines.sort();
+    lines.into_iter().map(|(_, l)| l).collect()
 }

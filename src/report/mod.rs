@@ -1,7 +1,20 @@
-//! Reports: the pure report context and its renderings (terminal table, JSON).
+//! Reports: the pure report context and its renderings (terminal table, JSON, and the
+//! minijinja templates: PR comment, step summary, HTML, `JUnit`).
 
 mod context;
+mod github_text;
 mod human;
+mod render;
 
-pub use context::{BaselineRef, CaseReport, Judgement, RunReport, SCHEMA_VERSION, severity};
+pub use context::{
+    BaselineRef, CaseReport, Judgement, RunReport, SCHEMA_VERSION, SuiteReport, TrendPoint,
+    gpu_notes, severity, summary_line,
+};
+pub use github_text::{
+    STATUS_DESCRIPTION_LIMIT, annotations, status_context, suite_status, truncate_chars,
+};
 pub use human::{render_human, render_json};
+pub use render::{
+    BUILTIN_TEMPLATES, GITHUB_COMMENT_LIMIT, RenderError, Renderer, ReportFormat, comment_marker,
+    fit_comment, history_svg, sparkline,
+};

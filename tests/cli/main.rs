@@ -10,4 +10,6 @@ mod example;
 mod failures;
 mod floor;
 mod gate;
+mod github;
+mod report;
 mod run;

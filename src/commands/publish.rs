@@ -1,0 +1,479 @@
+//! `utilgate publish` and the publishing half of `utilgate run --report-dir/--github`: build the
+//! report with trends from the store, render it, write the report files and the step summary,
+//! print annotations, and post the sticky comments and commit statuses. Sequences I/O (files,
+//! environment, network through `github`); what to post is decided by `report`.
+//!
+//! Publishing happens after the run is stored, so a failure here never loses the run or moves a
+//! baseline. A failed upload is exit 2, unless the gate failed: its exit 1 takes precedence.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::case::{CaseKey, Verdict};
+use crate::cli::{PublishArgs, RunArgs};
+use crate::commands::{Outcome, env_lookup, runs};
+use crate::config::{Config, GateConfig, LoadedConfig, ReportConfig};
+use crate::error::Error;
+use crate::github::{
+    self, CommentAction, CommentPost, GithubError, GithubTarget, Publication, StatusPost, Token,
+};
+use crate::output;
+use crate::report::{
+    self, BUILTIN_TEMPLATES, GITHUB_COMMENT_LIMIT, Renderer, ReportFormat, RunReport, TrendPoint,
+};
+use crate::store::{Store, StoredRun};
+
+const GITHUB_TOKEN: &str = "GITHUB_TOKEN";
+const GITHUB_API_URL: &str = "GITHUB_API_URL";
+const GITHUB_REPOSITORY: &str = "GITHUB_REPOSITORY";
+const GITHUB_EVENT_NAME: &str = "GITHUB_EVENT_NAME";
+const GITHUB_EVENT_PATH: &str = "GITHUB_EVENT_PATH";
+const GITHUB_SHA: &str = "GITHUB_SHA";
+const GITHUB_STEP_SUMMARY: &str = "GITHUB_STEP_SUMMARY";
+const GITHUB_ACTIONS: &str = "GITHUB_ACTIONS";
+const GITHUB_SERVER_URL: &str = "GITHUB_SERVER_URL";
+const GITHUB_RUN_ID: &str = "GITHUB_RUN_ID";
+const DEFAULT_API_URL: &str = "https://api.github.com";
+/// GitHub's limit on one step summary is 1 MiB; stay clear of it.
+const STEP_SUMMARY_LIMIT: usize = 1_000_000;
+
+/// What GitHub Actions tells a step, read once from the environment.
+#[derive(Debug, Clone, Default)]
+pub struct GithubEnv {
+    pub actions: bool,
+    pub token: Option<Token>,
+    pub api_url: String,
+    pub repository: Option<String>,
+    pub event_name: Option<String>,
+    pub event_path: Option<PathBuf>,
+    pub sha: Option<String>,
+    pub step_summary: Option<PathBuf>,
+    /// The Actions run's page, for the statuses' links.
+    pub run_url: Option<String>,
+}
+
+impl GithubEnv {
+    #[must_use]
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> GithubEnv {
+        let get = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+        let repository = get(GITHUB_REPOSITORY);
+        GithubEnv {
+            actions: get(GITHUB_ACTIONS).as_deref() == Some("true"),
+            token: get(GITHUB_TOKEN).as_deref().and_then(Token::new),
+            api_url: get(GITHUB_API_URL).unwrap_or_else(|| DEFAULT_API_URL.to_owned()),
+            event_name: get(GITHUB_EVENT_NAME),
+            event_path: get(GITHUB_EVENT_PATH).map(PathBuf::from),
+            sha: get(GITHUB_SHA),
+            step_summary: get(GITHUB_STEP_SUMMARY).map(PathBuf::from),
+            run_url: match (get(GITHUB_SERVER_URL), &repository, get(GITHUB_RUN_ID)) {
+                (Some(server), Some(repo), Some(id)) => Some(format!(
+                    "{}/{repo}/actions/runs/{id}",
+                    server.trim_end_matches('/')
+                )),
+                _ => None,
+            },
+            repository,
+        }
+    }
+}
+
+/// Flags that override what the event payload says.
+#[derive(Debug, Clone, Default)]
+pub struct PublishOptions {
+    pub event_file: Option<PathBuf>,
+    pub pr: Option<u64>,
+    pub sha: Option<String>,
+}
+
+#[expect(
+    clippy::print_stderr,
+    reason = "publishing notes go to stderr by design"
+)]
+fn note(text: &str) {
+    eprintln!("{text}");
+}
+
+/// The template environment, with the user's templates from `[report] templates` when set.
+pub fn renderer(loaded: Option<&LoadedConfig>) -> Result<Renderer, Error> {
+    let mut overrides = BTreeMap::new();
+    if let Some(loaded) = loaded
+        && let Some(rel) = &loaded.config.report.templates
+    {
+        let dir = loaded.dir.join(rel);
+        let entries = std::fs::read_dir(&dir).map_err(|source| Error::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        for entry in entries {
+            let entry = entry.map_err(|source| Error::Io {
+                path: dir.clone(),
+                source,
+            })?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !BUILTIN_TEMPLATES.iter().any(|(n, _)| *n == name) {
+                if Path::new(&name)
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("j2"))
+                {
+                    let names: Vec<&str> = BUILTIN_TEMPLATES.iter().map(|(n, _)| *n).collect();
+                    output::warn(&format!(
+                        "{}: replaces no built-in template (names: {})",
+                        entry.path().display(),
+                        names.join(", ")
+                    ));
+                }
+                continue;
+            }
+            let path = entry.path();
+            let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
+                path: path.clone(),
+                source,
+            })?;
+            overrides.insert(name, text);
+        }
+    }
+    Ok(Renderer::new(&overrides)?)
+}
+
+/// Each case's recent results on the run's GPU, oldest first: earlier runs on the baseline
+/// branch (the nightlies), up to `limit` of them, then the run itself.
+pub fn trends(
+    store: &Store,
+    report: &RunReport,
+    limit: usize,
+    baseline_branch: Option<&str>,
+) -> Result<BTreeMap<CaseKey, Vec<TrendPoint>>, Error> {
+    let mut out = BTreeMap::new();
+    for case in &report.cases {
+        let history =
+            store.case_history(&case.key, &report.run.gpu_sku, limit.saturating_mul(4) + 1)?;
+        let mut points: Vec<TrendPoint> = Vec::new();
+        let mut earlier = 0;
+        for r in &history {
+            let current = r.run_id.0 == report.run.id;
+            if r.run_id.0 > report.run.id || r.median_ms.is_none() {
+                continue;
+            }
+            if !current {
+                if earlier >= limit
+                    || baseline_branch.is_some_and(|b| r.branch.as_deref() != Some(b))
+                {
+                    continue;
+                }
+                earlier += 1;
+            }
+            points.push(TrendPoint {
+                run_id: r.run_id.0,
+                started_at: r.started_at.to_string(),
+                git_sha: r.git_sha.clone(),
+                median_ms: r.median_ms,
+                utilisation: r.utilisation,
+                current,
+            });
+        }
+        points.reverse();
+        out.insert(case.key.clone(), points);
+    }
+    Ok(out)
+}
+
+/// The report of a stored run as `runs show` builds it, with trends.
+pub fn stored_report(
+    store: &Store,
+    run: &StoredRun,
+    config: Option<&Config>,
+) -> Result<RunReport, Error> {
+    let judgements = runs::stored_judgements(run, config);
+    let promoted = store
+        .baselines(Some(&run.summary.gpu_sku))?
+        .iter()
+        .any(|b| b.run_id == run.summary.id);
+    let report = RunReport::build(run, &judgements, &runs::fail_on(config), promoted);
+    let report_config = config.map_or_else(ReportConfig::default, |c| c.report.clone());
+    let branch = config.map_or_else(
+        || GateConfig::default().baseline_branch,
+        |c| c.gate.baseline_branch.clone(),
+    );
+    let trends = trends(store, &report, report_config.trend_runs, Some(&branch))?;
+    Ok(report.with_trends(&trends))
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), Error> {
+    std::fs::write(path, text).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Create a report directory (early, before any measuring).
+pub fn create_dir(dir: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// Write every format into `dir`.
+pub fn write_report_dir(
+    renderer: &Renderer,
+    report: &RunReport,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, Error> {
+    create_dir(dir)?;
+    let mut written = Vec::new();
+    for format in ReportFormat::ALL {
+        let path = dir.join(format.file_name());
+        write_file(&path, &renderer.render(format, report)?)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Append the step summary when Actions asks for one.
+fn write_step_summary(
+    renderer: &Renderer,
+    report: &RunReport,
+    genv: &GithubEnv,
+) -> Result<(), Error> {
+    let Some(path) = &genv.step_summary else {
+        return Ok(());
+    };
+    let text = report::fit_comment(
+        &renderer.render(ReportFormat::Summary, report)?,
+        STEP_SUMMARY_LIMIT,
+    );
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()).map(|()| f))
+        .map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+    file.flush().map_err(|source| Error::Io {
+        path: path.clone(),
+        source,
+    })
+}
+
+/// The pull request facts from the event payload (`--event`, else `GITHUB_EVENT_PATH`).
+fn read_event(genv: &GithubEnv, opts: &PublishOptions) -> Result<github::EventInfo, Error> {
+    let Some(path) = opts.event_file.as_ref().or(genv.event_path.as_ref()) else {
+        return Ok(github::EventInfo::default());
+    };
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(github::parse_event(&text, &path.display().to_string())?)
+}
+
+/// A `pull_request` event from a fork runs with a read-only token: nothing can be posted.
+fn read_only_fork(genv: &GithubEnv, event: &github::EventInfo) -> bool {
+    event.from_fork && genv.event_name.as_deref() == Some("pull_request")
+}
+
+/// Everything needed to post, checked before any measuring: the token and repository, unless
+/// this is a fork's pull request (which only gets the files and a warning).
+fn check_ready(genv: &GithubEnv, opts: &PublishOptions) -> Result<Option<GithubTarget>, Error> {
+    let event = read_event(genv, opts)?;
+    if read_only_fork(genv, &event) {
+        return Ok(None);
+    }
+    let token = genv.token.clone().ok_or(GithubError::NoToken)?;
+    let repository = genv.repository.as_deref().unwrap_or_default();
+    Ok(Some(GithubTarget::new(&genv.api_url, repository, token)?))
+}
+
+/// Step summary, annotations, then (unless a fork's read-only token) comments and statuses.
+pub fn publish_report(
+    renderer: &Renderer,
+    report: &RunReport,
+    genv: &GithubEnv,
+    opts: &PublishOptions,
+) -> Result<(), Error> {
+    write_step_summary(renderer, report, genv)?;
+    if genv.actions {
+        for line in report::annotations(report) {
+            note(&line);
+        }
+    }
+    let event = read_event(genv, opts)?;
+    if read_only_fork(genv, &event) {
+        output::warn(
+            "this pull request comes from a fork, so its workflow has a read-only GITHUB_TOKEN: no comment or status was posted. \
+             The report is in the step summary and the report files; to comment on fork pull requests, post from a workflow_run \
+             workflow (docs/github.md, \"Pull requests from forks\")",
+        );
+        return Ok(());
+    }
+    let Some(target) = check_ready(genv, opts)? else {
+        return Ok(());
+    };
+    let pr = opts.pr.or(event.pr_number).or(report.run.pr_number);
+    let sha = opts
+        .sha
+        .clone()
+        .or(event.head_sha)
+        .or_else(|| genv.sha.clone())
+        .or_else(|| report.run.git_sha.clone());
+    let mut publication = Publication {
+        pr_number: pr,
+        ..Publication::default()
+    };
+    for suite in &report.suites {
+        if pr.is_some() {
+            publication.comments.push(CommentPost {
+                marker: report::comment_marker(&suite.name, &report.run.gpu_sku),
+                body: renderer.comment(report, &suite.name, GITHUB_COMMENT_LIMIT)?,
+            });
+        }
+        if let Some(sha) = &sha {
+            let (state, description) = report::suite_status(suite);
+            publication.statuses.push(StatusPost {
+                sha: sha.clone(),
+                state,
+                context: report::status_context(&suite.name, &report.run.gpu_sku),
+                description,
+                target_url: genv.run_url.clone(),
+            });
+        }
+    }
+    if publication.comments.is_empty() && publication.statuses.is_empty() {
+        output::warn(
+            "nothing to publish: no pull request and no commit (set GITHUB_SHA or pass --sha)",
+        );
+        return Ok(());
+    }
+    let done = github::publish(&target, &publication)?;
+    let mut text = String::new();
+    for action in &done.comments {
+        let _ = match action {
+            CommentAction::Created { url, .. } => {
+                writeln!(text, "published: comment created: {url}")
+            }
+            CommentAction::Updated { url, .. } => {
+                writeln!(text, "published: comment updated: {url}")
+            }
+        };
+    }
+    if let Some(sha) = &sha
+        && done.statuses > 0
+    {
+        let _ = writeln!(
+            text,
+            "published: {} commit status(es) on {sha}",
+            done.statuses
+        );
+    }
+    note(text.trim_end());
+    Ok(())
+}
+
+/// The exit a stored run's report stands for: the gate first, then cases that failed to run.
+fn outcome_of(report: &RunReport) -> Outcome {
+    if !report.gate.passed {
+        Outcome::GateFailed
+    } else if report.gate.counts.contains_key(&Verdict::Error) {
+        Outcome::CasesFailed
+    } else {
+        Outcome::Passed
+    }
+}
+
+/// A publishing error after the run is stored: exit 2, unless the gate failed (exit 1 wins);
+/// then it is printed and the gate's outcome stands.
+fn unless_gate_failed(result: Result<(), Error>, gate_failed: bool) -> Result<(), Error> {
+    match result {
+        Err(err) if gate_failed => {
+            let _ = output::report_error(&err);
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+/// `utilgate publish [RUN]`.
+pub fn publish(args: &PublishArgs) -> Result<Outcome, Error> {
+    let loaded = runs::optional_config(&args.config)?;
+    let renderer = renderer(loaded.as_ref())?;
+    let (store, config) = runs::store_from(&args.config)?;
+    let run = runs::load_run(&store, args.run)?;
+    let report = stored_report(&store, &run, config.as_ref())?;
+    let outcome = outcome_of(&report);
+    let opts = PublishOptions {
+        event_file: args.event.clone(),
+        pr: args.pr,
+        sha: args.sha.clone(),
+    };
+    let genv = GithubEnv::from_env(&env_lookup());
+    let result = (|| {
+        if let Some(dir) = &args.report_dir {
+            write_report_dir(&renderer, &report, dir)?;
+        }
+        publish_report(&renderer, &report, &genv, &opts)
+    })();
+    unless_gate_failed(result, outcome == Outcome::GateFailed)?;
+    Ok(outcome)
+}
+
+/// What `utilgate run` will do with its report, checked before measuring.
+pub struct RunPublishing {
+    renderer: Renderer,
+    report_dir: Option<PathBuf>,
+    github: Option<GithubEnv>,
+    trend_runs: usize,
+    baseline_branch: String,
+}
+
+/// Validate `--report-dir` and `--github` before the first harness starts: the directory is
+/// created, user templates compile, and the token and repository are present.
+pub fn prepare_run(args: &RunArgs, loaded: &LoadedConfig) -> Result<Option<RunPublishing>, Error> {
+    if args.report_dir.is_none() && !args.github {
+        return Ok(None);
+    }
+    let renderer = renderer(Some(loaded))?;
+    if let Some(dir) = &args.report_dir {
+        create_dir(dir)?;
+    }
+    let github = if args.github {
+        let genv = GithubEnv::from_env(&env_lookup());
+        check_ready(&genv, &PublishOptions::default())?;
+        Some(genv)
+    } else {
+        None
+    };
+    Ok(Some(RunPublishing {
+        renderer,
+        report_dir: args.report_dir.clone(),
+        github,
+        trend_runs: loaded.config.report.trend_runs,
+        baseline_branch: loaded.config.gate.baseline_branch.clone(),
+    }))
+}
+
+impl RunPublishing {
+    /// Write the report files and publish, after the run is stored.
+    pub fn finish(
+        &self,
+        store: &Store,
+        report: &RunReport,
+        gate_failed: bool,
+    ) -> Result<(), Error> {
+        let result = (|| {
+            let trends = trends(store, report, self.trend_runs, Some(&self.baseline_branch))?;
+            let report = report.clone().with_trends(&trends);
+            if let Some(dir) = &self.report_dir {
+                write_report_dir(&self.renderer, &report, dir)?;
+            }
+            if let Some(genv) = &self.github {
+                publish_report(&self.renderer, &report, genv, &PublishOptions::default())?;
+            }
+            Ok(())
+        })();
+        unless_gate_failed(result, gate_failed)
+    }
+}

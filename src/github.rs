@@ -1,0 +1,505 @@
+//! GitHub: the sticky pull-request comment and the commit statuses, through octocrab. The only
+//! async code in the crate: `publish` builds a current-thread tokio runtime and blocks on it.
+//! Does network I/O; decides nothing (what to post arrives as a [`Publication`]). Also reads
+//! the Actions event payload (text in, facts out).
+//!
+//! The token lives in [`Token`], whose `Debug` prints `***`; octocrab errors are turned into
+//! messages with `Display` (their `Debug` carries a backtrace), and never include the token.
+
+use std::fmt;
+use std::time::Duration;
+
+use octocrab::Octocrab;
+use octocrab::models::StatusState;
+use serde::Deserialize;
+use thiserror::Error;
+
+/// The `permissions:` block a workflow needs for `utilgate publish`.
+pub const PERMISSIONS_BLOCK: &str =
+    "permissions:\n  contents: read\n  pull-requests: write\n  statuses: write";
+
+/// A GitHub token. Never printed: `Debug` shows `***` and there is no `Display`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    /// A token from a non-empty value.
+    #[must_use]
+    pub fn new(value: &str) -> Option<Token> {
+        let value = value.trim().to_owned();
+        (!value.is_empty()).then_some(Token(value))
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// Where and as whom to publish.
+#[derive(Debug, Clone)]
+pub struct GithubTarget {
+    /// The REST API root: `https://api.github.com`, a GitHub Enterprise `/api/v3`, or a test
+    /// server.
+    pub api_url: String,
+    pub owner: String,
+    pub repo: String,
+    pub token: Token,
+}
+
+impl GithubTarget {
+    /// Split `owner/name` (`GITHUB_REPOSITORY`).
+    pub fn new(api_url: &str, repository: &str, token: Token) -> Result<GithubTarget, GithubError> {
+        match repository.split_once('/') {
+            Some((owner, repo)) if !owner.is_empty() && !repo.is_empty() && !repo.contains('/') => {
+                Ok(GithubTarget {
+                    api_url: api_url.trim_end_matches('/').to_owned(),
+                    owner: owner.to_owned(),
+                    repo: repo.to_owned(),
+                    token,
+                })
+            }
+            _ => Err(GithubError::Repository(repository.to_owned())),
+        }
+    }
+}
+
+/// A commit status's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitState {
+    Success,
+    Failure,
+    Error,
+    Pending,
+}
+
+impl CommitState {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommitState::Success => "success",
+            CommitState::Failure => "failure",
+            CommitState::Error => "error",
+            CommitState::Pending => "pending",
+        }
+    }
+}
+
+/// A sticky comment: the hidden marker that finds it again, and its whole body (which starts
+/// with the marker).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommentPost {
+    pub marker: String,
+    pub body: String,
+}
+
+/// A commit status on one commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusPost {
+    pub sha: String,
+    pub state: CommitState,
+    pub context: String,
+    /// At most 140 characters (GitHub's limit).
+    pub description: String,
+    pub target_url: Option<String>,
+}
+
+/// Everything one publish posts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Publication {
+    /// The pull request the comments go to; `None` posts statuses only.
+    pub pr_number: Option<u64>,
+    pub comments: Vec<CommentPost>,
+    pub statuses: Vec<StatusPost>,
+}
+
+/// What happened to one comment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommentAction {
+    Created { id: u64, url: String },
+    Updated { id: u64, url: String },
+}
+
+/// What a publish did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Published {
+    pub comments: Vec<CommentAction>,
+    pub statuses: usize,
+}
+
+#[derive(Debug, Error)]
+pub enum GithubError {
+    #[error("GITHUB_TOKEN is not set, so nothing can be posted to GitHub")]
+    NoToken,
+    #[error("GITHUB_REPOSITORY is {0:?}; expected owner/name")]
+    Repository(String),
+    #[error("failed to start the GitHub client: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// octocrab's errors carry a backtrace in `Debug`, so only their `Display` text is kept.
+    #[error("failed to set up the GitHub client for {api_url}: {message}")]
+    Client { api_url: String, message: String },
+    #[error("GitHub refused to {action} (403 Forbidden): {message}")]
+    Forbidden { action: String, message: String },
+    #[error("GitHub could not find where to {action} (404 Not Found): {message}")]
+    NotFound { action: String, message: String },
+    #[error("GitHub rejected the token while trying to {action} (401): {message}")]
+    Unauthorized { action: String, message: String },
+    #[error("GitHub answered {status} when trying to {action}: {message}")]
+    Api {
+        action: String,
+        status: u16,
+        message: String,
+    },
+    #[error("failed to {action}: {message}")]
+    Request { action: String, message: String },
+    #[error("failed to read the GitHub event payload {path}: {message}")]
+    Event { path: String, message: String },
+}
+
+impl GithubError {
+    /// The user's next step.
+    #[must_use]
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            GithubError::Forbidden { .. } => Some(format!(
+                "give the workflow's GITHUB_TOKEN write access to comments and statuses; add to the job:\n{PERMISSIONS_BLOCK}\n(a pull request from a fork never gets a write token: use the two-workflow pattern in docs/github.md)"
+            )),
+            GithubError::NotFound { .. } => Some(
+                "check GITHUB_REPOSITORY and the pull-request number; a token without access to the repository also gets 404".to_owned(),
+            ),
+            GithubError::Unauthorized { .. } => Some(
+                "pass the job's token: env: GITHUB_TOKEN: ${{ secrets.GITHUB_TOKEN }}".to_owned(),
+            ),
+            GithubError::Repository(_) => {
+                Some("GitHub Actions sets GITHUB_REPOSITORY; elsewhere set it to owner/name".to_owned())
+            }
+            GithubError::Event { .. } => Some(
+                "GitHub Actions sets GITHUB_EVENT_PATH; `utilgate publish --event FILE` reads a saved pull_request payload".to_owned(),
+            ),
+            GithubError::Client { .. } | GithubError::Request { .. } | GithubError::Api { .. } => {
+                Some("the run is stored; retry with `utilgate publish <run>`".to_owned())
+            }
+            GithubError::NoToken => Some(format!(
+                "pass the job's token to the step: env: GITHUB_TOKEN: ${{{{ secrets.GITHUB_TOKEN }}}}, and give the job\n{PERMISSIONS_BLOCK}"
+            )),
+            GithubError::Runtime(_) => None,
+        }
+    }
+}
+
+/// One line from an octocrab error and its causes, by `Display`, without backtraces.
+fn describe(err: &octocrab::Error) -> String {
+    if let octocrab::Error::GitHub { source, .. } = err {
+        return source.message.clone();
+    }
+    let mut parts: Vec<String> = Vec::new();
+    let mut current: Option<&dyn std::error::Error> = Some(err);
+    while let Some(e) = current {
+        let text = e.to_string();
+        let text = text
+            .split("\n\nFound at")
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        if !text.is_empty() && !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        current = e.source();
+    }
+    parts.join(": ")
+}
+
+fn api_error(action: &str, err: &octocrab::Error) -> GithubError {
+    let message = describe(err);
+    let action = action.to_owned();
+    match err {
+        octocrab::Error::GitHub { source, .. } => match source.status_code.as_u16() {
+            401 => GithubError::Unauthorized { action, message },
+            403 => GithubError::Forbidden { action, message },
+            404 => GithubError::NotFound { action, message },
+            status => GithubError::Api {
+                action,
+                status,
+                message,
+            },
+        },
+        _ => GithubError::Request { action, message },
+    }
+}
+
+/// Post the comments (create once, then update the comment that holds the marker) and the
+/// statuses. Stops at the first failure, which names what it was doing.
+pub fn publish(target: &GithubTarget, publication: &Publication) -> Result<Published, GithubError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(GithubError::Runtime)?;
+    runtime.block_on(publish_async(target, publication))
+}
+
+async fn publish_async(
+    target: &GithubTarget,
+    publication: &Publication,
+) -> Result<Published, GithubError> {
+    let client_error = |err: &octocrab::Error| GithubError::Client {
+        api_url: target.api_url.clone(),
+        message: describe(err),
+    };
+    let octo = Octocrab::builder()
+        .base_uri(target.api_url.as_str())
+        .map_err(|e| client_error(&e))?
+        .personal_token(target.token.0.clone())
+        .set_connect_timeout(Some(Duration::from_secs(10)))
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .build()
+        .map_err(|e| client_error(&e))?;
+    let mut done = Published::default();
+    if let Some(pr) = publication.pr_number {
+        let issues = octo.issues(&target.owner, &target.repo);
+        let mut existing = Vec::new();
+        if !publication.comments.is_empty() {
+            let action = format!("list the comments of pull request #{pr}");
+            let first = issues
+                .list_comments(pr)
+                .per_page(100)
+                .send()
+                .await
+                .map_err(|e| api_error(&action, &e))?;
+            existing = octo
+                .all_pages(first)
+                .await
+                .map_err(|e| api_error(&action, &e))?;
+        }
+        for comment in &publication.comments {
+            // The oldest comment with the marker is the sticky one.
+            let found = existing
+                .iter()
+                .filter(|c| {
+                    c.body
+                        .as_deref()
+                        .is_some_and(|b| b.contains(&comment.marker))
+                })
+                .min_by_key(|c| c.id.0);
+            let action = if let Some(old) = found {
+                let what = format!("update comment {} on pull request #{pr}", old.id);
+                let new = issues
+                    .update_comment(old.id, &comment.body)
+                    .await
+                    .map_err(|e| api_error(&what, &e))?;
+                CommentAction::Updated {
+                    id: new.id.0,
+                    url: new.html_url.to_string(),
+                }
+            } else {
+                let what = format!("comment on pull request #{pr}");
+                let new = issues
+                    .create_comment(pr, &comment.body)
+                    .await
+                    .map_err(|e| api_error(&what, &e))?;
+                CommentAction::Created {
+                    id: new.id.0,
+                    url: new.html_url.to_string(),
+                }
+            };
+            done.comments.push(action);
+        }
+    }
+    let repos = octo.repos(&target.owner, &target.repo);
+    for status in &publication.statuses {
+        let state = match status.state {
+            CommitState::Success => StatusState::Success,
+            CommitState::Failure => StatusState::Failure,
+            CommitState::Error => StatusState::Error,
+            CommitState::Pending => StatusState::Pending,
+        };
+        let what = format!(
+            "set the commit status {:?} on {}",
+            status.context, status.sha
+        );
+        let mut request = repos
+            .create_status(status.sha.clone(), state)
+            .context(status.context.clone())
+            .description(status.description.clone());
+        if let Some(url) = &status.target_url {
+            request = request.target(url.clone());
+        }
+        request.send().await.map_err(|e| api_error(&what, &e))?;
+        done.statuses += 1;
+    }
+    Ok(done)
+}
+
+/// The facts of an Actions event payload that publishing needs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventInfo {
+    pub pr_number: Option<u64>,
+    /// The pull request's head commit (for `pull_request` events `GITHUB_SHA` is a merge commit).
+    pub head_sha: Option<String>,
+    /// The head comes from another repository than the base (a fork).
+    pub from_fork: bool,
+}
+
+#[derive(Deserialize)]
+struct RawEvent {
+    pull_request: Option<RawPull>,
+    workflow_run: Option<RawWorkflowRun>,
+}
+
+#[derive(Deserialize)]
+struct RawPull {
+    number: u64,
+    head: RawRef,
+    base: RawRef,
+}
+
+#[derive(Deserialize)]
+struct RawRef {
+    sha: Option<String>,
+    repo: Option<RawRepo>,
+}
+
+#[derive(Deserialize)]
+struct RawRepo {
+    full_name: Option<String>,
+    fork: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct RawWorkflowRun {
+    head_sha: Option<String>,
+    #[serde(default)]
+    pull_requests: Vec<RawWorkflowPull>,
+    head_repository: Option<RawRepo>,
+    repository: Option<RawRepo>,
+}
+
+#[derive(Deserialize)]
+struct RawWorkflowPull {
+    number: u64,
+}
+
+/// Read an event payload: `pull_request` (and `pull_request_target`) events, and
+/// `workflow_run` events (whose `pull_requests` list is empty for forks). Other events give
+/// no pull request. Pure: `origin` names the file in errors.
+pub fn parse_event(text: &str, origin: &str) -> Result<EventInfo, GithubError> {
+    let raw: RawEvent = serde_json::from_str(text).map_err(|e| GithubError::Event {
+        path: origin.to_owned(),
+        message: e.to_string(),
+    })?;
+    if let Some(pr) = raw.pull_request {
+        let head_repo = pr.head.repo.as_ref();
+        let base_repo = pr.base.repo.as_ref().and_then(|r| r.full_name.as_deref());
+        let from_fork = head_repo.is_none()
+            || head_repo.and_then(|r| r.fork).unwrap_or(false)
+            || head_repo.and_then(|r| r.full_name.as_deref()) != base_repo;
+        return Ok(EventInfo {
+            pr_number: Some(pr.number),
+            head_sha: pr.head.sha,
+            from_fork,
+        });
+    }
+    if let Some(run) = raw.workflow_run {
+        let head = run.head_repository.and_then(|r| r.full_name);
+        let base = run.repository.and_then(|r| r.full_name);
+        return Ok(EventInfo {
+            pr_number: run.pull_requests.first().map(|p| p.number),
+            head_sha: run.head_sha,
+            from_fork: head.is_some() && head != base,
+        });
+    }
+    Ok(EventInfo::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OPENED: &str = include_str!("../tests/fixtures/github/pull_request__opened.payload.json");
+
+    #[test]
+    fn tokens_never_debug_print() {
+        let token = Token::new("ghp_secret_value").expect("non-empty");
+        assert_eq!(format!("{token:?}"), "***");
+        let target = GithubTarget::new("https://api.github.com/", "o/r", token).expect("valid");
+        let shown = format!("{target:?}");
+        assert!(!shown.contains("ghp_secret_value"), "{shown}");
+        assert_eq!(target.api_url, "https://api.github.com");
+        assert_eq!(Token::new("  "), None);
+    }
+
+    #[test]
+    fn repositories_are_owner_slash_name() {
+        let token = || Token::new("t").expect("non-empty");
+        for bad in ["", "owner", "/repo", "owner/", "a/b/c"] {
+            assert!(
+                GithubTarget::new("http://x", bad, token()).is_err(),
+                "{bad:?}"
+            );
+        }
+        let t = GithubTarget::new("http://x", "octo/hello", token()).expect("valid");
+        assert_eq!((t.owner.as_str(), t.repo.as_str()), ("octo", "hello"));
+    }
+
+    #[test]
+    fn pull_request_events_give_the_head_not_the_merge_commit() {
+        let info = parse_event(OPENED, "event.json").expect("parses");
+        assert_eq!(info.pr_number, Some(2));
+        assert_eq!(
+            info.head_sha.as_deref(),
+            Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821")
+        );
+        assert!(!info.from_fork);
+    }
+
+    #[test]
+    fn forks_are_recognised() {
+        let mut event: serde_json::Value = serde_json::from_str(OPENED).expect("json");
+        event["pull_request"]["head"]["repo"]["fork"] = true.into();
+        event["pull_request"]["head"]["repo"]["full_name"] = "someone/Hello-World".into();
+        let info = parse_event(&event.to_string(), "e").expect("parses");
+        assert!(info.from_fork);
+        // A deleted fork has no head repository: treat it as a fork.
+        event["pull_request"]["head"]["repo"] = serde_json::Value::Null;
+        assert!(
+            parse_event(&event.to_string(), "e")
+                .expect("parses")
+                .from_fork
+        );
+    }
+
+    #[test]
+    fn workflow_run_events_and_others() {
+        let run = r#"{"workflow_run": {"head_sha": "abc", "pull_requests": [{"number": 9}],
+            "head_repository": {"full_name": "o/r"}, "repository": {"full_name": "o/r"}}}"#;
+        assert_eq!(
+            parse_event(run, "e").expect("parses"),
+            EventInfo {
+                pr_number: Some(9),
+                head_sha: Some("abc".into()),
+                from_fork: false
+            }
+        );
+        assert_eq!(
+            parse_event(r#"{"schedule": "0 3 * * *"}"#, "e").expect("parses"),
+            EventInfo::default()
+        );
+        let err = parse_event("{", "/tmp/event.json").expect_err("bad json");
+        assert!(err.to_string().contains("/tmp/event.json"), "{err}");
+    }
+
+    #[test]
+    fn forbidden_names_the_permissions_block() {
+        let err = GithubError::Forbidden {
+            action: "comment on pull request #2".into(),
+            message: "Resource not accessible by integration".into(),
+        };
+        let hint = err.hint().expect("hint");
+        assert!(
+            hint.contains(
+                "permissions:\n  contents: read\n  pull-requests: write\n  statuses: write"
+            )
+        );
+    }
+}

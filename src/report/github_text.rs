@@ -1,0 +1,161 @@
+//! The short texts GitHub shows beside a pull request: commit-status descriptions (at most 140
+//! characters) and `::error`/`::warning` workflow annotations. Pure.
+
+use crate::case::Verdict;
+use crate::github::CommitState;
+use crate::report::{RunReport, SuiteReport};
+
+/// GitHub rejects commit-status descriptions longer than this.
+pub const STATUS_DESCRIPTION_LIMIT: usize = 140;
+
+/// The status context of a suite on a GPU: one check line per suite beside the pull request.
+#[must_use]
+pub fn status_context(suite: &str, gpu_sku: &str) -> String {
+    format!("utilgate/{suite} ({gpu_sku})")
+}
+
+/// A suite's commit status: failure when the gate fails, error when a case could not be
+/// measured, success otherwise; the description is the suite's summary, cut to 140 characters.
+#[must_use]
+pub fn suite_status(suite: &SuiteReport) -> (CommitState, String) {
+    let state = if !suite.passed {
+        CommitState::Failure
+    } else if suite.errors > 0 {
+        CommitState::Error
+    } else {
+        CommitState::Success
+    };
+    (
+        state,
+        truncate_chars(&suite.summary, STATUS_DESCRIPTION_LIMIT),
+    )
+}
+
+/// `text` cut to at most `limit` characters, ending in `…` when cut.
+#[must_use]
+pub fn truncate_chars(text: &str, limit: usize) -> String {
+    if text.chars().count() <= limit {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(limit.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Workflow commands that put the cases needing attention on the run's summary page:
+/// `::error` for verdicts that fail the gate and harness errors, `::warning` for the rest
+/// (inconclusive, missing, improved or failing verdicts outside `fail_on`).
+#[must_use]
+pub fn annotations(report: &RunReport) -> Vec<String> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.attention && c.verdict != Verdict::Improved)
+        .map(|c| {
+            let level = if c.fails_gate || c.verdict == Verdict::Error {
+                "error"
+            } else {
+                "warning"
+            };
+            let change = c
+                .drop_pct
+                .map(|d| format!(": utilisation {:+.1}%", -d + 0.0))
+                .unwrap_or_default();
+            let first_reason = c
+                .decision
+                .reasons
+                .first()
+                .and_then(|r| r.lines().next())
+                .unwrap_or_default();
+            format!(
+                "::{level} title={}::{}{change}. {}",
+                escape_property(&format!("utilgate {} on {}", c.verdict, report.run.gpu_sku)),
+                escape_data(&c.case),
+                escape_data(first_reason)
+            )
+        })
+        .collect()
+}
+
+/// Workflow-command message escaping (the runner's rules for data).
+fn escape_data(s: &str) -> String {
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
+}
+
+/// Workflow-command property escaping: data rules plus `:` and `,`.
+fn escape_property(s: &str) -> String {
+    escape_data(s).replace(':', "%3A").replace(',', "%2C")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_fit_githubs_limit() {
+        let cases = [
+            ("short", 140, "short"),
+            ("abcdef", 4, "abc…"),
+            ("ééééé", 5, "ééééé"),
+            ("éééééé", 5, "éééé…"),
+        ];
+        for (text, limit, want) in cases {
+            assert_eq!(truncate_chars(text, limit), want);
+            assert!(truncate_chars(text, limit).chars().count() <= limit);
+        }
+    }
+
+    #[test]
+    fn workflow_commands_cannot_be_injected() {
+        assert_eq!(escape_data("a%b\nc\r"), "a%25b%0Ac%0D");
+        assert_eq!(escape_property("x: y, z"), "x%3A y%2C z");
+    }
+
+    #[test]
+    fn statuses_follow_the_suite_gate() {
+        let report = crate::report::render::tests::sample_report();
+        let by_name = |n: &str| {
+            report
+                .suites
+                .iter()
+                .find(|s| s.name == n)
+                .expect("suite")
+                .clone()
+        };
+        let (state, text) = suite_status(&by_name("decode"));
+        assert_eq!(state, CommitState::Failure);
+        assert!(
+            text.starts_with("Gate failed on h100-sxm: 1 regressed of 4 cases"),
+            "{text}"
+        );
+        assert!(text.chars().count() <= STATUS_DESCRIPTION_LIMIT);
+        assert_eq!(suite_status(&by_name("prefill")).0, CommitState::Success);
+        assert_eq!(
+            status_context("decode", "h100-sxm"),
+            "utilgate/decode (h100-sxm)"
+        );
+    }
+
+    #[test]
+    fn annotations_name_cases_needing_attention() {
+        let report = crate::report::render::tests::sample_report();
+        let lines = annotations(&report);
+        assert_eq!(lines.len(), 3, "{lines:#?}");
+        assert!(lines[0].starts_with(
+            "::error title=utilgate regressed on h100-sxm::decode/llama-3.1-8b/bf16/decode/b8/c4096: utilisation -7.6%. Utilisation fell"
+        ), "{}", lines[0]);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("::error title=utilgate error"))
+        );
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("::warning title=utilgate missing"))
+        );
+        assert!(lines.iter().all(|l| !l.contains('\n')));
+    }
+}

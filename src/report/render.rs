@@ -1,0 +1,516 @@
+//! Rendering the report context through minijinja templates: the PR comment, the step summary,
+//! the standalone HTML report and `JUnit` XML, plus the helpers they use (sparklines, the inline
+//! SVG history chart, fitting a comment under GitHub's size limit). Pure: user templates arrive
+//! as text, read by the command.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use minijinja::value::{Serde, Value};
+use minijinja::{AutoEscape, Environment, UndefinedBehavior};
+use serde::Deserialize as _;
+use thiserror::Error;
+
+use crate::case::Verdict;
+use crate::report::{RunReport, TrendPoint, render_json};
+
+/// GitHub rejects issue comments longer than this many characters.
+pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
+
+/// The built-in templates, by name. A user template directory may replace any of them.
+pub const BUILTIN_TEMPLATES: [(&str, &str); 5] = [
+    ("macros.md.j2", include_str!("../../templates/macros.md.j2")),
+    (
+        "comment.md.j2",
+        include_str!("../../templates/comment.md.j2"),
+    ),
+    (
+        "summary.md.j2",
+        include_str!("../../templates/summary.md.j2"),
+    ),
+    (
+        "report.html.j2",
+        include_str!("../../templates/report.html.j2"),
+    ),
+    ("junit.xml.j2", include_str!("../../templates/junit.xml.j2")),
+];
+
+/// What a report is rendered as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ReportFormat {
+    /// The PR comment's Markdown (all suites when not split per suite).
+    Markdown,
+    /// The Markdown for `$GITHUB_STEP_SUMMARY`.
+    Summary,
+    /// A standalone HTML page with a history chart per case; no network access.
+    Html,
+    /// `JUnit` XML: every case a testcase, for CI test-report tools.
+    Junit,
+    /// The report context as JSON with `schema_version`.
+    Json,
+}
+
+impl ReportFormat {
+    pub const ALL: [ReportFormat; 5] = [
+        ReportFormat::Markdown,
+        ReportFormat::Summary,
+        ReportFormat::Html,
+        ReportFormat::Junit,
+        ReportFormat::Json,
+    ];
+
+    /// The file a report directory holds this format in.
+    #[must_use]
+    pub fn file_name(self) -> &'static str {
+        match self {
+            ReportFormat::Markdown => "report.md",
+            ReportFormat::Summary => "summary.md",
+            ReportFormat::Html => "report.html",
+            ReportFormat::Junit => "junit.xml",
+            ReportFormat::Json => "report.json",
+        }
+    }
+
+    /// The template that renders this format (JSON is serialised directly).
+    #[must_use]
+    pub fn template(self) -> Option<&'static str> {
+        match self {
+            ReportFormat::Markdown => Some("comment.md.j2"),
+            ReportFormat::Summary => Some("summary.md.j2"),
+            ReportFormat::Html => Some("report.html.j2"),
+            ReportFormat::Junit => Some("junit.xml.j2"),
+            ReportFormat::Json => None,
+        }
+    }
+}
+
+#[derive(Debug, Error)]
+pub enum RenderError {
+    #[error("template {name}: {source:#}")]
+    Template {
+        name: String,
+        #[source]
+        source: minijinja::Error,
+    },
+    #[error("failed to write the report as JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl RenderError {
+    #[must_use]
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            RenderError::Template { .. } => Some(
+                "templates see the JSON report's fields (`utilgate report --format json`); undefined names are errors"
+                    .to_owned(),
+            ),
+            RenderError::Json(_) => None,
+        }
+    }
+}
+
+/// The template environment: built-in templates, replaced by any user template of the same name.
+pub struct Renderer {
+    env: Environment<'static>,
+}
+
+impl Renderer {
+    /// Compile the built-in templates and `overrides` (template name -> source).
+    pub fn new(overrides: &BTreeMap<String, String>) -> Result<Renderer, RenderError> {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        // HTML and XML templates escape every value; Markdown escapes with explicit filters.
+        env.set_auto_escape_callback(|name| {
+            let name = name.strip_suffix(".j2").unwrap_or(name);
+            let ext = std::path::Path::new(name).extension();
+            if ext.is_some_and(|e| e.eq_ignore_ascii_case("html") || e.eq_ignore_ascii_case("xml"))
+            {
+                AutoEscape::Html
+            } else {
+                AutoEscape::None
+            }
+        });
+        if let Ok(syntax) = minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .keep_trailing_newline(true)
+            .build()
+        {
+            env.set_syntax(syntax);
+        }
+        env.add_filter("pct", pct);
+        env.add_filter("ms", ms);
+        env.add_filter("delta", delta);
+        env.add_filter("pp", percent_points);
+        env.add_filter("seconds", |x: f64| format!("{:.6}", x / 1000.0));
+        env.add_filter("line1", |s: &str| {
+            s.lines().next().unwrap_or_default().to_owned()
+        });
+        env.add_filter("reason", md_reason);
+        env.add_filter("icon", icon);
+        env.add_filter("short", short_sha);
+        env.add_filter("md", md_text);
+        env.add_filter("cell", md_code_cell);
+        env.add_filter("fence", fence_safe);
+        env.add_function("sparkline", |points: Value| {
+            Ok::<_, minijinja::Error>(sparkline(&Vec::<TrendPoint>::deserialize(points)?))
+        });
+        env.add_function("chart", |points: Value| {
+            Ok::<_, minijinja::Error>(Value::from_safe_string(history_svg(
+                &Vec::<TrendPoint>::deserialize(points)?,
+            )))
+        });
+        for (name, source) in BUILTIN_TEMPLATES {
+            let source = overrides
+                .get(name)
+                .cloned()
+                .unwrap_or_else(|| source.to_owned());
+            env.add_template_owned(name, source)
+                .map_err(|source| RenderError::Template {
+                    name: name.to_owned(),
+                    source,
+                })?;
+        }
+        Ok(Renderer { env })
+    }
+
+    /// The report in `format`.
+    pub fn render(&self, format: ReportFormat, report: &RunReport) -> Result<String, RenderError> {
+        let Some(name) = format.template() else {
+            return Ok(render_json(report)?);
+        };
+        let template = self
+            .env
+            .get_template(name)
+            .map_err(|source| RenderError::Template {
+                name: name.to_owned(),
+                source,
+            })?;
+        template
+            .render(Serde(report))
+            .map_err(|source| RenderError::Template {
+                name: name.to_owned(),
+                source,
+            })
+    }
+
+    /// The sticky PR comment of one suite: the hidden marker, then the Markdown, cut to `limit`.
+    pub fn comment(
+        &self,
+        report: &RunReport,
+        suite: &str,
+        limit: usize,
+    ) -> Result<String, RenderError> {
+        let body = self.render(ReportFormat::Markdown, &report.for_suite(suite))?;
+        let text = format!("{}\n{body}", comment_marker(suite, &report.run.gpu_sku));
+        Ok(fit_comment(&text, limit))
+    }
+}
+
+/// The hidden marker that identifies a suite's sticky comment on one GPU. Characters that could
+/// end the HTML comment are replaced, so a suite name cannot break it.
+#[must_use]
+pub fn comment_marker(suite: &str, gpu_sku: &str) -> String {
+    let clean = |s: &str| s.replace("--", "- -").replace('>', "_");
+    format!(
+        "<!-- utilgate:comment suite={} gpu={} -->",
+        clean(suite),
+        clean(gpu_sku)
+    )
+}
+
+/// Cut `text` to at most `limit` bytes (so at most `limit` characters), at a line boundary,
+/// closing any open code fence and `<details>` blocks, and saying it was cut.
+#[must_use]
+pub fn fit_comment(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_owned();
+    }
+    let note = format!(
+        "\n> [!NOTE]\n> Truncated to stay under GitHub's {GITHUB_COMMENT_LIMIT}-character comment limit ({} characters in full). The step summary and the report files hold everything.\n",
+        text.chars().count()
+    );
+    let mut budget = limit.saturating_sub(note.len());
+    loop {
+        let mut cut = budget.min(text.len());
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let kept = match text[..cut].rfind('\n') {
+            Some(i) => &text[..=i],
+            None => &text[..cut],
+        };
+        let closing = closers(kept);
+        if kept.len() + closing.len() + note.len() <= limit || budget == 0 {
+            let mut out = String::with_capacity(limit);
+            out.push_str(kept);
+            out.push_str(&closing);
+            out.push_str(&note);
+            if out.len() > limit {
+                // Only when `limit` cannot even hold the note.
+                let mut end = limit;
+                while !out.is_char_boundary(end) {
+                    end -= 1;
+                }
+                out.truncate(end);
+            }
+            return out;
+        }
+        budget = budget.saturating_sub(closing.len().max(1));
+    }
+}
+
+/// What must follow `kept` to close an open code fence and open `<details>` elements.
+fn closers(kept: &str) -> String {
+    let fences = kept
+        .lines()
+        .filter(|l| l.trim_start().starts_with("```"))
+        .count();
+    let opened = kept.matches("<details").count();
+    let closed = kept.matches("</details>").count();
+    let mut out = String::new();
+    if fences % 2 == 1 {
+        out.push_str("```\n");
+    }
+    for _ in closed..opened {
+        out.push_str("\n</details>\n");
+    }
+    out
+}
+
+/// A small trend of utilisation as Unicode block characters, oldest first; a gap is a space.
+#[must_use]
+pub fn sparkline(points: &[TrendPoint]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let values: Vec<Option<f64>> = points
+        .iter()
+        .map(|p| p.utilisation.filter(|u| u.is_finite()))
+        .collect();
+    let finite: Vec<f64> = values.iter().flatten().copied().collect();
+    let (Some(lo), Some(hi)) = (
+        finite.iter().copied().reduce(f64::min),
+        finite.iter().copied().reduce(f64::max),
+    ) else {
+        return String::new();
+    };
+    values
+        .iter()
+        .map(|v| match v {
+            None => ' ',
+            Some(_) if hi - lo <= f64::EPSILON * hi.abs().max(1.0) => BARS[3],
+            Some(x) => {
+                let level = ((x - lo) / (hi - lo) * 7.0).round();
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "level is finite and within 0..=7 by construction"
+                )]
+                let i = level.clamp(0.0, 7.0) as usize;
+                BARS[i]
+            }
+        })
+        .collect()
+}
+
+fn fmt_num(x: f64, decimals: usize) -> String {
+    format!("{x:.decimals$}")
+}
+
+/// An inline SVG line chart of a case's utilisation over its recent runs (oldest left), the
+/// current run highlighted, each point with a tooltip. No scripts, no external resources.
+#[must_use]
+pub fn history_svg(points: &[TrendPoint]) -> String {
+    const W: f64 = 480.0;
+    const H: f64 = 140.0;
+    const LEFT: f64 = 52.0;
+    const RIGHT: f64 = 12.0;
+    const TOP: f64 = 12.0;
+    const BOTTOM: f64 = 24.0;
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="utilisation history">"#
+    );
+    let usable: Vec<(usize, &TrendPoint, f64)> = points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            p.utilisation
+                .filter(|u| u.is_finite())
+                .map(|u| (i, p, u * 100.0))
+        })
+        .collect();
+    let (Some(lo), Some(hi)) = (
+        usable.iter().map(|u| u.2).reduce(f64::min),
+        usable.iter().map(|u| u.2).reduce(f64::max),
+    ) else {
+        let _ = write!(
+            svg,
+            r#"<text x="{}" y="{}" text-anchor="middle" class="empty">no history yet</text></svg>"#,
+            W / 2.0,
+            H / 2.0
+        );
+        return svg;
+    };
+    // Pad the range so a flat line sits mid-chart and small changes are not exaggerated.
+    let span = (hi - lo).max(hi.abs() * 0.02).max(0.1);
+    let y_lo = (lo - span * 0.25).max(0.0);
+    let y_hi = hi + span * 0.25;
+    let n = points.len().max(1);
+    let x_of = |i: usize| {
+        if n == 1 {
+            LEFT + (W - LEFT - RIGHT) / 2.0
+        } else {
+            LEFT + (W - LEFT - RIGHT) * i as f64 / (n - 1) as f64
+        }
+    };
+    let y_of = |v: f64| TOP + (H - TOP - BOTTOM) * (1.0 - (v - y_lo) / (y_hi - y_lo));
+    let _ = write!(
+        svg,
+        r#"<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{}"/><line class="axis" x1="{LEFT}" y1="{b}" x2="{}" y2="{b}"/>"#,
+        H - BOTTOM,
+        W - RIGHT,
+        b = H - BOTTOM,
+    );
+    for v in [y_lo, y_hi] {
+        let _ = write!(
+            svg,
+            r#"<text class="label" x="{}" y="{}" text-anchor="end">{}%</text>"#,
+            LEFT - 6.0,
+            fmt_num(y_of(v) + 4.0, 1),
+            fmt_num(v, 1)
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<text class="label" x="{LEFT}" y="{}">oldest</text><text class="label" x="{}" y="{}" text-anchor="end">newest</text>"#,
+        H - 6.0,
+        W - RIGHT,
+        H - 6.0
+    );
+    let path: Vec<String> = usable
+        .iter()
+        .map(|(i, _, v)| format!("{},{}", fmt_num(x_of(*i), 1), fmt_num(y_of(*v), 1)))
+        .collect();
+    let _ = write!(
+        svg,
+        r#"<polyline class="line" fill="none" points="{}"/>"#,
+        path.join(" ")
+    );
+    for (i, p, v) in &usable {
+        let sha = p
+            .git_sha
+            .as_deref()
+            .map_or_else(String::new, |s| format!(" @ {}", xml_escape(short(s))));
+        let _ = write!(
+            svg,
+            r#"<circle class="{}" cx="{}" cy="{}" r="{}"><title>run {}{sha}: {}%</title></circle>"#,
+            if p.current { "point current" } else { "point" },
+            fmt_num(x_of(*i), 1),
+            fmt_num(y_of(*v), 1),
+            if p.current { 5 } else { 3 },
+            p.run_id,
+            fmt_num(*v, 1),
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn short(s: &str) -> &str {
+    let end = s.char_indices().nth(7).map_or(s.len(), |(i, _)| i);
+    &s[..end]
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.filter(|v| v.is_finite())
+        .map_or_else(|| "–".to_owned(), |v| format!("{:.1}%", v * 100.0))
+}
+
+fn ms(x: Option<f64>) -> String {
+    x.filter(|v| v.is_finite())
+        .map_or_else(|| "–".to_owned(), |v| format!("{v:.3}"))
+}
+
+/// A drop in percent (positive = slower) as the change in utilisation the reader sees.
+fn delta(drop_pct: Option<f64>) -> String {
+    drop_pct
+        .filter(|v| v.is_finite())
+        .map_or_else(|| "–".to_owned(), |d| format!("{:+.1}%", -d + 0.0))
+}
+
+/// A figure already in percent, one decimal.
+fn percent_points(x: Option<f64>) -> String {
+    x.filter(|v| v.is_finite())
+        .map_or_else(|| "–".to_owned(), |v| format!("{v:.1}%"))
+}
+
+/// A decision's reason as a Markdown list item's content: the first line as text, any further
+/// lines (a harness's stderr tail) in an indented code block.
+fn md_reason(s: &str) -> String {
+    let mut lines = s.lines();
+    let mut out = md_text(lines.next().unwrap_or_default());
+    let rest: Vec<&str> = lines.collect();
+    if !rest.is_empty() {
+        out.push_str(
+            "
+
+  ```text
+",
+        );
+        for line in rest {
+            let _ = writeln!(out, "  {}", fence_safe(line));
+        }
+        out.push_str("  ```");
+    }
+    out
+}
+
+fn icon(verdict: &str) -> &'static str {
+    match verdict.parse::<Verdict>().unwrap_or(Verdict::Error) {
+        Verdict::Regressed => "🔴",
+        Verdict::Invalid => "⛔",
+        Verdict::Error => "💥",
+        Verdict::Inconclusive => "🟡",
+        Verdict::Missing => "⚪",
+        Verdict::Improved => "🟢",
+        Verdict::New => "🆕",
+        Verdict::Pass => "✅",
+    }
+}
+
+#[expect(
+    clippy::needless_pass_by_value,
+    reason = "minijinja passes filter arguments by value"
+)]
+fn short_sha(s: Option<String>) -> String {
+    s.as_deref().map_or("–", short).to_owned()
+}
+
+/// Text in Markdown (outside code): HTML-significant characters and table pipes escaped, line
+/// breaks kept inside a table cell or list item.
+fn md_text(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('|', "\\|")
+        .replace('\n', "<br>")
+}
+
+/// Text inside a code span in a table cell: pipes escaped, backticks replaced.
+fn md_code_cell(s: &str) -> String {
+    s.replace('`', "'").replace('|', "\\|").replace('\n', " ")
+}
+
+/// Text inside a fenced code block: a line of backticks cannot close the fence early.
+fn fence_safe(s: &str) -> String {
+    s.replace("```", "`\u{200b}``")
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,586 @@
+//! Publishing to GitHub: the real binary and real octocrab against a local wiremock server
+//! reached through `GITHUB_API_URL`, with GitHub's own payload shapes (tests/fixtures/github).
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path, path_regex};
+use wiremock::{Mock, MockServer, Request, ResponseTemplate};
+
+use crate::env::{TestEnv, stderr, stdout};
+
+const REPO: &str = "Codertocat/Hello-World";
+const HEAD_SHA: &str = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
+const MERGE_SHA: &str = "1111111111111111111111111111111111111111";
+const TOKEN: &str = "ghp_UtilgateTestToken0123456789SECRET";
+const MARKER: &str = "<!-- utilgate:comment suite=decode gpu=h100-sxm -->";
+
+fn fixture(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/github")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn fixture_json(name: &str) -> Value {
+    serde_json::from_str(&fixture(name)).expect("fixture is JSON")
+}
+
+/// A comment as the REST API returns it (the webhook's comment object is the same shape).
+fn comment(id: u64, body: &str) -> Value {
+    let mut c = fixture_json("issue_comment__created.payload.json")["comment"].clone();
+    c["id"] = id.into();
+    c["body"] = body.into();
+    c["html_url"] = format!("https://github.com/{REPO}/pull/2#issuecomment-{id}").into();
+    c
+}
+
+fn status_response() -> Value {
+    let s = fixture_json("status__payload.json");
+    json!({
+        "id": s["id"], "node_id": "MDY6U3RhdHVzMQ==", "url": "https://api.github.com/x",
+        "avatar_url": s["avatar_url"], "target_url": s["target_url"], "context": s["context"],
+        "description": s["description"], "state": "success", "created_at": s["created_at"],
+        "updated_at": s["updated_at"], "creator": s["sender"]
+    })
+}
+
+/// A mock GitHub: the comment list is empty the first time and holds the sticky comment
+/// afterwards; creating, updating and statuses succeed.
+struct Github {
+    rt: tokio::runtime::Runtime,
+    server: MockServer,
+}
+
+impl Github {
+    fn start() -> Github {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let server = rt.block_on(MockServer::start());
+        Github { rt, server }
+    }
+
+    fn happy() -> Github {
+        let gh = Github::start();
+        let comments = format!("/repos/{REPO}/issues/2/comments");
+        gh.mount(
+            Mock::given(method("GET"))
+                .and(path(comments.clone()))
+                .respond_with(ResponseTemplate::new(200).set_body_json(json!([])))
+                .up_to_n_times(1)
+                .with_priority(1),
+        );
+        gh.mount(
+            Mock::given(method("GET"))
+                .and(path(comments.clone()))
+                .respond_with(ResponseTemplate::new(200).set_body_json(json!([
+                    comment(5, "an unrelated comment"),
+                    comment(77, &format!("{MARKER}\nold report")),
+                ])))
+                .with_priority(2),
+        );
+        gh.mount(
+            Mock::given(method("POST"))
+                .and(path(comments))
+                .respond_with(ResponseTemplate::new(201).set_body_json(comment(77, MARKER))),
+        );
+        gh.mount(
+            Mock::given(method("POST"))
+                .and(path(format!("/repos/{REPO}/issues/comments/77")))
+                .respond_with(ResponseTemplate::new(200).set_body_json(comment(77, MARKER))),
+        );
+        gh.mount(
+            Mock::given(method("POST"))
+                .and(path_regex(format!(
+                    "^/repos/{REPO}/statuses/[0-9a-f]{{40}}$"
+                )))
+                .respond_with(ResponseTemplate::new(201).set_body_json(status_response())),
+        );
+        gh
+    }
+
+    fn forbidden() -> Github {
+        let gh = Github::start();
+        gh.mount(Mock::given(wiremock::matchers::any()).respond_with(
+            ResponseTemplate::new(403).set_body_json(json!({
+                "message": "Resource not accessible by integration",
+                "documentation_url": "https://docs.github.com/rest/issues/comments#create-an-issue-comment",
+                "status": "403"
+            })),
+        ));
+        gh
+    }
+
+    fn mount(&self, mock: Mock) {
+        self.rt.block_on(mock.mount(&self.server));
+    }
+
+    fn requests(&self) -> Vec<Request> {
+        self.rt
+            .block_on(self.server.received_requests())
+            .expect("recording is on")
+    }
+
+    fn uri(&self) -> String {
+        self.server.uri()
+    }
+}
+
+/// Requests by method and path.
+fn matching<'a>(requests: &'a [Request], verb: &str, path_part: &str) -> Vec<&'a Request> {
+    requests
+        .iter()
+        .filter(|r| r.method.as_str() == verb && r.url.path().contains(path_part))
+        .collect()
+}
+
+/// The Actions environment of a `pull_request` job.
+struct Actions {
+    event: PathBuf,
+    summary: PathBuf,
+    api: String,
+}
+
+impl Actions {
+    fn new(env: &TestEnv, api: &str, fork: bool) -> Actions {
+        let mut event = fixture_json("pull_request__opened.payload.json");
+        if fork {
+            event["pull_request"]["head"]["repo"]["fork"] = true.into();
+            event["pull_request"]["head"]["repo"]["full_name"] = "mallory/Hello-World".into();
+        }
+        Actions {
+            event: env.write("gh/event.json", &event.to_string()),
+            summary: env.write("gh/step_summary.md", ""),
+            api: api.to_owned(),
+        }
+    }
+
+    fn apply(&self, cmd: &mut assert_cmd::Command) {
+        cmd.env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_TOKEN", TOKEN)
+            .env("GITHUB_API_URL", &self.api)
+            .env("GITHUB_REPOSITORY", REPO)
+            .env("GITHUB_EVENT_NAME", "pull_request")
+            .env("GITHUB_EVENT_PATH", &self.event)
+            .env("GITHUB_SHA", MERGE_SHA)
+            .env("GITHUB_STEP_SUMMARY", &self.summary)
+            .env("GITHUB_SERVER_URL", "https://github.com")
+            .env("GITHUB_RUN_ID", "4242");
+    }
+}
+
+fn clean(env: &TestEnv) -> assert_cmd::Command {
+    let mut cmd = env.cmd();
+    for var in [
+        "GITHUB_TOKEN",
+        "GITHUB_API_URL",
+        "GITHUB_REPOSITORY",
+        "GITHUB_EVENT_PATH",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_SERVER_URL",
+        "GITHUB_RUN_ID",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+fn publish(env: &TestEnv, actions: &Actions, extra: &[&str]) -> Output {
+    let mut cmd = clean(env);
+    actions.apply(&mut cmd);
+    cmd.arg("publish").args(extra);
+    cmd.output().expect("runs")
+}
+
+/// A stored baseline on main, then (optionally slower) a run of the pull request.
+fn baseline_then_pr(env: &TestEnv, pr_step_ms: &str) {
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = env.run("feature", &[("STEP_MS", pr_step_ms)]);
+    assert!(out.status.code().is_some(), "{}", stderr(&out));
+}
+
+#[test]
+fn the_first_publish_creates_the_comment_and_the_second_updates_it() {
+    let env = TestEnv::new();
+    baseline_then_pr(&env, "10.0");
+    let gh = Github::happy();
+    let actions = Actions::new(&env, &gh.uri(), false);
+
+    let first = publish(&env, &actions, &[]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    assert!(
+        stderr(&first).contains("comment created"),
+        "{}",
+        stderr(&first)
+    );
+    let second = publish(&env, &actions, &[]);
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("comment updated"),
+        "{}",
+        stderr(&second)
+    );
+
+    let requests = gh.requests();
+    let created = matching(&requests, "POST", "/issues/2/comments");
+    let updated = matching(&requests, "POST", "/issues/comments/77");
+    assert_eq!(created.len(), 1, "one comment created, never duplicated");
+    assert_eq!(
+        updated.len(),
+        1,
+        "the second publish updates the sticky comment"
+    );
+    for r in created.iter().chain(&updated) {
+        let body: Value = r.body_json().expect("json body");
+        let text = body["body"].as_str().expect("body");
+        assert!(text.starts_with(MARKER), "{text}");
+        assert!(
+            text.contains("utilgate: All 2 cases pass on h100-sxm"),
+            "{text}"
+        );
+    }
+    // The token is sent, and only as the Authorization header.
+    let auth = created[0]
+        .headers
+        .get("authorization")
+        .expect("auth header");
+    assert_eq!(auth.to_str().expect("ascii"), format!("Bearer {TOKEN}"));
+
+    // Statuses go to the pull request's head, not the merge commit GITHUB_SHA names.
+    let statuses = matching(&requests, "POST", "/statuses/");
+    assert_eq!(statuses.len(), 2, "one per publish");
+    for s in statuses {
+        assert_eq!(s.url.path(), format!("/repos/{REPO}/statuses/{HEAD_SHA}"));
+        let body: Value = s.body_json().expect("json");
+        assert_eq!(body["state"], "success");
+        assert_eq!(body["context"], "utilgate/decode (h100-sxm)");
+        assert_eq!(
+            body["target_url"],
+            "https://github.com/Codertocat/Hello-World/actions/runs/4242"
+        );
+        let description = body["description"].as_str().expect("description");
+        assert!(description.chars().count() <= 140, "{description}");
+        assert!(description.starts_with("All 2 cases pass"), "{description}");
+    }
+    let summary = std::fs::read_to_string(&actions.summary).expect("summary");
+    assert_eq!(
+        summary.matches("## ✅ utilgate: All 2 cases pass").count(),
+        2,
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_regression_fails_the_status_and_annotates_from_run() {
+    let env = TestEnv::new();
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let gh = Github::happy();
+    let actions = Actions::new(&env, &gh.uri(), false);
+    let mut cmd = clean(&env);
+    actions.apply(&mut cmd);
+    let out = cmd
+        .args([
+            "run",
+            "--github",
+            "--branch",
+            "feature",
+            "--git-sha",
+            "0123456789abcdef",
+        ])
+        .env("STEP_MS", "11.5")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("::error title=utilgate regressed on h100-sxm::decode/seed-8b/bf16/decode/b1/c4096: utilisation -"),
+        "{err}"
+    );
+    let requests = gh.requests();
+    let status = matching(&requests, "POST", "/statuses/");
+    assert_eq!(status.len(), 1);
+    let body: Value = status[0].body_json().expect("json");
+    assert_eq!(body["state"], "failure");
+    assert!(
+        body["description"]
+            .as_str()
+            .expect("text")
+            .starts_with("Gate failed on h100-sxm: 2 regressed of 2 cases"),
+        "{body}"
+    );
+    let created = matching(&requests, "POST", "/issues/2/comments");
+    let text: Value = created[0].body_json().expect("json");
+    let text = text["body"].as_str().expect("body");
+    assert!(text.contains("### ❌ utilgate: Gate failed"), "{text}");
+    assert!(text.contains("🔴 regressed"), "{text}");
+}
+
+#[test]
+fn a_403_explains_the_permissions_block_and_the_gate_still_decides_the_exit() {
+    let env = TestEnv::new();
+    baseline_then_pr(&env, "10.0");
+    let gh = Github::forbidden();
+    let actions = Actions::new(&env, &gh.uri(), false);
+    let out = publish(&env, &actions, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a failed upload of a passing run is an error"
+    );
+    let err = stderr(&out);
+    assert!(err.contains("403 Forbidden"), "{err}");
+    assert!(
+        err.contains("Resource not accessible by integration"),
+        "{err}"
+    );
+    assert!(
+        err.contains("permissions:\n  contents: read\n  pull-requests: write\n  statuses: write"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("Backtrace") && !err.contains("Found at"),
+        "{err}"
+    );
+
+    // The run stays stored and untouched.
+    let listed = env.json(&["runs", "list"]);
+    assert_eq!(listed["runs"].as_array().expect("runs").len(), 2);
+
+    // A failed gate keeps exit 1 even when the upload fails.
+    let out = env.run("feature", &[("STEP_MS", "11.5")]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let out = publish(&env, &actions, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("pull-requests: write"));
+}
+
+#[test]
+fn an_oversized_comment_is_truncated_under_the_limit() {
+    let env = TestEnv::new();
+    let config = TestEnv::config_with("");
+    env.write_config(&format!("[report]\ntemplates = \"tpl\"\n{config}"));
+    env.write(
+        "tpl/comment.md.j2",
+        "{{ summary }}\n<details><summary>log</summary>\n\n```\n{% for i in range(20000) %}line {{ i }} of a huge report\n{% endfor %}```\n</details>\n",
+    );
+    baseline_then_pr(&env, "10.0");
+    let gh = Github::happy();
+    let actions = Actions::new(&env, &gh.uri(), false);
+    let out = publish(&env, &actions, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = gh.requests();
+    let created = matching(&requests, "POST", "/issues/2/comments");
+    let body: Value = created[0].body_json().expect("json");
+    let text = body["body"].as_str().expect("body");
+    assert!(text.chars().count() <= 65_536, "{}", text.chars().count());
+    assert!(text.len() > 60_000, "cut near the limit, not far below it");
+    assert!(text.starts_with(MARKER));
+    assert!(text.contains("Truncated to stay under GitHub's 65536-character comment limit"));
+    assert_eq!(text.matches("```").count() % 2, 0);
+    assert!(text.contains("</details>"));
+}
+
+#[test]
+fn a_fork_pull_request_gets_files_and_a_warning_and_exits_as_the_gate_says() {
+    let env = TestEnv::new();
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let gh = Github::forbidden();
+    let actions = Actions::new(&env, &gh.uri(), true);
+    let mut cmd = clean(&env);
+    actions.apply(&mut cmd);
+    cmd.env_remove("GITHUB_TOKEN"); // forks may get no token at all
+    let out = cmd
+        .args([
+            "run",
+            "--github",
+            "--report-dir",
+            "out",
+            "--branch",
+            "feature",
+            "--git-sha",
+            "0123456789abcdef",
+        ])
+        .env("STEP_MS", "11.5")
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the gate failed: {}",
+        stderr(&out)
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("warning: this pull request comes from a fork"),
+        "{err}"
+    );
+    assert!(!err.contains("error:"), "{err}");
+    assert!(gh.requests().is_empty(), "nothing is sent for a fork");
+    for name in [
+        "report.md",
+        "summary.md",
+        "report.html",
+        "junit.xml",
+        "report.json",
+    ] {
+        let text = std::fs::read_to_string(env.path().join("out").join(name)).expect(name);
+        assert!(text.contains("regressed"), "{name}");
+    }
+    let summary = std::fs::read_to_string(&actions.summary).expect("summary");
+    assert!(summary.contains("## ❌ utilgate: Gate failed"), "{summary}");
+
+    // With a passing gate, the same fork run exits 0.
+    let mut cmd = clean(&env);
+    actions.apply(&mut cmd);
+    let out = cmd
+        .args([
+            "run",
+            "--github",
+            "--branch",
+            "feature",
+            "--git-sha",
+            "0123456789abcdef",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn github_without_a_token_fails_before_measuring() {
+    let env = TestEnv::new();
+    let mut cmd = clean(&env);
+    cmd.env("GITHUB_REPOSITORY", REPO);
+    let out = cmd.args(["run", "--github"]).output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("GITHUB_TOKEN is not set"), "{err}");
+    assert!(err.contains("hint: pass the job's token"), "{err}");
+    assert!(!env.db().exists(), "failed before any measuring");
+}
+
+/// Every file under `dir`, recursively.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_token_never_appears_in_any_output_report_or_the_store() {
+    let env = TestEnv::new();
+    let gh = Github::happy();
+    let actions = Actions::new(&env, &gh.uri(), false);
+    let mut outputs = Vec::new();
+    for (branch, step) in [("main", "10.0"), ("feature", "11.5")] {
+        let mut cmd = clean(&env);
+        actions.apply(&mut cmd);
+        cmd.args([
+            "run",
+            "--github",
+            "--report-dir",
+            "out",
+            "--branch",
+            branch,
+            "--git-sha",
+            "0123456789abcdef",
+        ])
+        .env("STEP_MS", step);
+        outputs.push(cmd.output().expect("runs"));
+    }
+    for format in ["markdown", "summary", "html", "junit", "json"] {
+        let mut cmd = clean(&env);
+        actions.apply(&mut cmd);
+        outputs.push(
+            cmd.args(["report", "--format", format])
+                .output()
+                .expect("runs"),
+        );
+    }
+    outputs.push(publish(&env, &actions, &["--report-dir", "out2"]));
+    // A failing publish prints its error path too.
+    let forbidden = Github::forbidden();
+    let failing = Actions::new(&env, &forbidden.uri(), false);
+    outputs.push(publish(&env, &failing, &[]));
+    assert!(stderr(outputs.last().expect("output")).contains("403"));
+
+    assert!(
+        gh.requests().iter().any(|r| r
+            .headers
+            .get("authorization")
+            .is_some_and(|h| h.as_bytes().ends_with(TOKEN.as_bytes()))),
+        "the token was used"
+    );
+    let needle = TOKEN.as_bytes();
+    let contains = |hay: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+    for out in &outputs {
+        assert!(!contains(&out.stdout), "token in stdout: {}", stdout(out));
+        assert!(!contains(&out.stderr), "token in stderr: {}", stderr(out));
+    }
+    let files = files_under(env.path());
+    assert!(files.iter().any(|f| f.ends_with("utilgate.db")));
+    assert!(files.iter().any(|f| f.ends_with("out/report.html")));
+    for file in files {
+        let bytes = std::fs::read(&file).expect("read");
+        assert!(!contains(&bytes), "token in {}", file.display());
+    }
+}
+
+#[test]
+fn the_workflow_run_half_posts_for_a_fork_with_a_copied_store() {
+    let env = TestEnv::new();
+    baseline_then_pr(&env, "10.0");
+    std::fs::copy(env.db(), env.path().join("gh-artifact.db")).expect("copy store");
+    let gh = Github::happy();
+    let actions = Actions::new(&env, &gh.uri(), true);
+    let workflow_run = json!({ "workflow_run": {
+        "event": "pull_request", "head_sha": HEAD_SHA, "pull_requests": [],
+        "head_repository": { "full_name": "mallory/Hello-World" },
+        "repository": { "full_name": REPO }
+    }});
+    let event = env.write("gh/workflow_run.json", &workflow_run.to_string());
+    let mut cmd = clean(&env);
+    actions.apply(&mut cmd);
+    let out = cmd
+        .env("GITHUB_EVENT_NAME", "workflow_run")
+        .env("GITHUB_EVENT_PATH", &event)
+        .current_dir(env.path().join("gh"))
+        .args([
+            "publish",
+            "--db",
+            "../gh-artifact.db",
+            "--pr",
+            "2",
+            "--sha",
+            HEAD_SHA,
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("fork"),
+        "a workflow_run token can write"
+    );
+    let requests = gh.requests();
+    assert_eq!(matching(&requests, "POST", "/issues/2/comments").len(), 1);
+    let status = matching(&requests, "POST", "/statuses/");
+    assert_eq!(status.len(), 1);
+    assert_eq!(
+        status[0].url.path(),
+        format!("/repos/{REPO}/statuses/{HEAD_SHA}")
+    );
+}
