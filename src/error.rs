@@ -8,6 +8,7 @@ use thiserror::Error;
 use crate::catalog::CatalogError;
 use crate::config::ConfigError;
 use crate::floor::FloorError;
+use crate::gpu::GpuError;
 use crate::measure::harness::HarnessError;
 use crate::store::StoreError;
 
@@ -25,6 +26,8 @@ pub enum Error {
     Store(#[from] StoreError),
     #[error(transparent)]
     Harness(#[from] HarnessError),
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
     #[error("failed to access {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -55,6 +58,7 @@ impl Error {
             Error::Harness(e) => e.hint(),
             Error::Catalog(e) => e.hint(),
             Error::Floor(e) => e.hint(),
+            Error::Gpu(e) => e.hint(),
             Error::NoDeviceSpec => Some(
                 "add [gpu] name = \"h100-sxm\" (a catalogue name) or declare mem_bandwidth_gb_s and dense_tflops in the config".into(),
             ),

@@ -12,6 +12,7 @@ pub mod compare;
 pub mod config;
 pub mod error;
 pub mod floor;
+pub mod gpu;
 pub mod measure;
 pub mod output;
 pub mod report;

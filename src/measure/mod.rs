@@ -4,6 +4,7 @@
 pub mod harness;
 pub mod host;
 pub mod protocol;
+pub mod reference;
 
 pub use harness::{HarnessError, RepeatOutput, RepeatSpec, run_repeat};
 pub use protocol::{HarnessReport, ProtocolError, ProtocolErrorKind, parse, sanitize};
