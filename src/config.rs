@@ -988,9 +988,15 @@ timeout_s = 600
         let cases: [(&str, Vec<&str>); 5] = [
             ("workload = \"reference\"", vec![]),
             ("workload = \"reference\"\ngraphs = true", vec![]),
-            (&format!("{command_line}\nworkload = \"reference\""), vec!["suite[0].workload"]),
+            (
+                &format!("{command_line}\nworkload = \"reference\""),
+                vec!["suite[0].workload"],
+            ),
             ("", vec!["suite[0].command"]),
-            (&format!("{command_line}\ngraphs = false"), vec!["suite[0].graphs"]),
+            (
+                &format!("{command_line}\ngraphs = false"),
+                vec!["suite[0].graphs"],
+            ),
         ];
         for (replacement, expected) in cases {
             let text = EXAMPLE.replace(command_line, replacement);

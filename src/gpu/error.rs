@@ -22,7 +22,9 @@ pub enum GpuError {
     },
     #[error("{}", NO_DRIVER)]
     NoDriver,
-    #[error("{library} could not be loaded; the CUDA driver is present but {wanted} is not on the library path")]
+    #[error(
+        "{library} could not be loaded; the CUDA driver is present but {wanted} is not on the library path"
+    )]
     MissingLibrary {
         library: &'static str,
         wanted: &'static str,

@@ -71,9 +71,7 @@ impl GpuMonitor {
 
     /// NVML's name of the GPU, e.g. "NVIDIA H100 80GB HBM3".
     pub fn name(&self) -> Result<String, GpuError> {
-        self.device()?
-            .name()
-            .map_err(nvml_err("read the GPU name"))
+        self.device()?.name().map_err(nvml_err("read the GPU name"))
     }
 
     /// Everything a run records about its GPU once.
@@ -84,7 +82,11 @@ impl GpuMonitor {
             index: self.index,
             uuid: d.uuid().ok(),
             driver_version: self.nvml.sys_driver_version().ok(),
-            cuda_driver_version: self.nvml.sys_cuda_driver_version().ok().map(cuda_version_text),
+            cuda_driver_version: self
+                .nvml
+                .sys_cuda_driver_version()
+                .ok()
+                .map(cuda_version_text),
             vbios_version: d.vbios_version().ok(),
             compute_capability: d
                 .cuda_compute_capability()
@@ -110,7 +112,12 @@ impl GpuMonitor {
     /// The clock-event reason bits: `nvmlDeviceGetCurrentClocksEventReasons` where the driver
     /// has it (it keeps every bit), else the deprecated throttle-reasons call.
     fn reasons(&self, d: &Device<'_>) -> u64 {
-        if let Ok(call) = self.nvml.lib().nvmlDeviceGetCurrentClocksEventReasons.as_ref() {
+        if let Ok(call) = self
+            .nvml
+            .lib()
+            .nvmlDeviceGetCurrentClocksEventReasons
+            .as_ref()
+        {
             let mut bits: std::os::raw::c_ulonglong = 0;
             #[expect(
                 unsafe_code,
@@ -152,11 +159,11 @@ impl GpuMonitor {
         let stop = AtomicBool::new(false);
         let start = Instant::now();
         std::thread::scope(|scope| {
-            let sampler = scope.spawn(|| {
-                let mut samples = Vec::new();
+            let reader = scope.spawn(|| {
+                let mut taken = Vec::new();
                 loop {
                     let t_ms = start.elapsed().as_secs_f64() * 1e3;
-                    samples.push(self.sample(&device, t_ms));
+                    taken.push(self.sample(&device, t_ms));
                     if stop.load(Ordering::Acquire) {
                         break;
                     }
@@ -166,11 +173,11 @@ impl GpuMonitor {
                         std::thread::sleep(Duration::from_millis(10).min(interval));
                     }
                 }
-                samples
+                taken
             });
             let out = work();
             stop.store(true, Ordering::Release);
-            let samples = sampler.join().unwrap_or_default();
+            let samples = reader.join().unwrap_or_default();
             (out, samples)
         })
     }

@@ -485,6 +485,10 @@ mod tests {
     }
 
     #[test]
+    #[expect(
+        clippy::float_cmp,
+        reason = "medians and shares of whole numbers are exact"
+    )]
     fn summary_leaves_idle_start_up_out_and_counts_reason_shares() {
         let samples = window(10, 40, 1980, SW_POWER_CAP | HW_THERMAL, 4);
         let s = summarise(&samples, Some(&h100(700.0)));
@@ -513,6 +517,7 @@ mod tests {
     }
 
     #[test]
+    #[expect(clippy::float_cmp, reason = "a share of 10 in 10 is exactly 1")]
     fn unknown_reason_bits_are_kept_as_unknown() {
         let samples = window(0, 10, 1980, 0x1000, 1);
         let s = summarise(&samples, None);
@@ -541,22 +546,101 @@ mod tests {
 
     #[test]
     fn guard_decisions_table() {
+        type Case<'a> = (
+            &'a str,
+            Vec<GpuSample>,
+            f64,
+            Option<&'a GpuStateSummary>,
+            bool,
+        );
         let base = summarise(&window(0, 50, 1980, 0, 0), Some(&h100(700.0)));
         let base_capping = summarise(&window(0, 50, 1980, SW_POWER_CAP, 1), Some(&h100(700.0)));
         // (case, samples now, limit now, baseline, guarded?)
-        let cases: Vec<(&str, Vec<GpuSample>, f64, Option<&GpuStateSummary>, bool)> = vec![
-            ("healthy, no baseline", window(0, 50, 1980, 0, 0), 700.0, None, false),
-            ("limit lowered, no baseline", window(0, 50, 1980, 0, 0), 600.0, None, true),
-            ("limit 0.5% low is noise", window(0, 50, 1980, 0, 0), 696.5, None, false),
-            ("thermal in 10%, no baseline", window(0, 50, 1980, HW_THERMAL, 10), 700.0, None, true),
-            ("thermal in 4% only", window(0, 50, 1980, HW_THERMAL, 25), 700.0, None, false),
-            ("power cap, no baseline", window(0, 50, 1980, SW_POWER_CAP, 1), 700.0, None, false),
-            ("power cap, baseline had none", window(0, 50, 1980, SW_POWER_CAP, 2), 700.0, Some(&base), true),
-            ("power cap, baseline capped too", window(0, 50, 1980, SW_POWER_CAP, 1), 700.0, Some(&base_capping), false),
-            ("clock 92% of baseline", window(0, 50, 1830, 0, 0), 700.0, Some(&base), false),
-            ("clock 85% of baseline", window(0, 50, 1690, 0, 0), 700.0, Some(&base), true),
-            ("clock low but 2 busy samples", window(10, 2, 1000, 0, 0), 700.0, Some(&base), false),
-            ("applications clocks always on", window(0, 50, 1980, 0x2, 1), 700.0, Some(&base), false),
+        let cases: Vec<Case<'_>> = vec![
+            (
+                "healthy, no baseline",
+                window(0, 50, 1980, 0, 0),
+                700.0,
+                None,
+                false,
+            ),
+            (
+                "limit lowered, no baseline",
+                window(0, 50, 1980, 0, 0),
+                600.0,
+                None,
+                true,
+            ),
+            (
+                "limit 0.5% low is noise",
+                window(0, 50, 1980, 0, 0),
+                696.5,
+                None,
+                false,
+            ),
+            (
+                "thermal in 10%, no baseline",
+                window(0, 50, 1980, HW_THERMAL, 10),
+                700.0,
+                None,
+                true,
+            ),
+            (
+                "thermal in 4% only",
+                window(0, 50, 1980, HW_THERMAL, 25),
+                700.0,
+                None,
+                false,
+            ),
+            (
+                "power cap, no baseline",
+                window(0, 50, 1980, SW_POWER_CAP, 1),
+                700.0,
+                None,
+                false,
+            ),
+            (
+                "power cap, baseline had none",
+                window(0, 50, 1980, SW_POWER_CAP, 2),
+                700.0,
+                Some(&base),
+                true,
+            ),
+            (
+                "power cap, baseline capped too",
+                window(0, 50, 1980, SW_POWER_CAP, 1),
+                700.0,
+                Some(&base_capping),
+                false,
+            ),
+            (
+                "clock 92% of baseline",
+                window(0, 50, 1830, 0, 0),
+                700.0,
+                Some(&base),
+                false,
+            ),
+            (
+                "clock 85% of baseline",
+                window(0, 50, 1690, 0, 0),
+                700.0,
+                Some(&base),
+                true,
+            ),
+            (
+                "clock low but 2 busy samples",
+                window(10, 2, 1000, 0, 0),
+                700.0,
+                Some(&base),
+                false,
+            ),
+            (
+                "applications clocks always on",
+                window(0, 50, 1980, 0x2, 1),
+                700.0,
+                Some(&base),
+                false,
+            ),
         ];
         for (name, samples, limit, baseline, guarded) in cases {
             let now = summarise(&samples, Some(&h100(limit)));
@@ -575,7 +659,11 @@ mod tests {
         assert_eq!(guard_json(None, Some(&then)), None);
         let foreign = serde_json::json!({"clocks": "fast"});
         assert_eq!(guard_json(Some(&foreign), Some(&then)), None);
-        assert_eq!(guard_json(Some(&now), Some(&foreign)), None, "no baseline clock to compare");
+        assert_eq!(
+            guard_json(Some(&now), Some(&foreign)),
+            None,
+            "no baseline clock to compare"
+        );
     }
 
     #[test]

@@ -208,11 +208,7 @@ impl ReferencePlan {
     /// query head; prefill: the two full-square batched GEMMs).
     #[must_use]
     pub fn flops(&self) -> f64 {
-        let gemms: f64 = self
-            .layer_gemms
-            .iter()
-            .map(GemmShape::flops)
-            .sum::<f64>()
+        let gemms: f64 = self.layer_gemms.iter().map(GemmShape::flops).sum::<f64>()
             * self.layers as f64
             + self.lm_head.flops();
         let per_key = 4.0 * (self.batch * self.q_width()) as f64;
@@ -246,7 +242,9 @@ impl ReferencePlan {
         let cache = self.kv_bytes(cache_tokens);
         let scores = match self.phase {
             Phase::Decode => 0.0,
-            Phase::Prefill => (self.batch * self.heads * self.context * self.context * ELEM_BYTES) as f64,
+            Phase::Prefill => {
+                (self.batch * self.heads * self.context * self.context * ELEM_BYTES) as f64
+            }
         };
         let table = if self.embedding_rows > 0 {
             (self.vocab * self.hidden * ELEM_BYTES) as f64
@@ -314,11 +312,12 @@ mod tests {
     }
 
     #[test]
+    #[expect(clippy::float_cmp, reason = "a byte count far below 2^53 is exact")]
     fn llama_3_8b_decode_shapes() {
         let model = model_by_name("llama-3.1-8b").expect("catalogue");
         let p = Precision::parse("bf16", None).expect("bf16");
-        let plan = ReferencePlan::new("llama-3.1-8b", &model, &p, Phase::Decode, 8, 4096)
-            .expect("plan");
+        let plan =
+            ReferencePlan::new("llama-3.1-8b", &model, &p, Phase::Decode, 8, 4096).expect("plan");
         let shapes: Vec<(&str, u64, u64, u64)> = plan
             .layer_gemms
             .iter()
@@ -333,10 +332,16 @@ mod tests {
                 ("down", 4096, 14336, 8)
             ]
         );
-        assert_eq!((plan.lm_head.n, plan.lm_head.k, plan.lm_head.rows), (128_256, 4096, 8));
+        assert_eq!(
+            (plan.lm_head.n, plan.lm_head.k, plan.lm_head.rows),
+            (128_256, 4096, 8)
+        );
         assert_eq!(plan.layer_tokens, vec![4096; 32]);
         // 8 sequences x 32 layers x 4096 tokens x K and V x 8 heads x 128 x 2 bytes.
-        assert_eq!(plan.kv_read_bytes(), (8_u64 * 32 * 4096 * 2 * 1024 * 2) as f64);
+        assert_eq!(
+            plan.kv_read_bytes(),
+            (8_u64 * 32 * 4096 * 2 * 1024 * 2) as f64
+        );
     }
 
     /// The reference moves the floor's bytes (within the tolerance the module documents), for
@@ -362,8 +367,8 @@ mod tests {
                     }
                     Err(e) => panic!("{name}: {e}"),
                 };
-                let floor = crate::floor::floor(&model, &gpu, &p, phase, batch, context)
-                    .expect("floor");
+                let floor =
+                    crate::floor::floor(&model, &gpu, &p, phase, batch, context).expect("floor");
                 let ours = plan.total_bytes();
                 let theirs = floor.total_bytes();
                 let off = (ours - theirs).abs() / theirs;
@@ -372,7 +377,10 @@ mod tests {
                     "{name} {phase:?} b{batch} c{context}: plan {ours:.4e} vs floor {theirs:.4e} ({:.3}%)",
                     off * 100.0
                 );
-                assert!(ours <= theirs, "the plan never moves more than the floor counts");
+                assert!(
+                    ours <= theirs,
+                    "the plan never moves more than the floor counts"
+                );
                 assert!(plan.flops() > 0.0);
                 assert!(plan.device_bytes() > ours - plan.kv_read_bytes());
             }

@@ -124,7 +124,10 @@ mod tests {
         let got: Vec<(&str, f64)> = latest.iter().map(|p| (p.kind.as_str(), p.value)).collect();
         assert_eq!(
             got,
-            [("copy_bytes_per_s", 3.0e12), ("gemm_bf16_flops_per_s", 7.1e14)]
+            [
+                ("copy_bytes_per_s", 3.0e12),
+                ("gemm_bf16_flops_per_s", 7.1e14)
+            ]
         );
         assert_eq!(
             latest[0].json.as_ref().and_then(|j| j["bytes"].as_u64()),
