@@ -6,4 +6,6 @@ mod example;
 mod failures;
 mod floor;
 mod gate;
+mod gpu;
+mod python;
 mod run;
