@@ -90,6 +90,9 @@ pub enum Command {
     /// Built-in harnesses that speak the harness protocol (used by the examples).
     #[command(subcommand, hide = true)]
     Harness(HarnessCommand),
+    /// Measure this GPU's achievable peaks (copy bandwidth, bf16 GEMM) and store them beside
+    /// the datasheet figures. Needs an NVIDIA GPU (exit 2 without one).
+    Probe(ProbeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -119,7 +122,7 @@ pub struct RunArgs {
     /// Write every report format (report.md, summary.md, report.html, junit.xml, report.json) here.
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
-    /// Publish to GitHub after the run, as `utilgate publish` does (needs GITHUB_TOKEN).
+    /// Publish to GitHub after the run, as `utilgate publish` does (needs `GITHUB_TOKEN`).
     #[arg(long)]
     pub github: bool,
 }
@@ -308,6 +311,8 @@ pub struct ConfigCheckArgs {
 pub enum HarnessCommand {
     /// A memory-bound decode step on the CPU: reads the floor's weight and KV bytes each step.
     CpuDecode(CpuDecodeArgs),
+    /// The reference step on the GPU (cuBLAS GEMMs, an NVRTC KV-cache kernel), CUDA-event timed.
+    Reference(ReferenceArgs),
 }
 
 #[derive(Debug, Args)]
@@ -366,6 +371,43 @@ pub struct PublishArgs {
     pub sha: Option<String>,
     #[command(flatten)]
     pub config: ConfigArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ReferenceArgs {
+    /// The config whose [models] describe the model (`UTILGATE_MODEL` names it).
+    #[arg(long, short = 'c')]
+    pub config: PathBuf,
+    /// Capture each step into a CUDA graph and replay it.
+    #[arg(long)]
+    pub graphs: bool,
+    /// KV-cache dtype of the suite (default: the precision's activation dtype).
+    #[arg(long)]
+    pub kv_dtype: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub format: FormatArgs,
+    /// The catalogue GPU whose datasheet figures to compare with (default: the NVML or CUDA
+    /// device name; the config's [gpu] name when set).
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// Bytes of each device-to-device copy, in MiB (default: 4096, or a quarter of free memory).
+    #[arg(long)]
+    pub copy_mib: Option<u64>,
+    /// Size of the square bf16 GEMM.
+    #[arg(long, default_value_t = 8192)]
+    pub gemm_n: u64,
+    /// Timed repetitions of each measurement.
+    #[arg(long, default_value_t = 20)]
+    pub iters: u32,
+    /// Print only; store nothing.
+    #[arg(long)]
+    pub no_store: bool,
 }
 
 #[cfg(test)]

@@ -253,6 +253,11 @@ pub struct SuiteConfig {
     pub name: String,
     /// The harness command, a minijinja template over the case.
     pub command: Option<String>,
+    /// A built-in workload instead of `command`: `"reference"` (a cuBLAS step shaped like the
+    /// model, see `measure::reference`).
+    pub workload: Option<Workload>,
+    /// For `workload = "reference"`: capture each step into a CUDA graph and replay it.
+    pub graphs: Option<bool>,
     /// Working directory of the harness, relative to the config file's directory.
     pub cwd: Option<String>,
     /// Extra environment variables for the harness.
@@ -278,6 +283,15 @@ pub struct SuiteConfig {
     /// Per-case thresholds: the first matching entry wins.
     #[serde(default, rename = "case")]
     pub cases: Vec<CaseOverride>,
+}
+
+/// A built-in workload a suite can time instead of a harness command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// The reference step: per layer the QKV, output and MLP GEMMs (cuBLAS) with real-size
+    /// random weights, an NVRTC KV-cache kernel, and the `lm_head`.
+    Reference,
 }
 
 fn default_warmup_steps() -> u64 {
@@ -604,13 +618,19 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
                 "give each suite its own name",
             );
         }
-        match &suite.command {
-            None => push(
+        match (&suite.command, suite.workload) {
+            (None, None) => push(
                 at("command"),
                 "is missing".into(),
-                "write command = \"python3 bench.py --model {{ model }} --batch {{ batch }}\"",
+                "write command = \"python3 bench.py --model {{ model }} --batch {{ batch }}\" or workload = \"reference\"",
             ),
-            Some(command) => {
+            (Some(_), Some(_)) => push(
+                at("workload"),
+                "is given together with command".into(),
+                "give exactly one: command = \"...\" (your harness) or workload = \"reference\" (built in)",
+            ),
+            (None, Some(_)) => {}
+            (Some(command), None) => {
                 if let Err(err) = crate::case::check_command_template(command) {
                     push(
                         at("command"),
@@ -619,6 +639,13 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
                     );
                 }
             }
+        }
+        if suite.graphs.is_some() && suite.workload.is_none() {
+            push(
+                at("graphs"),
+                "applies only to workload = \"reference\"".into(),
+                "remove graphs, or use workload = \"reference\" instead of command",
+            );
         }
         for (field, empty) in [
             ("models", suite.models.is_empty()),
@@ -1003,5 +1030,44 @@ timeout_s = 600
         let keys = suite.case_keys();
         assert!((suite.max_drop_pct_for(&keys[0], &config.gate) - 4.0).abs() < 1e-12);
         assert!((suite.max_drop_pct_for(&keys[1], &config.gate) - 6.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_suite_names_exactly_one_of_command_and_workload() {
+        let names = known(&["llama-3.1-8b"]);
+        let ctx = ValidationContext {
+            known_models: &names,
+        };
+        let command_line = "command = \"python3 bench/decode.py --model {{ model }} --batch {{ batch }} --context {{ context }}\"";
+        // (replacement for the command line, the keys of the problems expected)
+        let cases: [(&str, Vec<&str>); 5] = [
+            ("workload = \"reference\"", vec![]),
+            ("workload = \"reference\"\ngraphs = true", vec![]),
+            (
+                &format!("{command_line}\nworkload = \"reference\""),
+                vec!["suite[0].workload"],
+            ),
+            ("", vec!["suite[0].command"]),
+            (
+                &format!("{command_line}\ngraphs = false"),
+                vec!["suite[0].graphs"],
+            ),
+        ];
+        for (replacement, expected) in cases {
+            let text = EXAMPLE.replace(command_line, replacement);
+            let config = parse(&text, Path::new("u.toml")).expect("parses");
+            let problems = validate(&config, &ctx);
+            let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+            assert_eq!(keys, expected, "{replacement}");
+        }
+        let text = EXAMPLE.replace(command_line, "workload = \"reference\"");
+        let config = parse(&text, Path::new("u.toml")).expect("parses");
+        assert_eq!(config.suites[0].workload, Some(Workload::Reference));
+        let err = parse(
+            &EXAMPLE.replace(command_line, "workload = \"fast\""),
+            Path::new("u.toml"),
+        )
+        .expect_err("unknown workload");
+        assert!(err.to_string().contains("suite[0].workload"), "{err}");
     }
 }

@@ -9,6 +9,7 @@ use crate::catalog::CatalogError;
 use crate::config::ConfigError;
 use crate::floor::FloorError;
 use crate::github::GithubError;
+use crate::gpu::GpuError;
 use crate::measure::harness::HarnessError;
 use crate::report::RenderError;
 use crate::store::StoreError;
@@ -31,6 +32,8 @@ pub enum Error {
     Github(#[from] GithubError),
     #[error(transparent)]
     Render(#[from] RenderError),
+    #[error(transparent)]
+    Gpu(#[from] GpuError),
     #[error("failed to access {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -63,6 +66,7 @@ impl Error {
             Error::Floor(e) => e.hint(),
             Error::Github(e) => e.hint(),
             Error::Render(e) => e.hint(),
+            Error::Gpu(e) => e.hint(),
             Error::NoDeviceSpec => Some(
                 "add [gpu] name = \"h100-sxm\" (a catalogue name) or declare mem_bandwidth_gb_s and dense_tflops in the config".into(),
             ),

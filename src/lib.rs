@@ -13,6 +13,7 @@ pub mod config;
 pub mod error;
 pub mod floor;
 pub mod github;
+pub mod gpu;
 pub mod measure;
 pub mod output;
 pub mod report;

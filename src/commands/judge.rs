@@ -19,8 +19,11 @@ pub struct CaseInput {
     pub floor_ms: Option<f64>,
     pub error: Option<String>,
     pub env: BTreeMap<String, String>,
-    /// Why the GPU's state makes this case untrustworthy, if it does.
+    /// Why the GPU's state makes this case untrustworthy, if it does (decided by the caller).
     pub gpu_guard: Option<String>,
+    /// The case's GPU-state summary (`gpu::GpuStateSummary` as JSON), when NVML sampled it;
+    /// `judge` compares it with the baseline's through `gpu::guard_json`.
+    pub gpu_state: Option<serde_json::Value>,
 }
 
 pub use crate::report::{BaselineRef, Judgement};
@@ -103,7 +106,7 @@ pub fn judge(
                 &history_evidence,
                 &policy,
                 m,
-                case.gpu_guard.as_deref(),
+                gpu_guard(case, baseline.as_ref()).as_deref(),
             )
         };
         let env_changes = baseline
@@ -177,6 +180,16 @@ fn missing(
         });
     }
     Ok(out)
+}
+
+/// The caller's guard reason, else the GPU-state guard of this case against its baseline.
+fn gpu_guard(case: &CaseInput, baseline: Option<&StoredResult>) -> Option<String> {
+    case.gpu_guard.clone().or_else(|| {
+        crate::gpu::guard_json(
+            case.gpu_state.as_ref(),
+            baseline.and_then(|b| b.gpu_state_json.as_ref()),
+        )
+    })
 }
 
 fn baseline_ref(b: &StoredResult) -> BaselineRef {

@@ -5,9 +5,12 @@ pub mod baseline;
 pub mod config_cmd;
 pub mod floor;
 pub mod floor_cmd;
+pub mod gpu_run;
 pub mod harness;
 pub mod judge;
+pub mod probe;
 pub mod publish;
+pub mod reference;
 pub mod report;
 pub mod run;
 pub mod runs;
@@ -62,6 +65,10 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Harness(HarnessCommand::CpuDecode(args)) => {
             harness::cpu_decode(args).map(|()| Outcome::Passed)
         }
+        Command::Harness(HarnessCommand::Reference(args)) => {
+            reference::reference_harness(args).map(|()| Outcome::Passed)
+        }
+        Command::Probe(args) => probe::probe(args),
     }
 }
 

@@ -12,12 +12,14 @@ use std::time::Duration;
 use crate::case::{CaseKey, CommandVars, Verdict};
 use crate::catalog::{GpuSpec, Precision};
 use crate::cli::{Format, RunArgs};
+use crate::commands::gpu_run::{self, GpuWatch};
 use crate::commands::judge::{self, Against, CaseInput};
 use crate::commands::{Outcome, env_lookup, open_store};
 use crate::compare;
 use crate::config::{LoadedConfig, SuiteConfig};
 use crate::error::Error;
 use crate::floor::Floor;
+use crate::gpu::GpuSample;
 use crate::measure::harness::{self, HarnessError, RepeatSpec};
 use crate::output::{self, Progress};
 use crate::report;
@@ -86,7 +88,14 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
 
 /// The device spec: `[gpu]` from the config (a catalogue entry, declared figures, or the
 /// host's measured bandwidth for CPU examples).
-fn device_spec(loaded: &LoadedConfig, store_path: &Path) -> Result<GpuSpec, Error> {
+fn device_spec(
+    loaded: &LoadedConfig,
+    store_path: &Path,
+    watch: Option<&GpuWatch>,
+) -> Result<GpuSpec, Error> {
+    if let Some(spec) = gpu_run::spec_from_nvml(loaded.config.gpu.as_ref(), watch)? {
+        return Ok(spec);
+    }
     let Some(gpu) = &loaded.config.gpu else {
         return Err(Error::NoDeviceSpec);
     };
@@ -152,12 +161,15 @@ struct Measured {
     env: BTreeMap<String, String>,
     stderr_tail: Option<String>,
     error: Option<String>,
+    /// NVML readings taken while the repeats ran (empty without NVML).
+    gpu_samples: Vec<GpuSample>,
 }
 
 struct Runner<'a> {
     loaded: &'a LoadedConfig,
     exe: String,
     cancel: Arc<AtomicBool>,
+    watch: Option<&'a GpuWatch>,
 }
 
 impl Runner<'_> {
@@ -194,7 +206,7 @@ impl Runner<'_> {
                 config_dir: &config_dir.to_string_lossy(),
             };
             let command =
-                crate::case::render_command(suite.command.as_deref().unwrap_or_default(), &vars)
+                crate::case::render_command(&gpu_run::suite_command(suite, self.loaded), &vars)
                     .map_err(|e| {
                         Error::Usage(format!("suite {}: command template: {e}", suite.name))
                     })?;
@@ -213,7 +225,12 @@ impl Runner<'_> {
                 timeout: Duration::from_secs_f64(suite.timeout_s),
                 extra_env: &extra_env,
             };
-            match harness::run_repeat(&spec, &self.cancel) {
+            let (result, samples) = match self.watch {
+                Some(watch) => watch.sample(|| harness::run_repeat(&spec, &self.cancel)),
+                None => (harness::run_repeat(&spec, &self.cancel), Vec::new()),
+            };
+            into.gpu_samples.extend(samples);
+            match result {
                 Ok(out) => {
                     into.repeats_ms.push(out.report.steps_ms);
                     into.warmup_ms.push(out.report.warmup_ms);
@@ -267,8 +284,11 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         .collect();
     let publishing = crate::commands::publish::prepare_run(args, &loaded)?;
     let store_path = loaded.store_path(args.config.db.as_deref());
+    gpu_run::check_workloads(&suites)?;
     let mut store = open_store(&store_path, config.store.busy_timeout_s)?;
-    let gpu = device_spec(&loaded, &store_path)?;
+    let watch = GpuWatch::start(config, env_lookup()("CUDA_VISIBLE_DEVICES").as_deref());
+    let gpu = device_spec(&loaded, &store_path, watch.as_ref())?;
+    let gpu_state = |m: &Measured| watch.as_ref().and_then(|w| w.summary_json(&m.gpu_samples));
 
     let mut plans = Vec::new();
     for suite in &suites {
@@ -314,6 +334,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         loaded: &loaded,
         exe,
         cancel: Arc::clone(&cancel),
+        watch: watch.as_ref(),
     };
 
     let started_at = crate::commands::now();
@@ -344,6 +365,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
             error: measured.error.clone(),
             env: measured.env.clone(),
             gpu_guard: None,
+            gpu_state: gpu_state(&measured),
         });
         measured_all.push(measured);
     }
@@ -384,6 +406,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
             inputs[i].repeats_ms.clone_from(&measured_all[i].repeats_ms);
             inputs[i].error.clone_from(&measured_all[i].error);
             inputs[i].env.clone_from(&measured_all[i].env);
+            inputs[i].gpu_state = gpu_state(&measured_all[i]);
             confirmed.push(i);
         }
         if !confirmed.is_empty() {
@@ -436,7 +459,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
                 repeats_ms: measured.repeats_ms.clone(),
                 warmup_ms: measured.warmup_ms.clone(),
                 env: measured.env.clone(),
-                gpu_state_json: None,
+                gpu_state_json: gpu_state(measured),
                 stderr_tail: measured.stderr_tail.clone(),
                 promote: promote_run && compare::promotable(&judgement.decision),
             }
@@ -451,7 +474,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         trigger: Some(meta.trigger.clone()),
         pr_number: meta.pr_number,
         gpu_sku: gpu.name.clone(),
-        gpu_json: serde_json::to_value(&gpu).ok(),
+        gpu_json: gpu_run::gpu_json(&gpu, watch.as_ref()),
         host: Some(hostname()),
         utilgate_version: env!("CARGO_PKG_VERSION").to_owned(),
         config_json: serde_json::to_value(config).ok(),

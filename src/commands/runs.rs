@@ -200,6 +200,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
             error: r.error.clone(),
             env: r.env.clone(),
             gpu_guard: None,
+            gpu_state: r.gpu_state_json.clone(),
         })
         .collect();
     let suites: BTreeSet<String> = inputs.iter().map(|c| c.key.suite.clone()).collect();

@@ -5,6 +5,7 @@
 mod baselines;
 mod db;
 mod error;
+mod probes;
 mod results;
 mod runs;
 pub mod samples;
@@ -16,6 +17,7 @@ mod tests;
 
 pub use db::Store;
 pub use error::StoreError;
+pub use probes::{NewProbe, StoredProbe};
 pub use samples::SampleError;
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use types::{

@@ -110,8 +110,24 @@ CREATE VIEW current_baselines AS
       ON m.id = (SELECT max(id) FROM baseline_moves WHERE series_id = s.id);
 ";
 
+/// Achievable peaks measured by `utilgate probe`, per GPU SKU (see `probes.rs`). Append-only
+/// like the rest of the history; the latest row of each kind is the current figure.
+const V3_PROBES: &str = r"
+CREATE TABLE probes (
+    id             INTEGER PRIMARY KEY,
+    gpu_sku        TEXT NOT NULL,
+    measured_at_ns INTEGER NOT NULL,
+    kind           TEXT NOT NULL,
+    value          REAL NOT NULL,
+    json           TEXT
+) STRICT;
+CREATE INDEX probes_by_sku_kind ON probes (gpu_sku, kind, measured_at_ns, id);
+CREATE TRIGGER probes_append_only_update BEFORE UPDATE ON probes
+    BEGIN SELECT RAISE(ABORT, 'probes are append-only'); END;
+";
+
 /// The ordered migrations; the store's version is how many of them it has applied.
-pub(crate) const MIGRATIONS: &[&str] = &[V1_TABLES, V2_INDEXES];
+pub(crate) const MIGRATIONS: &[&str] = &[V1_TABLES, V2_INDEXES, V3_PROBES];
 
 /// The schema version this build writes and reads.
 #[expect(
@@ -181,7 +197,7 @@ mod tests {
         migrate(&mut conn, &path, LATEST).expect("a second run is a no-op");
         assert_eq!(
             table_names(&conn, "table"),
-            ["baseline_moves", "results", "runs", "series"]
+            ["baseline_moves", "probes", "results", "runs", "series"]
         );
         assert_eq!(table_names(&conn, "view"), ["current_baselines"]);
         assert!(table_names(&conn, "index").contains(&"results_by_series_time".to_owned()));

@@ -11,5 +11,7 @@ mod failures;
 mod floor;
 mod gate;
 mod github;
+mod gpu;
+mod python;
 mod report;
 mod run;

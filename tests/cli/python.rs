@@ -1,0 +1,125 @@
+//! The Python harness helper (`harness/python/utilgate_harness.py`) driven end to end through
+//! `utilgate run` on the CPU: a pure-Python step, wall-clock timing, no PyTorch.
+
+use std::path::Path;
+use std::time::Duration;
+
+use utilgate::store::{RunId, Store};
+
+use crate::env::{TestEnv, stderr};
+
+fn python3() -> bool {
+    std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+const STEP: &str = r#"
+import utilgate_harness as ug
+
+case = ug.Case.from_env()
+work = list(range(2000 * case.batch))
+
+def step(i):
+    # Real work that grows with the batch: a sum over a list, timed by the wall clock.
+    return sum(x * x for x in work)
+
+times = ug.run(step, case, extra_env={"example": "pure-python"})
+assert len(times) == case.steps
+"#;
+
+#[test]
+fn python_helper_speaks_the_protocol_through_utilgate_run() {
+    if !python3() {
+        eprintln!("note: python3 is not on PATH; skipping the Python helper test");
+        return;
+    }
+    let helper_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/python");
+    let env = TestEnv::new();
+    env.write("step.py", STEP);
+    env.write_config(&format!(
+        r#"
+[gate]
+baseline_branch = "main"
+
+[gpu]
+mem_bandwidth_gb_s = 1000
+dense_tflops = {{ bf16 = 100 }}
+
+[models.small]
+params = 1.0e6
+kv_bytes_per_token = 1024
+
+[[suite]]
+name = "py"
+command = "python3 step.py"
+env = {{ PYTHONPATH = "{}" }}
+models = ["small"]
+precisions = ["bf16"]
+phases = ["decode"]
+batches = [1, 4]
+contexts = [128]
+warmup_steps = 3
+steps = 15
+repeats = 2
+timeout_s = 60
+"#,
+        helper_dir.display()
+    ));
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+
+    let store = Store::open_existing_read_only(&env.db(), Duration::from_secs(5)).expect("store");
+    let run = store.run(RunId(1)).expect("read").expect("run 1");
+    assert_eq!(run.results.len(), 2);
+    for result in &run.results {
+        assert_eq!(result.error, None);
+        assert_eq!(result.repeats_ms.len(), 2, "two fresh processes");
+        assert!(result.repeats_ms.iter().all(|r| r.len() == 15));
+        assert!(
+            result.warmup_ms.iter().all(|r| r.len() == 3),
+            "warm-up stored apart"
+        );
+        assert!(result.repeats_ms.iter().flatten().all(|ms| *ms > 0.0));
+        assert_eq!(
+            result.env.get("timer").map(String::as_str),
+            Some("wall-clock")
+        );
+        assert_eq!(
+            result.env.get("example").map(String::as_str),
+            Some("pure-python")
+        );
+        assert!(result.env.contains_key("python"), "{:?}", result.env);
+        assert!(
+            !result.env.contains_key("torch"),
+            "the CPU path never imports torch"
+        );
+    }
+    // More work per step at batch 4 than at batch 1: the times are real.
+    let median = |i: usize| run.results[i].median_ms.expect("median");
+    assert!(median(1) > median(0), "{} vs {}", median(1), median(0));
+}
+
+#[test]
+fn python_helper_refuses_to_run_outside_utilgate() {
+    if !python3() {
+        return;
+    }
+    let helper_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/python");
+    let env = TestEnv::new();
+    env.write("step.py", STEP);
+    let out = std::process::Command::new("python3")
+        .arg("step.py")
+        .current_dir(env.path())
+        .env("PYTHONPATH", &helper_dir)
+        .env_remove("UTILGATE_PROTOCOL")
+        .output()
+        .expect("python3");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("start this harness through `utilgate run`"),
+        "{err}"
+    );
+}
