@@ -163,7 +163,7 @@ impl GithubError {
     pub fn hint(&self) -> Option<String> {
         match self {
             GithubError::Forbidden { .. } => Some(format!(
-                "give the workflow's GITHUB_TOKEN write access to comments and statuses; add to the job:\n{PERMISSIONS_BLOCK}\n(a pull request from a fork never gets a write token: use the two-workflow pattern in docs/github.md)"
+                "give the workflow's GITHUB_TOKEN write access to comments and statuses; add to the job:\n{PERMISSIONS_BLOCK}\n(a pull request from a fork never gets a write token: use the two-workflow pattern in the README, under Pull requests from forks)"
             )),
             GithubError::NotFound { .. } => Some(
                 "check GITHUB_REPOSITORY and the pull-request number; a token without access to the repository also gets 404".to_owned(),

@@ -192,13 +192,25 @@ fn gpu_guard(case: &CaseInput, baseline: Option<&StoredResult>) -> Option<String
     })
 }
 
-fn baseline_ref(b: &StoredResult) -> BaselineRef {
+/// The reference figures of a baseline result, for reports.
+#[must_use]
+pub fn baseline_ref(b: &StoredResult) -> BaselineRef {
     BaselineRef {
         run_id: b.run_id.0,
         git_sha: b.git_sha.clone(),
         median_ms: b.median_ms,
         utilisation: b.utilisation,
     }
+}
+
+/// The baseline a case had just before `t` (what a run that started at `t` was judged against).
+pub fn baseline_before(
+    store: &Store,
+    key: &CaseKey,
+    gpu_sku: &str,
+    t: jiff::Timestamp,
+) -> Result<Option<StoredResult>, Error> {
+    Ok(lineage(store, key, gpu_sku, Some(t), 0)?.0)
 }
 
 /// A case's baseline (as of `as_of`, or now) and the earlier baselines of its lineage: the

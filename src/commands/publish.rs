@@ -185,7 +185,7 @@ pub fn stored_report(
     run: &StoredRun,
     config: Option<&Config>,
 ) -> Result<RunReport, Error> {
-    let judgements = runs::stored_judgements(run, config);
+    let judgements = runs::stored_judgements(store, run, config)?;
     let promoted = store
         .baselines(Some(&run.summary.gpu_sku))?
         .iter()
@@ -306,7 +306,7 @@ pub fn publish_report(
         output::warn(
             "this pull request comes from a fork, so its workflow has a read-only GITHUB_TOKEN: no comment or status was posted. \
              The report is in the step summary and the report files; to comment on fork pull requests, post from a workflow_run \
-             workflow (docs/github.md, \"Pull requests from forks\")",
+             workflow (README, \"Pull requests from forks\")",
         );
         return Ok(());
     }

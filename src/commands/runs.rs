@@ -126,7 +126,11 @@ pub(crate) fn load_run(store: &Store, id: Option<i64>) -> Result<StoredRun, Erro
 }
 
 /// The judgements a run stored when it ran.
-pub(crate) fn stored_judgements(run: &StoredRun, config: Option<&Config>) -> Vec<Judgement> {
+pub(crate) fn stored_judgements(
+    store: &Store,
+    run: &StoredRun,
+    config: Option<&Config>,
+) -> Result<Vec<Judgement>, Error> {
     run.results
         .iter()
         .map(|r| {
@@ -137,13 +141,23 @@ pub(crate) fn stored_judgements(run: &StoredRun, config: Option<&Config>) -> Vec
                 .unwrap_or_else(|| {
                     compare::error_decision(r.error.as_deref().unwrap_or("no stored decision"))
                 });
-            Judgement {
+            // The baseline the run was judged against: the one in place before it started.
+            let baseline = judge::baseline_before(
+                store,
+                &r.key,
+                &run.summary.gpu_sku,
+                run.summary.started_at,
+            )?;
+            Ok(Judgement {
                 key: r.key.clone(),
                 decision,
-                baseline: None,
-                env_changes: Vec::new(),
+                env_changes: baseline
+                    .as_ref()
+                    .map(|b| compare::env_diff(&b.env, &r.env))
+                    .unwrap_or_default(),
+                baseline: baseline.as_ref().map(judge::baseline_ref),
                 threshold_pct: judge::policy_for(config, &r.key).max_drop_pct,
-            }
+            })
         })
         .collect()
 }
@@ -165,7 +179,7 @@ pub(crate) fn fail_on(config: Option<&Config>) -> Vec<crate::case::Verdict> {
 pub fn show(args: &RunsShowArgs) -> Result<Outcome, Error> {
     let (store, config) = store_from(&args.config)?;
     let run = load_run(&store, args.run)?;
-    let judgements = stored_judgements(&run, config.as_ref());
+    let judgements = stored_judgements(&store, &run, config.as_ref())?;
     let promoted = store
         .baselines(Some(&run.summary.gpu_sku))?
         .iter()

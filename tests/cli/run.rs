@@ -128,3 +128,25 @@ fn suite_filter_runs_only_that_suite_and_rejects_unknown_names() {
     assert!(stderr(&out).contains("decode"));
     assert!(!env.db().exists(), "a refused run creates no store");
 }
+
+#[test]
+fn the_harness_never_sees_the_github_token() {
+    let env = TestEnv::new();
+    env.write(
+        "harness.sh",
+        r#"printf '{"env": {"token": "%s"}}\n{"steps_ms": [12.0, 12.1, 12.2]}\n' "${GITHUB_TOKEN:-absent}" >> "$UTILGATE_OUT""#,
+    );
+    let out = env.run(
+        "feature",
+        &[("GITHUB_TOKEN", "ghp_never_leak_this_0123456789")],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let show = env.json(&["runs", "show"]);
+    let cases = show["cases"].as_array().expect("cases");
+    assert!(!cases.is_empty());
+    let stored = std::fs::read(env.db()).expect("db");
+    let needle = b"ghp_never_leak_this";
+    assert!(!stored.windows(needle.len()).any(|w| w == needle));
+    // What the harness reported for the variable is stored: it saw none.
+    assert!(stored.windows(6).any(|w| w == b"absent"));
+}
