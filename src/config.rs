@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::case::{Phase, Verdict};
-use crate::catalog::{CatalogError, ModelSpec, Precision};
+use crate::catalog::{CatalogError, GpuSpec, ModelSpec, Precision};
 
 /// Where the store lives unless `[store] path`, `--db` or `UTILGATE_DB` says otherwise.
 pub const DEFAULT_STORE_PATH: &str = ".utilgate/utilgate.db";
@@ -229,6 +229,27 @@ pub struct GpuConfig {
     /// Measure this host's memory read bandwidth once and cache it (CPU examples only).
     #[serde(default)]
     pub measure_host_bandwidth: bool,
+}
+
+impl GpuConfig {
+    /// The device spec `[gpu]` declares: a catalogue entry with any overrides, or declared
+    /// figures. `None` when it declares neither (e.g. only `measure_host_bandwidth`). Pure.
+    pub fn declared_spec(&self) -> Result<Option<GpuSpec>, CatalogError> {
+        if let Some(name) = &self.name
+            && !self.measure_host_bandwidth
+        {
+            let spec = crate::catalog::gpu::resolve_gpu(name)?;
+            return spec
+                .with_overrides(self.mem_bandwidth_gb_s, &self.dense_tflops, self.memory_gb)
+                .map(Some);
+        }
+        match self.mem_bandwidth_gb_s {
+            Some(bw) if !self.measure_host_bandwidth => {
+                GpuSpec::declared("declared-gpu", bw, &self.dense_tflops, self.memory_gb).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
 }
 
 /// A model: a Hugging Face `config.json`, its keys inline, or the bare form.
@@ -922,6 +943,37 @@ timeout_s = 600
         let err = parse(&text, Path::new("u.toml")).expect_err("must fail");
         assert!(err.to_string().contains("models.llama-3.1-8b"), "{err}");
         assert!(err.to_string().contains("layers"), "{err}");
+    }
+
+    #[test]
+    fn gpu_table_declares_a_catalogue_entry_overrides_or_its_own_figures() {
+        let named = GpuConfig {
+            name: Some("h100-sxm".into()),
+            mem_bandwidth_gb_s: Some(3000.0),
+            ..GpuConfig::default()
+        };
+        let spec = named.declared_spec().expect("valid").expect("a spec");
+        assert_eq!(spec.name, "h100-sxm");
+        assert!((spec.mem_bandwidth_bytes_per_s - 3.0e12).abs() < 1.0);
+        let own = GpuConfig {
+            mem_bandwidth_gb_s: Some(1000.0),
+            dense_tflops: [("bf16".to_owned(), 100.0)].into(),
+            ..GpuConfig::default()
+        };
+        assert_eq!(
+            own.declared_spec().expect("valid").expect("a spec").name,
+            "declared-gpu"
+        );
+        let host = GpuConfig {
+            measure_host_bandwidth: true,
+            ..GpuConfig::default()
+        };
+        assert!(host.declared_spec().expect("valid").is_none());
+        let unknown = GpuConfig {
+            name: Some("h900".into()),
+            ..GpuConfig::default()
+        };
+        assert!(unknown.declared_spec().is_err());
     }
 
     #[test]

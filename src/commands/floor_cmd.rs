@@ -42,18 +42,7 @@ fn resolve_gpu(name: Option<&str>, loaded: Option<&LoadedConfig>) -> Result<GpuS
     let gpu = loaded
         .and_then(|l| l.config.gpu.as_ref())
         .ok_or(Error::NoDeviceSpec)?;
-    match &gpu.name {
-        Some(name) => {
-            let spec = crate::catalog::gpu::resolve_gpu(name)?;
-            Ok(spec.with_overrides(gpu.mem_bandwidth_gb_s, &gpu.dense_tflops, gpu.memory_gb)?)
-        }
-        None => Ok(GpuSpec::declared(
-            "declared-gpu",
-            gpu.mem_bandwidth_gb_s.ok_or(Error::NoDeviceSpec)?,
-            &gpu.dense_tflops,
-            gpu.memory_gb,
-        )?),
-    }
+    gpu.declared_spec()?.ok_or(Error::NoDeviceSpec)
 }
 
 pub fn floor(args: &FloorArgs) -> Result<Outcome, Error> {

@@ -121,21 +121,7 @@ fn device_spec(
             gpu.memory_gb,
         )?);
     }
-    if let Some(name) = &gpu.name {
-        let spec = crate::catalog::gpu::resolve_gpu(name)?;
-        return Ok(spec.with_overrides(
-            gpu.mem_bandwidth_gb_s,
-            &gpu.dense_tflops,
-            gpu.memory_gb,
-        )?);
-    }
-    let bw = gpu.mem_bandwidth_gb_s.ok_or(Error::NoDeviceSpec)?;
-    Ok(GpuSpec::declared(
-        "declared-gpu",
-        bw,
-        &gpu.dense_tflops,
-        gpu.memory_gb,
-    )?)
+    gpu.declared_spec()?.ok_or(Error::NoDeviceSpec)
 }
 
 fn hostname() -> String {
