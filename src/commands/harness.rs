@@ -13,59 +13,29 @@ use std::time::Instant;
 use crate::case::Phase;
 use crate::catalog::{ComputeDtype, GpuSpec, Precision};
 use crate::cli::CpuDecodeArgs;
+use crate::commands::protocol_env::ProtocolInputs;
 use crate::error::Error;
-use crate::measure::harness as protocol_env;
 use crate::measure::host::{filled_buffer, stream_read};
 
-fn env_var(name: &str) -> Result<String, Error> {
-    #[expect(clippy::disallowed_methods, reason = "a harness reads the protocol's environment")]
-    std::env::var(name).map_err(|_| {
-        Error::Usage(format!(
-            "{name} is not set: `utilgate harness cpu-decode` is started by `utilgate run` as a suite's command"
-        ))
-    })
-}
-
-fn env_u64(name: &str) -> Result<u64, Error> {
-    let text = env_var(name)?;
-    text.parse()
-        .map_err(|_| Error::Usage(format!("{name}={text:?} is not a whole number")))
-}
-
-#[expect(
-    clippy::too_many_lines,
-    reason = "reads the protocol's inputs, sizes the buffers, runs the steps: one sequence"
-)]
 pub fn cpu_decode(args: &CpuDecodeArgs) -> Result<(), Error> {
     let loaded = crate::config::load(&args.config)?;
-    let model_name = env_var(protocol_env::UTILGATE_MODEL)?;
-    let precision_text = env_var(protocol_env::UTILGATE_PRECISION)?;
-    let phase: Phase = env_var(protocol_env::UTILGATE_PHASE)?
-        .parse()
-        .map_err(Error::Usage)?;
-    if phase != Phase::Decode {
+    let inputs = ProtocolInputs::from_env("cpu-decode")?;
+    if inputs.phase != Phase::Decode {
         return Err(Error::Usage(
             "the cpu-decode example harness times decode steps only; remove \"prefill\" from the suite's phases".into(),
         ));
     }
-    let batch = env_u64(protocol_env::UTILGATE_BATCH)?;
-    let context = env_u64(protocol_env::UTILGATE_CONTEXT)?;
-    let warmup = env_u64(protocol_env::UTILGATE_WARMUP_STEPS)?;
-    let steps = env_u64(protocol_env::UTILGATE_STEPS)?;
-    let out_path = env_var(protocol_env::UTILGATE_OUT)?;
-    let model = loaded.models.get(&model_name).ok_or_else(|| {
-        Error::Usage(format!(
-            "model {model_name:?} is not in {}",
-            loaded.path.display()
-        ))
-    })?;
+    let model = inputs.model_spec(&loaded)?;
+    let (model_name, phase, batch, context) =
+        (&inputs.model, inputs.phase, inputs.batch, inputs.context);
+    let (warmup, steps, out_path) = (inputs.warmup, inputs.steps, inputs.out.clone());
     let kv_dtype = loaded
         .config
         .suites
         .iter()
-        .find(|s| s.models.contains(&model_name))
+        .find(|s| s.models.contains(model_name))
         .and_then(|s| s.kv_dtype.clone());
-    let precision = Precision::parse(&precision_text, kv_dtype.as_deref())?;
+    let precision = Precision::parse(&inputs.precision, kv_dtype.as_deref())?;
     // The bytes a step moves do not depend on the device; any spec will do for the breakdown.
     let every_peak = ComputeDtype::ALL
         .iter()

@@ -64,67 +64,78 @@ pub fn judge(
     config: Option<&Config>,
     against: &Against<'_>,
 ) -> Result<Vec<Judgement>, Error> {
-    let history_runs = config.map_or(GateConfig::default().history_runs, |c| c.gate.history_runs);
-    let m = cases.len().max(1);
-    let mut out = Vec::with_capacity(cases.len());
-    for case in cases {
-        let policy = policy_for(config, &case.key);
-        let (baseline, history) = match against {
-            Against::Pinned => lineage(store, &case.key, gpu_sku, None, history_runs)?,
-            Against::PinnedAsOf(t) => lineage(store, &case.key, gpu_sku, Some(*t), history_runs)?,
-            Against::Run(run) => (
-                run.results.iter().find(|r| r.key == case.key).cloned(),
-                Vec::new(),
-            ),
-        };
-        let decision = if let Some(message) = &case.error {
-            compare::error_decision(message)
-        } else {
-            let floor_ms = case.floor_ms.unwrap_or(f64::NAN);
-            let current = Evidence {
-                repeats_ms: &case.repeats_ms,
-                floor_ms,
-            };
-            let history_evidence: Vec<Evidence<'_>> = history
-                .iter()
-                .filter_map(|r| {
-                    r.floor_ms.map(|floor_ms| Evidence {
-                        repeats_ms: &r.repeats_ms,
-                        floor_ms,
-                    })
-                })
-                .collect();
-            let base_evidence = baseline.as_ref().and_then(|b| {
-                b.floor_ms.map(|floor_ms| Evidence {
-                    repeats_ms: &b.repeats_ms,
-                    floor_ms,
-                })
-            });
-            compare::decide(
-                base_evidence.as_ref(),
-                &current,
-                &history_evidence,
-                &policy,
-                m,
-                gpu_guard(case, baseline.as_ref()).as_deref(),
-            )
-        };
-        let env_changes = baseline
-            .as_ref()
-            .map(|b| compare::env_diff(&b.env, &case.env))
-            .unwrap_or_default();
-        let decision = compare::with_env_causes(decision, &env_changes);
-        out.push(Judgement {
-            key: case.key.clone(),
-            decision,
-            baseline: baseline.as_ref().map(baseline_ref),
-            env_changes,
-            threshold_pct: policy.max_drop_pct,
-        });
-    }
-
+    let mut out = cases
+        .iter()
+        .map(|case| judge_case(store, gpu_sku, case, cases.len(), config, against))
+        .collect::<Result<Vec<_>, _>>()?;
     out.extend(missing(store, gpu_sku, cases, suites, config, against)?);
     Ok(out)
+}
+
+/// Judge one case of a grid of `cases_in_grid` (the grid's size sets the per-case test level).
+pub fn judge_case(
+    store: &Store,
+    gpu_sku: &str,
+    case: &CaseInput,
+    cases_in_grid: usize,
+    config: Option<&Config>,
+    against: &Against<'_>,
+) -> Result<Judgement, Error> {
+    let history_runs = config.map_or(GateConfig::default().history_runs, |c| c.gate.history_runs);
+    let m = cases_in_grid.max(1);
+    let policy = policy_for(config, &case.key);
+    let (baseline, history) = match against {
+        Against::Pinned => lineage(store, &case.key, gpu_sku, None, history_runs)?,
+        Against::PinnedAsOf(t) => lineage(store, &case.key, gpu_sku, Some(*t), history_runs)?,
+        Against::Run(run) => (
+            run.results.iter().find(|r| r.key == case.key).cloned(),
+            Vec::new(),
+        ),
+    };
+    let decision = if let Some(message) = &case.error {
+        compare::error_decision(message)
+    } else {
+        let floor_ms = case.floor_ms.unwrap_or(f64::NAN);
+        let current = Evidence {
+            repeats_ms: &case.repeats_ms,
+            floor_ms,
+        };
+        let history_evidence: Vec<Evidence<'_>> = history
+            .iter()
+            .filter_map(|r| {
+                r.floor_ms.map(|floor_ms| Evidence {
+                    repeats_ms: &r.repeats_ms,
+                    floor_ms,
+                })
+            })
+            .collect();
+        let base_evidence = baseline.as_ref().and_then(|b| {
+            b.floor_ms.map(|floor_ms| Evidence {
+                repeats_ms: &b.repeats_ms,
+                floor_ms,
+            })
+        });
+        compare::decide(
+            base_evidence.as_ref(),
+            &current,
+            &history_evidence,
+            &policy,
+            m,
+            gpu_guard(case, baseline.as_ref()).as_deref(),
+        )
+    };
+    let env_changes = baseline
+        .as_ref()
+        .map(|b| compare::env_diff(&b.env, &case.env))
+        .unwrap_or_default();
+    let decision = compare::with_env_causes(decision, &env_changes);
+    Ok(Judgement {
+        key: case.key.clone(),
+        decision,
+        baseline: baseline.as_ref().map(baseline_ref),
+        env_changes,
+        threshold_pct: policy.max_drop_pct,
+    })
 }
 
 /// Judgements for the cases with a baseline that this run did not measure.

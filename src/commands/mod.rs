@@ -9,6 +9,7 @@ pub mod gpu_run;
 pub mod harness;
 pub mod judge;
 pub mod probe;
+pub mod protocol_env;
 pub mod publish;
 pub mod reference;
 pub mod report;

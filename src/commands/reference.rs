@@ -6,28 +6,12 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use crate::case::Phase;
 use crate::catalog::Precision;
 use crate::cli::ReferenceArgs;
+use crate::commands::protocol_env::ProtocolInputs;
 use crate::error::Error;
 use crate::measure::cuda::CudaDevice;
-use crate::measure::harness as protocol_env;
 use crate::measure::reference::ReferencePlan;
-
-fn env_var(name: &str) -> Result<String, Error> {
-    #[expect(clippy::disallowed_methods, reason = "a harness reads the protocol's environment")]
-    std::env::var(name).map_err(|_| {
-        Error::Usage(format!(
-            "{name} is not set: `utilgate harness reference` is started by `utilgate run` for a suite with workload = \"reference\""
-        ))
-    })
-}
-
-fn env_u64(name: &str) -> Result<u64, Error> {
-    let text = env_var(name)?;
-    text.parse()
-        .map_err(|_| Error::Usage(format!("{name}={text:?} is not a whole number")))
-}
 
 /// The command `run` renders for a `workload = "reference"` suite: this binary as the harness.
 #[must_use]
@@ -41,26 +25,13 @@ pub fn reference_command(config_path: &str, graphs: bool) -> String {
 
 pub fn reference_harness(args: &ReferenceArgs) -> Result<(), Error> {
     let loaded = crate::config::load(&args.config)?;
-    let model_name = env_var(protocol_env::UTILGATE_MODEL)?;
-    let precision = Precision::parse(
-        &env_var(protocol_env::UTILGATE_PRECISION)?,
-        args.kv_dtype.as_deref(),
-    )?;
-    let phase: Phase = env_var(protocol_env::UTILGATE_PHASE)?
-        .parse()
-        .map_err(Error::Usage)?;
-    let batch = env_u64(protocol_env::UTILGATE_BATCH)?;
-    let context = env_u64(protocol_env::UTILGATE_CONTEXT)?;
-    let warmup = env_u64(protocol_env::UTILGATE_WARMUP_STEPS)?;
-    let steps = env_u64(protocol_env::UTILGATE_STEPS)?;
-    let out_path = env_var(protocol_env::UTILGATE_OUT)?;
-    let model = loaded.models.get(&model_name).ok_or_else(|| {
-        Error::Usage(format!(
-            "model {model_name:?} is not in {}",
-            loaded.path.display()
-        ))
-    })?;
-    let plan = ReferencePlan::new(&model_name, model, &precision, phase, batch, context)?;
+    let inputs = ProtocolInputs::from_env("reference")?;
+    let precision = Precision::parse(&inputs.precision, args.kv_dtype.as_deref())?;
+    let model = inputs.model_spec(&loaded)?;
+    let (model_name, phase, batch, context) =
+        (&inputs.model, inputs.phase, inputs.batch, inputs.context);
+    let (warmup, steps, out_path) = (inputs.warmup, inputs.steps, inputs.out.clone());
+    let plan = ReferencePlan::new(model_name, model, &precision, phase, batch, context)?;
     let device = CudaDevice::open(0)?;
     let mut env = device.versions()?.env();
     env.insert("harness".into(), "reference".into());

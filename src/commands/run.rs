@@ -369,7 +369,6 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
 
     // Re-measure suspected regressions in fresh processes before failing them.
     if config.gate.confirm_repeats > 0 {
-        let mut confirmed = Vec::new();
         for (i, plan) in plans.iter().enumerate() {
             if !compare::should_confirm(&judgements[i].decision) {
                 continue;
@@ -393,23 +392,19 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
             inputs[i].error.clone_from(&measured_all[i].error);
             inputs[i].env.clone_from(&measured_all[i].env);
             inputs[i].gpu_state = gpu_state(&measured_all[i]);
-            confirmed.push(i);
-        }
-        if !confirmed.is_empty() {
-            judgements = judge::judge(
+            // Only this case changes; the grid's size still sets its test level.
+            judgements[i] = judge::judge_case(
                 &store,
                 &gpu.name,
-                &inputs,
-                &suite_names,
+                &inputs[i],
+                inputs.len(),
                 Some(config),
                 &Against::Pinned,
             )?;
-            for i in confirmed {
-                judgements[i].decision.reasons.push(format!(
-                    "Re-measured in {} fresh processes before deciding (confirm_repeats).",
-                    config.gate.confirm_repeats
-                ));
-            }
+            judgements[i].decision.reasons.push(format!(
+                "Re-measured in {} fresh processes before deciding (confirm_repeats).",
+                config.gate.confirm_repeats
+            ));
         }
     }
 
