@@ -150,19 +150,92 @@ pub struct CommandVars<'a> {
     pub config_dir: &'a str,
 }
 
+/// The names a command template may use: the fields of [`CommandVars`].
+pub const COMMAND_VARIABLES: [&str; 12] = [
+    "model",
+    "precision",
+    "kv_dtype",
+    "phase",
+    "batch",
+    "context",
+    "suite",
+    "steps",
+    "warmup_steps",
+    "repeat",
+    "utilgate",
+    "config_dir",
+];
+
+/// Why a command template cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    #[error("{0}")]
+    Syntax(#[source] minijinja::Error),
+    #[error("unknown variable `{name}`{}", .suggestion.as_ref().map_or_else(String::new, |s| format!(" (did you mean `{s}`?)")))]
+    UnknownVariable {
+        name: String,
+        suggestion: Option<&'static str>,
+    },
+    #[error("`{expr}` is inside the command's own {quote} quotes, but every value is shell-quoted already")]
+    InsideQuotes { expr: String, quote: &'static str },
+}
+
+impl TemplateError {
+    /// The fix.
+    #[must_use]
+    pub fn hint(&self) -> String {
+        match self {
+            TemplateError::Syntax(_) | TemplateError::UnknownVariable { .. } => format!(
+                "use {}",
+                COMMAND_VARIABLES.map(|v| format!("{{{{ {v} }}}}")).join(", ")
+            ),
+            TemplateError::InsideQuotes { expr, .. } => format!(
+                "remove the quotes around `{expr}` (values arrive as one shell word each), or write `{{{{ ... | raw }}}}` to insert a value unquoted"
+            ),
+        }
+    }
+}
+
 fn template_env() -> minijinja::Environment<'static> {
     let mut env = minijinja::Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    // Every value becomes one shell word: a model named `x; rm -rf ~` is an argument, never a
+    // command. `raw` (or minijinja's `safe`) marks a value to insert as it is.
+    env.set_formatter(|out, _state, value| {
+        let text = value.to_string();
+        if value.is_safe() {
+            out.write_str(&text)
+        } else {
+            let quoted = shlex::try_quote(&text).map_err(|_| {
+                minijinja::Error::new(
+                    minijinja::ErrorKind::BadSerialization,
+                    "a value holds a NUL byte, which no shell argument can carry",
+                )
+            })?;
+            out.write_str(&quoted)
+        }
+        .map_err(|_| minijinja::Error::new(minijinja::ErrorKind::WriteFailure, "write failed"))
+    });
+    env.add_filter("raw", |value: minijinja::Value| {
+        minijinja::Value::from_safe_string(value.to_string())
+    });
     env
 }
 
-/// Render a suite's command template for one case and repeat. Pure.
-pub fn render_command(template: &str, vars: &CommandVars<'_>) -> Result<String, minijinja::Error> {
-    template_env().render_str(template, minijinja::value::Serde(vars))
+/// Render a suite's command template for one case and repeat, every value shell-quoted. Pure.
+pub fn render_command(template: &str, vars: &CommandVars<'_>) -> Result<String, TemplateError> {
+    check_placement(template)?;
+    let env = template_env();
+    let compiled = env.template_from_str(template).map_err(TemplateError::Syntax)?;
+    check_variables(&compiled)?;
+    compiled
+        .render(minijinja::value::Serde(vars))
+        .map_err(TemplateError::Syntax)
 }
 
-/// Check that a command template compiles and uses only known variables.
-pub fn check_command_template(template: &str) -> Result<(), minijinja::Error> {
+/// Check that a command template compiles, uses only known variables, and places none inside
+/// its own quotes.
+pub fn check_command_template(template: &str) -> Result<(), TemplateError> {
     let vars = CommandVars {
         suite: "suite",
         model: "model",
@@ -178,6 +251,77 @@ pub fn check_command_template(template: &str) -> Result<(), minijinja::Error> {
         config_dir: ".",
     };
     render_command(template, &vars).map(drop)
+}
+
+fn check_variables(compiled: &minijinja::Template<'_, '_>) -> Result<(), TemplateError> {
+    let mut unknown: Vec<String> = compiled
+        .undeclared_variables(false)
+        .into_iter()
+        .filter(|name| !COMMAND_VARIABLES.contains(&name.as_str()))
+        .collect();
+    unknown.sort();
+    match unknown.into_iter().next() {
+        None => Ok(()),
+        Some(name) => {
+            let suggestion = COMMAND_VARIABLES
+                .iter()
+                .map(|known| (strsim::levenshtein(&name, known), *known))
+                .filter(|(distance, _)| *distance <= 2)
+                .min()
+                .map(|(_, known)| known);
+            Err(TemplateError::UnknownVariable { name, suggestion })
+        }
+    }
+}
+
+/// Refuses a `{{ ... }}` placed inside the template's own single or double quotes (unless it
+/// ends in `| raw` or `| safe`): quoting a quoted value breaks it apart again. The shell's
+/// quoting is followed through the literal text: `'...'`, `"..."` and backslash escapes.
+fn check_placement(template: &str) -> Result<(), TemplateError> {
+    let mut quote: Option<char> = None;
+    let mut chars = template.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        let rest = &template[at..];
+        if rest.starts_with("{{") || rest.starts_with("{%") || rest.starts_with("{#") {
+            let close = match &rest[..2] {
+                "{{" => "}}",
+                "{%" => "%}",
+                _ => "#}",
+            };
+            let end = rest.find(close).map_or(rest.len(), |e| e + 2);
+            let expr = &rest[..end];
+            if let Some(q) = quote
+                && expr.starts_with("{{")
+                && !is_raw(expr)
+            {
+                return Err(TemplateError::InsideQuotes {
+                    expr: expr.to_owned(),
+                    quote: if q == '\'' { "single" } else { "double" },
+                });
+            }
+            // Skip the tag: its text is the template language's, not the shell's.
+            while chars.peek().is_some_and(|(i, _)| *i < at + end) {
+                chars.next();
+            }
+            continue;
+        }
+        match (quote, c) {
+            (None, '\\') | (Some('"'), '\\') => {
+                chars.next();
+            }
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn is_raw(expr: &str) -> bool {
+    let inner = expr.trim_start_matches("{{").trim_end_matches("}}").trim_matches(['-', '+', ' ']);
+    inner
+        .rsplit_once('|')
+        .is_some_and(|(_, filter)| matches!(filter.trim(), "raw" | "safe"))
 }
 
 #[cfg(test)]
@@ -206,9 +350,75 @@ mod tests {
         )
         .expect("renders");
         assert_eq!(out, "run --model m --phase prefill -b 8 -r 2");
-        assert!(check_command_template("x {{ modle }}").is_err());
+        assert!(matches!(
+            check_command_template("x {{ modle }}"),
+            Err(TemplateError::UnknownVariable { ref name, suggestion: Some("model") }) if name == "modle"
+        ));
         assert!(check_command_template("x {{ model ").is_err());
         assert!(check_command_template("x {{ model }} {{ utilgate }}").is_ok());
+    }
+
+    #[test]
+    fn values_are_shell_quoted_unless_raw() {
+        let vars = CommandVars {
+            suite: "s",
+            model: "x; touch pwned $(id) `id` 'q'",
+            precision: "bf16",
+            kv_dtype: "bf16",
+            phase: Phase::Decode,
+            batch: 8,
+            context: 2048,
+            warmup_steps: 3,
+            steps: 10,
+            repeat: 2,
+            utilgate: "/bin/utilgate",
+            config_dir: "/my configs",
+        };
+        let out = render_command(
+            "run --model {{ model }} --cfg {{ config_dir }}/u.toml -b {{ batch }} {{ suite | raw }}",
+            &vars,
+        )
+        .expect("renders");
+        let words = shlex::split(&out).expect("a valid shell line");
+        assert_eq!(
+            words,
+            [
+                "run",
+                "--model",
+                "x; touch pwned $(id) `id` 'q'",
+                "--cfg",
+                "/my configs/u.toml",
+                "-b",
+                "8",
+                "s"
+            ]
+        );
+    }
+
+    #[test]
+    fn placement_inside_the_templates_own_quotes_is_refused() {
+        let refused = [
+            "run --model '{{ model }}'",
+            "run --model \"{{ model }}\"",
+            "run --cfg '{{ config_dir }}/u.toml'",
+            "sh -c \"echo {{ model }}\"",
+        ];
+        for t in refused {
+            assert!(
+                matches!(check_command_template(t), Err(TemplateError::InsideQuotes { .. })),
+                "{t}"
+            );
+        }
+        let accepted = [
+            "run --model {{ model }}",
+            "run '--flag' {{ model }} \"x\"",
+            "run --model '{{ model | raw }}'",
+            "echo it\\'s {{ model }}",
+            "run {% if batch > 1 %}--big{% endif %} {{ model }}",
+        ];
+        for t in accepted {
+            assert!(check_command_template(t).is_ok(), "{t}: {:?}", check_command_template(t));
+        }
     }
 
     #[test]

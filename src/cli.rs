@@ -90,6 +90,9 @@ pub enum Command {
     /// Built-in harnesses that speak the harness protocol (used by the examples).
     #[command(subcommand, hide = true)]
     Harness(HarnessCommand),
+    /// Store results produced elsewhere: a rescued run.
+    #[command(subcommand)]
+    Import(ImportCommand),
     /// Measure this GPU's achievable peaks (copy bandwidth, bf16 GEMM) and store them beside
     /// the datasheet figures. Needs an NVIDIA GPU (exit 2 without one).
     Probe(ProbeArgs),
@@ -125,6 +128,15 @@ pub struct RunArgs {
     /// Publish to GitHub after the run, as `utilgate publish` does (needs `GITHUB_TOKEN`).
     #[arg(long)]
     pub github: bool,
+    /// Finish an interrupted run: keep the cases its journal holds, measure only the rest.
+    #[arg(long)]
+    pub resume: bool,
+    /// Start a new history in an existing empty (0-byte) store file instead of refusing it.
+    #[arg(long)]
+    pub init: bool,
+    /// Start a grid larger than `[limits] max_cases` (or 1000 cases) without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 #[derive(Debug, Args)]
@@ -308,11 +320,48 @@ pub struct ConfigCheckArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// Store a run that `utilgate run` could not write, from the rescue file it printed.
+    ///
+    /// Example: utilgate import run .utilgate/utilgate.db.rescue-20260101T020000Z.json
+    Run(ImportRunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportRunArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// The rescue file.
+    pub file: PathBuf,
+    /// Also move the baselines the run would have promoted (off by default: newer runs may
+    /// have been stored since).
+    #[arg(long)]
+    pub promote: bool,
+}
+
+#[derive(Debug, Subcommand)]
 pub enum HarnessCommand {
     /// A memory-bound decode step on the CPU: reads the floor's weight and KV bytes each step.
     CpuDecode(CpuDecodeArgs),
     /// The reference step on the GPU (cuBLAS GEMMs, an NVRTC KV-cache kernel), CUDA-event timed.
     Reference(ReferenceArgs),
+    /// Internal: runs one harness command under guard (parent-death signal, subreaper, cgroup
+    /// scope) so that nothing it starts outlives its repeat or utilgate.
+    #[command(hide = true)]
+    Guard(GuardArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GuardArgs {
+    /// The utilgate process that started the guard.
+    #[arg(long)]
+    pub parent: u32,
+    /// The repeat's cgroup v2 scope, when the machine allows one.
+    #[arg(long)]
+    pub scope: Option<PathBuf>,
+    /// The rendered harness command, run by `sh -c`.
+    #[arg(last = true, required = true)]
+    pub command: String,
 }
 
 #[derive(Debug, Args)]

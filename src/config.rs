@@ -32,6 +32,7 @@ pub struct Config {
     pub gate: GateConfig,
     pub gpu: Option<GpuConfig>,
     pub report: ReportConfig,
+    pub limits: LimitsConfig,
     pub models: BTreeMap<String, ModelConfig>,
     #[serde(rename = "suite")]
     pub suites: Vec<SuiteConfig>,
@@ -49,6 +50,8 @@ struct RawConfig {
     gpu: Option<GpuConfig>,
     #[serde(default)]
     report: ReportConfig,
+    #[serde(default)]
+    limits: LimitsConfig,
     #[serde(default)]
     models: toml::Table,
     #[serde(default, rename = "suite")]
@@ -127,6 +130,46 @@ impl Default for StoreConfig {
             busy_timeout_s: default_busy_timeout_s(),
         }
     }
+}
+
+/// `[limits]`: what a run may cost and what a harness may report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// The grid size this config expects: above it `run` asks for `--yes` (default: 1000
+    /// cases, outside CI only).
+    #[serde(default)]
+    pub max_cases: Option<usize>,
+    /// Counted steps kept per repeat; a harness reporting more keeps only the last ones.
+    #[serde(default = "default_max_samples")]
+    pub max_samples: usize,
+    /// The shortest step time accepted (ms): 1 ns.
+    #[serde(default = "default_min_step_ms")]
+    pub min_step_ms: f64,
+    /// The longest step time accepted (ms): 1 hour.
+    #[serde(default = "default_max_step_ms")]
+    pub max_step_ms: f64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_cases: None,
+            max_samples: default_max_samples(),
+            min_step_ms: default_min_step_ms(),
+            max_step_ms: default_max_step_ms(),
+        }
+    }
+}
+
+fn default_max_samples() -> usize {
+    100_000
+}
+fn default_min_step_ms() -> f64 {
+    crate::measure::protocol::StepRange::default().min_ms
+}
+fn default_max_step_ms() -> f64 {
+    crate::measure::protocol::StepRange::default().max_ms
 }
 
 /// `[report]`: how reports are rendered.
@@ -284,6 +327,10 @@ pub struct SuiteConfig {
     /// Extra environment variables for the harness.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Credential variables the harness keeps (all of `redact::CREDENTIAL_VARS` are removed
+    /// from its environment otherwise).
+    #[serde(default)]
+    pub env_passthrough: Vec<String>,
     pub models: Vec<String>,
     pub precisions: Vec<String>,
     /// KV-cache dtype (default: the activation dtype of the precision).
@@ -295,6 +342,9 @@ pub struct SuiteConfig {
     pub warmup_steps: u64,
     #[serde(default = "default_steps")]
     pub steps: u64,
+    /// How many percent fewer counted steps than `steps` a repeat may report (default 0).
+    #[serde(default)]
+    pub steps_tolerance_pct: f64,
     #[serde(default = "default_repeats")]
     pub repeats: u32,
     #[serde(default = "default_timeout_s")]
@@ -416,6 +466,11 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
+    #[error("failed to parse config {}:\n{}", path.display(), problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
+    ParseAll {
+        path: PathBuf,
+        problems: Vec<Problem>,
+    },
     #[error("invalid config {}:\n{}", path.display(), problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n"))]
     Invalid {
         path: PathBuf,
@@ -440,6 +495,9 @@ impl ConfigError {
                 path.display()
             )),
             ConfigError::Parse { key, .. } => Some(parse_hint(key)),
+            ConfigError::ParseAll { .. } => {
+                Some("fix each key above; `utilgate config default` prints every key with its type and meaning".to_owned())
+            }
             ConfigError::Invalid { .. } => {
                 Some("`utilgate config default` prints every key with its meaning".to_owned())
             }
@@ -476,7 +534,28 @@ pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
     let raw = serde_path_to_error::deserialize::<_, RawConfig>(de).map_err(|e| {
         let key = e.path().to_string();
         let key = if key == "." { String::new() } else { key };
-        parse_error(key, e.inner())
+        let first = parse_error(key, e.inner());
+        // Report every problem at once: the others are found by setting each one aside.
+        let more = more_shape_errors(text, 20);
+        if more.len() <= 1 {
+            return first;
+        }
+        let ConfigError::Parse { path, key, message } = first else {
+            return first;
+        };
+        let mut problems = vec![Problem {
+            hint: parse_hint(&key),
+            key,
+            message,
+        }];
+        for (key, message) in more.into_iter().skip(1) {
+            problems.push(Problem {
+                hint: parse_hint(&key),
+                key,
+                message,
+            });
+        }
+        ConfigError::ParseAll { path, problems }
     })?;
     let mut models = BTreeMap::new();
     flatten_models(&raw.models, "", &mut models, origin)?;
@@ -485,9 +564,76 @@ pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         gate: raw.gate,
         gpu: raw.gpu,
         report: raw.report,
+        limits: raw.limits,
         models,
         suites: raw.suites,
     })
+}
+
+/// The shape errors of `text` (key path, message), found one at a time by removing each
+/// offending key and deserialising again, up to `limit`. A missing required key ends the search
+/// (nothing can be set aside for it).
+fn more_shape_errors(text: &str, limit: usize) -> Vec<(String, String)> {
+    let Ok(mut value) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    while found.len() < limit {
+        let Err(err) =
+            serde_path_to_error::deserialize::<_, RawConfig>(toml::Value::Table(value.clone()))
+        else {
+            break;
+        };
+        let key = err.path().to_string();
+        let message = err.inner().message().trim().to_owned();
+        let segments: Vec<serde_path_to_error::Segment> = err.path().iter().cloned().collect();
+        let missing = message.starts_with("missing field");
+        found.push((if key == "." { String::new() } else { key }, message));
+        if missing || !remove_at(&mut value, &segments) {
+            break;
+        }
+    }
+    found
+}
+
+/// Removes the value at `path` from `table`; false when the path leads nowhere.
+fn remove_at(table: &mut toml::Table, path: &[serde_path_to_error::Segment]) -> bool {
+    use serde_path_to_error::Segment;
+    let Some((last, parents)) = path.split_last() else {
+        return false;
+    };
+    let mut current: &mut toml::Value = match parents.first() {
+        None => {
+            return match last {
+                Segment::Map { key } => table.remove(key).is_some(),
+                _ => false,
+            };
+        }
+        Some(Segment::Map { key }) => match table.get_mut(key) {
+            Some(v) => v,
+            None => return false,
+        },
+        Some(_) => return false,
+    };
+    for segment in &parents[1..] {
+        let next = match (segment, current) {
+            (Segment::Map { key }, toml::Value::Table(t)) => t.get_mut(key),
+            (Segment::Seq { index }, toml::Value::Array(a)) => a.get_mut(*index),
+            _ => None,
+        };
+        match next {
+            Some(v) => current = v,
+            None => return false,
+        }
+    }
+    match (last, current) {
+        (Segment::Map { key }, toml::Value::Table(t)) => t.remove(key).is_some(),
+        (Segment::Seq { index }, toml::Value::Array(a)) if *index < a.len() => {
+            a.remove(*index);
+            true
+        }
+        _ => false,
+    }
 }
 
 /// toml's messages span several lines with a source excerpt; keep the message and add the line.
@@ -506,6 +652,26 @@ fn one_line_toml_error(text: &str, err: &toml::de::Error) -> String {
 pub struct ValidationContext<'a> {
     /// Models that resolve (from `[models]` or the built-in catalogue).
     pub known_models: &'a BTreeSet<String>,
+}
+
+fn has_control(text: &str) -> bool {
+    text.chars().any(char::is_control)
+}
+
+/// A name that reaches a shell, a terminal and the store must hold no control character
+/// (escape sequences, NUL, bell).
+fn check_name(key: &str, name: &str, push: &mut impl FnMut(String, String, &str)) {
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        push(
+            key.to_owned(),
+            format!(
+                "\"{}\" contains a control character (U+{:04X})",
+                name.escape_debug(),
+                u32::from(c)
+            ),
+            "use printable characters only in model, suite and precision names",
+        );
+    }
 }
 
 /// Every problem in a parsed config, with key paths and fixes. Pure.
@@ -532,6 +698,39 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
         );
     }
     check_drop_pct(config.gate.max_drop_pct, "gate.max_drop_pct", &mut push);
+    let limits = &config.limits;
+    if !(limits.min_step_ms.is_finite()
+        && limits.max_step_ms.is_finite()
+        && limits.min_step_ms > 0.0
+        && limits.min_step_ms < limits.max_step_ms)
+    {
+        push(
+            "limits.min_step_ms".into(),
+            format!(
+                "{} .. {} is not a range of step times",
+                crate::measure::protocol::bounded(limits.min_step_ms),
+                crate::measure::protocol::bounded(limits.max_step_ms)
+            ),
+            "write min_step_ms = 1e-6 and max_step_ms = 3.6e6 (1 ns .. 1 h), min below max",
+        );
+    }
+    if limits.max_samples == 0 {
+        push(
+            "limits.max_samples".into(),
+            "is 0: no step would be kept".into(),
+            "write max_samples = 100000",
+        );
+    }
+    if limits.max_cases == Some(0) {
+        push(
+            "limits.max_cases".into(),
+            "is 0: no run could start".into(),
+            "write the number of cases you expect, e.g. max_cases = 2000",
+        );
+    }
+    for name in config.models.keys() {
+        check_name(&format!("models.{}", name.escape_debug()), name, &mut push);
+    }
     if !(config.gate.family_alpha > 0.0 && config.gate.family_alpha < 0.5) {
         push(
             "gate.family_alpha".into(),
@@ -621,7 +820,9 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
     let mut names = BTreeSet::new();
     for (i, suite) in config.suites.iter().enumerate() {
         let at = |field: &str| format!("suite[{i}].{field}");
-        if suite.name.is_empty()
+        if has_control(&suite.name) {
+            check_name(&at("name"), &suite.name, &mut push);
+        } else if suite.name.is_empty()
             || !suite
                 .name
                 .chars()
@@ -653,11 +854,13 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
             (None, Some(_)) => {}
             (Some(command), None) => {
                 if let Err(err) = crate::case::check_command_template(command) {
-                    push(
-                        at("command"),
-                        format!("is not a valid template: {err}"),
-                        "use {{ model }}, {{ precision }}, {{ phase }}, {{ batch }}, {{ context }}, {{ suite }}, {{ steps }}, {{ warmup_steps }}, {{ repeat }}, {{ kv_dtype }}, {{ utilgate }}, {{ config_dir }}",
-                    );
+                    let message = match &err {
+                        crate::case::TemplateError::Syntax(_) => {
+                            format!("is not a valid template: {err}")
+                        }
+                        _ => err.to_string(),
+                    };
+                    push(at("command"), message, &err.hint());
                 }
             }
         }
@@ -683,7 +886,35 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
                 );
             }
         }
+        if !(suite.steps_tolerance_pct.is_finite()
+            && (0.0..=100.0).contains(&suite.steps_tolerance_pct))
+        {
+            push(
+                at("steps_tolerance_pct"),
+                format!("{} is not a percentage", suite.steps_tolerance_pct),
+                "write steps_tolerance_pct = 5 to accept up to 5% fewer counted steps than steps",
+            );
+        }
+        for (j, name) in suite.env_passthrough.iter().enumerate() {
+            if !crate::redact::CREDENTIAL_VARS.contains(&name.as_str()) {
+                push(
+                    format!("suite[{i}].env_passthrough[{j}]"),
+                    format!("{name:?} is not a credential variable utilgate removes"),
+                    &format!(
+                        "list only variables of {} here; every other variable reaches the harness anyway (set values with env = {{ ... }})",
+                        crate::redact::CREDENTIAL_VARS.join(", ")
+                    ),
+                );
+            }
+        }
+        for (j, precision) in suite.precisions.iter().enumerate() {
+            check_name(&format!("suite[{i}].precisions[{j}]"), precision, &mut push);
+        }
         for (j, model) in suite.models.iter().enumerate() {
+            if has_control(model) {
+                check_name(&format!("suite[{i}].models[{j}]"), model, &mut push);
+                continue;
+            }
             if !ctx.known_models.contains(model) {
                 let known: Vec<&str> = ctx.known_models.iter().map(String::as_str).collect();
                 push(
@@ -694,6 +925,9 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
             }
         }
         for (j, precision) in suite.precisions.iter().enumerate() {
+            if has_control(precision) {
+                continue;
+            }
             if let Err(err) = Precision::parse(precision, suite.kv_dtype.as_deref()) {
                 push(
                     format!("suite[{i}].precisions[{j}]"),

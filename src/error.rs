@@ -34,6 +34,23 @@ pub enum Error {
     Render(#[from] RenderError),
     #[error(transparent)]
     Gpu(#[from] GpuError),
+    #[error(transparent)]
+    Journal(#[from] crate::store::journal::JournalError),
+    #[error("{count} cases to measure ({estimate}), more than {limit}")]
+    TooManyCases {
+        count: usize,
+        estimate: String,
+        limit: usize,
+        /// The limit is the config's `max_cases`, not the built-in threshold.
+        configured: bool,
+    },
+    #[error("{source}")]
+    Rescued {
+        #[source]
+        source: Box<Error>,
+        /// Where the complete run was written instead.
+        file: PathBuf,
+    },
     #[error("failed to access {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -67,6 +84,19 @@ impl Error {
             Error::Github(e) => e.hint(),
             Error::Render(e) => e.hint(),
             Error::Gpu(e) => e.hint(),
+            Error::Journal(e) => e.hint(),
+            Error::TooManyCases { configured: true, count, .. } => Some(format!(
+                "pass --yes to start it anyway, or raise [limits] max_cases to {count}"
+            )),
+            Error::TooManyCases { count, .. } => Some(format!(
+                "pass --yes to start it, or declare the size you expect with [limits] max_cases = {count}"
+            )),
+            Error::Rescued { source, file } => Some(format!(
+                "nothing measured is lost: the complete run is in the rescue file {}; {}store it with `utilgate import run {}`",
+                file.display(),
+                source.hint().map_or_else(String::new, |h| format!("{h}; then ")),
+                file.display()
+            )),
             Error::NoDeviceSpec => Some(
                 "add [gpu] name = \"h100-sxm\" (a catalogue name) or declare mem_bandwidth_gb_s and dense_tflops in the config".into(),
             ),

@@ -188,8 +188,61 @@ impl GithubError {
     }
 }
 
-/// One line from an octocrab error and its causes, by `Display`, without backtraces.
+impl GithubError {
+    /// The same error with `token` and every token-shaped string masked in its messages.
+    #[must_use]
+    pub fn redacted(self, token: &Token) -> GithubError {
+        let clean = |text: String| {
+            crate::redact::redact(&crate::redact::redact_with(&text, &[token.0.as_str()]))
+        };
+        match self {
+            GithubError::Client { api_url, message } => GithubError::Client {
+                api_url: clean(api_url),
+                message: clean(message),
+            },
+            GithubError::Forbidden { action, message } => GithubError::Forbidden {
+                action,
+                message: clean(message),
+            },
+            GithubError::NotFound { action, message } => GithubError::NotFound {
+                action,
+                message: clean(message),
+            },
+            GithubError::Unauthorized { action, message } => GithubError::Unauthorized {
+                action,
+                message: clean(message),
+            },
+            GithubError::Api {
+                action,
+                status,
+                message,
+            } => GithubError::Api {
+                action,
+                status,
+                message: clean(message),
+            },
+            GithubError::Request { action, message } => GithubError::Request {
+                action,
+                message: clean(message),
+            },
+            GithubError::Event { path, message } => GithubError::Event {
+                path,
+                message: clean(message),
+            },
+            other @ (GithubError::NoToken
+            | GithubError::Repository(_)
+            | GithubError::Runtime(_)) => other,
+        }
+    }
+}
+
+/// One line from an octocrab error and its causes, by `Display`, without backtraces, with
+/// token-shaped strings masked.
 fn describe(err: &octocrab::Error) -> String {
+    crate::redact::redact(&describe_raw(err))
+}
+
+fn describe_raw(err: &octocrab::Error) -> String {
     if let octocrab::Error::GitHub { source, .. } = err {
         return source.message.clone();
     }
@@ -236,7 +289,10 @@ pub fn publish(target: &GithubTarget, publication: &Publication) -> Result<Publi
         .enable_all()
         .build()
         .map_err(GithubError::Runtime)?;
-    runtime.block_on(publish_async(target, publication))
+    // An error body may echo the request's Authorization header: no message keeps the token.
+    runtime
+        .block_on(publish_async(target, publication))
+        .map_err(|e| e.redacted(&target.token))
 }
 
 async fn publish_async(

@@ -16,6 +16,7 @@ pub mod github;
 pub mod gpu;
 pub mod measure;
 pub mod output;
+pub mod redact;
 pub mod report;
 pub mod stats;
 pub mod store;

@@ -39,6 +39,7 @@ pub fn color_stdout() -> bool {
 
 /// Write a result to stdout. A closed pipe (`utilgate runs list | head`) is not an error.
 pub fn emit(text: &str) -> Result<(), Error> {
+    let text = crate::redact::redact(text);
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::Io {
@@ -52,26 +53,32 @@ pub fn emit(text: &str) -> Result<(), Error> {
 /// A warning on stderr.
 #[expect(clippy::print_stderr, reason = "warnings go to stderr by design")]
 pub fn warn(text: &str) {
-    eprintln!("warning: {text}");
+    eprintln!("warning: {}", crate::redact::redact(text));
+}
+
+/// A note on stderr: what the run is about to do, what it kept or discarded.
+#[expect(clippy::print_stderr, reason = "notes go to stderr by design")]
+pub fn note(text: &str) {
+    eprintln!("{}", crate::redact::redact(text));
 }
 
 /// Print an error and its hint to stderr and return exit code 2.
 #[expect(clippy::print_stderr, reason = "errors go to stderr by design")]
 #[must_use]
 pub fn report_error(err: &Error) -> ExitCode {
-    let message = err.to_string();
+    let message = crate::redact::redact(&err.to_string());
     eprintln!("error: {message}");
     // Causes not already in the message (e.g. the SQLite error behind a store error).
     let mut source = std::error::Error::source(err);
     while let Some(cause) = source {
-        let text = cause.to_string();
+        let text = crate::redact::redact(&cause.to_string());
         if !message.contains(&text) {
             eprintln!("  caused by: {text}");
         }
         source = cause.source();
     }
     if let Some(hint) = err.hint() {
-        eprintln!("hint: {hint}");
+        eprintln!("hint: {}", crate::redact::redact(&hint));
     }
     ExitCode::from(2)
 }
@@ -106,6 +113,8 @@ impl Progress {
 
     #[expect(clippy::print_stderr, reason = "progress goes to stderr by design")]
     pub fn finish_case(&self, case: &str, error: Option<&str>) {
+        let error = error.map(crate::redact::redact);
+        let error = error.as_deref();
         match &self.bar {
             Some(bar) => {
                 if let Some(err) = error {
@@ -122,7 +131,7 @@ impl Progress {
 
     pub fn warn(&self, text: &str) {
         match &self.bar {
-            Some(bar) => bar.println(format!("warning: {text}")),
+            Some(bar) => bar.println(format!("warning: {}", crate::redact::redact(text))),
             None => warn(text),
         }
     }

@@ -7,12 +7,14 @@ pub mod floor;
 pub mod floor_cmd;
 pub mod gpu_run;
 pub mod harness;
+pub mod import;
 pub mod judge;
 pub mod probe;
 pub mod protocol_env;
 pub mod publish;
 pub mod reference;
 pub mod report;
+pub mod resume;
 pub mod run;
 pub mod runs;
 
@@ -21,7 +23,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::Error;
-use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, RunsCommand};
+use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, ImportCommand, RunsCommand};
 use crate::store::Store;
 
 /// What a command concluded.
@@ -52,6 +54,13 @@ impl Outcome {
 )]
 pub fn run(cli: Cli) -> Result<Outcome, Error> {
     crate::output::set_color(cli.global.color);
+    // Whatever is printed or stored from here on masks the credentials this process holds.
+    let env = env_lookup();
+    crate::redact::register_secrets(
+        crate::redact::CREDENTIAL_VARS
+            .iter()
+            .filter_map(|name| env(name)),
+    );
     match &cli.command {
         Command::Run(args) => run::run(args),
         Command::Floor(args) => floor_cmd::floor(args),
@@ -69,6 +78,11 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Harness(HarnessCommand::Reference(args)) => {
             reference::reference_harness(args).map(|()| Outcome::Passed)
         }
+        Command::Harness(HarnessCommand::Guard(args)) => {
+            let status = crate::measure::guard::run(args.parent, args.scope.as_deref(), &args.command);
+            std::process::exit(status)
+        }
+        Command::Import(ImportCommand::Run(args)) => import::import_run(args),
         Command::Probe(args) => probe::probe(args),
     }
 }

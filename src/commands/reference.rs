@@ -14,11 +14,12 @@ use crate::measure::cuda::CudaDevice;
 use crate::measure::reference::ReferencePlan;
 
 /// The command `run` renders for a `workload = "reference"` suite: this binary as the harness.
+/// Its variables are shell-quoted by the template; the config path, a literal, is quoted here.
 #[must_use]
 pub fn reference_command(config_path: &str, graphs: bool) -> String {
     let quoted = config_path.replace('\'', "'\\''");
     format!(
-        "'{{{{ utilgate }}}}' harness reference --config '{quoted}' --kv-dtype '{{{{ kv_dtype }}}}'{}",
+        "{{{{ utilgate }}}} harness reference --config '{quoted}' --kv-dtype {{{{ kv_dtype }}}}{}",
         if graphs { " --graphs" } else { "" }
     )
 }
@@ -71,12 +72,12 @@ mod tests {
         crate::case::check_command_template(&cmd).expect("valid template");
         assert!(
             cmd.starts_with(
-                "'{{ utilgate }}' harness reference --config '/tmp/it'\\''s here/utilgate.toml'"
+                "{{ utilgate }} harness reference --config '/tmp/it'\\''s here/utilgate.toml'"
             ),
             "{cmd}"
         );
         assert!(
-            cmd.ends_with("--kv-dtype '{{ kv_dtype }}' --graphs"),
+            cmd.ends_with("--kv-dtype {{ kv_dtype }} --graphs"),
             "{cmd}"
         );
         assert!(!reference_command("/x", false).contains("--graphs"));

@@ -139,8 +139,8 @@ struct CasePlan<'a> {
     kv_dtype: String,
 }
 
-/// The outcome of running a case's repeats.
-#[derive(Default)]
+/// The outcome of running a case's repeats (journalled as soon as the case ends).
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 struct Measured {
     repeats_ms: Vec<Vec<f64>>,
     warmup_ms: Vec<Vec<f64>>,
@@ -156,6 +156,10 @@ struct Runner<'a> {
     exe: String,
     cancel: Arc<AtomicBool>,
     watch: Option<&'a GpuWatch>,
+    /// The run's temporary directory for results files (swept at the next start if killed).
+    run_dir: std::cell::RefCell<crate::measure::workdir::RunDir>,
+    /// Progress lines (warnings about step counts).
+    progress: &'a Progress,
 }
 
 impl Runner<'_> {
@@ -196,10 +200,14 @@ impl Runner<'_> {
                     .map_err(|e| {
                         Error::Usage(format!("suite {}: command template: {e}", suite.name))
                     })?;
-            let out_dir = tempfile::tempdir().map_err(|source| Error::Io {
-                path: std::env::temp_dir(),
-                source,
-            })?;
+            let out_dir = {
+                let mut run_dir = self.run_dir.borrow_mut();
+                run_dir.repeat_dir().map_err(|source| Error::Io {
+                    path: run_dir.path().to_path_buf(),
+                    source,
+                })?
+            };
+            let limits = &self.loaded.config.limits;
             let spec = RepeatSpec {
                 command: &command,
                 cwd: &cwd,
@@ -207,17 +215,46 @@ impl Runner<'_> {
                 warmup_steps: suite.warmup_steps,
                 steps: suite.steps,
                 repeat,
-                out_dir: out_dir.path(),
+                out_dir: &out_dir,
                 timeout: Duration::from_secs_f64(suite.timeout_s),
                 extra_env: &extra_env,
+                env_passthrough: &suite.env_passthrough,
+                guard: Some(Path::new(&self.exe)),
+                step_range: crate::measure::protocol::StepRange {
+                    min_ms: limits.min_step_ms,
+                    max_ms: limits.max_step_ms,
+                },
             };
             let (result, samples) = match self.watch {
                 Some(watch) => watch.sample(|| harness::run_repeat(&spec, &self.cancel)),
                 None => (harness::run_repeat(&spec, &self.cancel), Vec::new()),
             };
             into.gpu_samples.extend(samples);
+            let _ = std::fs::remove_dir_all(&out_dir);
             match result {
-                Ok(out) => {
+                Ok(mut out) => {
+                    use crate::measure::checks::{StepCount, step_count};
+                    match step_count(
+                        out.report.steps_ms.len(),
+                        suite.steps,
+                        suite.steps_tolerance_pct,
+                        limits.max_samples,
+                    ) {
+                        StepCount::Fine => {}
+                        StepCount::TooFew(message) => {
+                            into.stderr_tail = Some(out.stderr_tail).filter(|t| !t.is_empty());
+                            into.error = Some(format!(
+                                "repeat {repeat}: {message}\nhint: the harness must time exactly $UTILGATE_STEPS counted steps, or set the suite's steps_tolerance_pct"
+                            ));
+                            return Ok(());
+                        }
+                        StepCount::TooMany { keep, warning } => {
+                            self.progress
+                                .warn(&format!("{}: repeat {repeat}: {warning}", plan.key));
+                            let cut = out.report.steps_ms.len() - keep;
+                            out.report.steps_ms.drain(..cut);
+                        }
+                    }
                     into.repeats_ms.push(out.report.steps_ms);
                     into.warmup_ms.push(out.report.warmup_ms);
                     into.env.extend(out.report.env);
@@ -250,6 +287,8 @@ fn absolute(p: &Path) -> PathBuf {
     reason = "the run's steps in order, read top to bottom; each step is a call"
 )]
 pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
+    // What a killed run left behind (results directories, cgroup scopes) goes first.
+    crate::measure::workdir::sweep_stale(&std::env::temp_dir());
     // Validate everything cheap before the first harness starts.
     let loaded = crate::config::load(&args.config.config)?;
     let config = &loaded.config;
@@ -271,7 +310,16 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     let publishing = crate::commands::publish::prepare_run(args, &loaded)?;
     let store_path = loaded.store_path(args.config.db.as_deref());
     gpu_run::check_workloads(&suites)?;
-    let mut store = open_store(&store_path, config.store.busy_timeout_s)?;
+    let mut store = if args.init {
+        crate::store::Store::open_init(
+            &store_path,
+            Duration::from_secs_f64(config.store.busy_timeout_s),
+        )?
+    } else {
+        open_store(&store_path, config.store.busy_timeout_s)?
+    };
+    // The store must take the run before an hour of measuring goes into it.
+    store.preflight()?;
     let watch = GpuWatch::start(config, env_lookup()("CUDA_VISIBLE_DEVICES").as_deref());
     let gpu = device_spec(&loaded, &store_path, watch.as_ref())?;
     let gpu_state = |m: &Measured| watch.as_ref().and_then(|w| w.summary_json(&m.gpu_samples));
@@ -294,6 +342,17 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     }
 
     let env = env_lookup();
+    let in_ci = ["CI", "GITHUB_ACTIONS"]
+        .iter()
+        .any(|v| env(v).is_some_and(|x| x == "true" || x == "1"));
+    crate::commands::resume::check_grid(
+        &store,
+        &suites,
+        plans.len(),
+        config.limits.max_cases,
+        args.yes,
+        in_ci,
+    )?;
     let meta = resolve_meta(
         args,
         &env,
@@ -316,29 +375,51 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         |_| "utilgate".to_owned(),
         |p| p.to_string_lossy().into_owned(),
     );
+    let tmp = std::env::temp_dir();
+    let run_dir = crate::measure::workdir::RunDir::create(&tmp).map_err(|source| Error::Io {
+        path: tmp.clone(),
+        source,
+    })?;
+    let progress = Progress::new(
+        plans.len() as u64,
+        env("GITHUB_ACTIONS").as_deref() == Some("true"),
+    );
     let runner = Runner {
         loaded: &loaded,
         exe,
         cancel: Arc::clone(&cancel),
         watch: watch.as_ref(),
+        run_dir: std::cell::RefCell::new(run_dir),
+        progress: &progress,
     };
 
-    let started_at = crate::commands::now();
-    let progress = Progress::new(
-        plans.len() as u64,
-        env("GITHUB_ACTIONS").as_deref() == Some("true"),
-    );
+    let keys: Vec<&CaseKey> = plans.iter().map(|p| &p.key).collect();
+    let mut journal = crate::commands::resume::open_journal::<Measured>(
+        &store_path,
+        crate::commands::resume::plan(config, &gpu.name, &keys),
+        crate::commands::now(),
+        args.resume,
+    )?;
+    let started_at = journal.started_at.unwrap_or_else(crate::commands::now);
     let mut inputs = Vec::with_capacity(plans.len());
     let mut measured_all = Vec::with_capacity(plans.len());
     for plan in &plans {
         progress.start_case(&plan.key.to_string());
-        let mut measured = Measured::default();
-        match &plan.floor {
-            Err(message) => measured.error = Some(format!("floor: {message}")),
-            Ok(_) => runner.measure(plan, 0..plan.suite.repeats, &mut measured)?,
-        }
-        if measured.error.is_none() && measured.repeats_ms.iter().all(Vec::is_empty) {
-            measured.error = Some("the harness reported no counted steps".to_owned());
+        let recovered = journal.recovered.remove(&plan.key);
+        let resumed = recovered.is_some();
+        let mut measured = recovered.unwrap_or_default();
+        if !resumed {
+            match &plan.floor {
+                Err(message) => measured.error = Some(format!("floor: {message}")),
+                Ok(_) => runner.measure(plan, 0..plan.suite.repeats, &mut measured)?,
+            }
+            if measured.error.is_none() && measured.repeats_ms.iter().all(Vec::is_empty) {
+                measured.error = Some("the harness reported no counted steps".to_owned());
+            }
+            // Anything printed or stored from the harness is masked before it is kept.
+            measured.error = measured.error.as_deref().map(crate::redact::redact);
+            measured.stderr_tail = measured.stderr_tail.as_deref().map(crate::redact::redact);
+            journal.journal.append(&plan.key, &measured)?;
         }
         for warning in stats::steady_state_warnings(&measured.repeats_ms) {
             progress.warn(&format!("{}: {warning}", plan.key));
@@ -465,7 +546,11 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     if cancel.load(Ordering::SeqCst) {
         return Err(Error::Interrupted);
     }
-    let run_id = store.insert_run(&new_run)?;
+    let run_id = crate::commands::resume::store_or_rescue(&mut store, &new_run, &tmp)?;
+    // The run is stored: its journal has done its work.
+    if let Err(err) = journal.journal.finish() {
+        output::warn(&err.to_string());
+    }
     let stored = store.run(run_id)?.ok_or(Error::NoSuchRun(run_id.0))?;
     let report = report::RunReport::build(&stored, &judgements, &config.gate.fail_on, promote_run);
     match args.format.format {

@@ -27,6 +27,7 @@ use nix::unistd::Pid;
 use thiserror::Error;
 
 use crate::case::CaseKey;
+use crate::measure::cgroup;
 use crate::measure::protocol::{self, HarnessReport, ProtocolError, sanitize};
 
 /// Protocol version; `UTILGATE_PROTOCOL` is set to it.
@@ -73,6 +74,15 @@ pub struct RepeatSpec<'a> {
     pub timeout: Duration,
     /// Extra variables for the child; the protocol variables win over them.
     pub extra_env: &'a [(String, String)],
+    /// Credential variables (`redact::CREDENTIAL_VARS`) the harness may keep; every other one
+    /// is removed from its environment.
+    pub env_passthrough: &'a [String],
+    /// The utilgate binary, started as `utilgate harness guard` around the shell so that no
+    /// harness process outlives the repeat or utilgate (see `guard.rs`); `None` runs `sh -c`
+    /// directly (the process group is then the only net).
+    pub guard: Option<&'a Path>,
+    /// Step times outside this range are protocol errors.
+    pub step_range: protocol::StepRange,
 }
 
 /// What a successful repeat produced.
@@ -280,7 +290,9 @@ pub fn run_repeat(spec: &RepeatSpec, cancel: &AtomicBool) -> Result<RepeatOutput
         return Err(HarnessError::Cancelled);
     }
     let start = Instant::now();
-    let child = harness_command(spec, &out_path)
+    // A cgroup v2 scope holds every process of the repeat where the machine allows one.
+    let scope = spec.guard.and_then(|_| cgroup::Scope::create());
+    let child = harness_command(spec, &out_path, scope.as_ref())
         .spawn()
         .map_err(io_err("failed to start the harness (sh -c) in"))?;
     // From here on, `Group`'s drop kills the group on any early return.
@@ -290,8 +302,9 @@ pub fn run_repeat(spec: &RepeatSpec, cancel: &AtomicBool) -> Result<RepeatOutput
     let ended = wait_for_exit(&mut group, start + spec.timeout, cancel)
         .map_err(io_err("failed to wait for the harness in"))?;
     let wall = start.elapsed();
-    // Whatever the harness left running in its group goes too.
+    // Whatever the harness left running in its group (or its scope) goes too.
     group.terminate();
+    drop(scope);
     let stderr_tail = pipes.finish();
 
     match ended {
@@ -304,7 +317,7 @@ pub fn run_repeat(spec: &RepeatSpec, cancel: &AtomicBool) -> Result<RepeatOutput
             });
         }
     }
-    let report = read_results(out_path, &stderr_tail)?;
+    let report = read_results(out_path, &stderr_tail, spec.step_range)?;
     Ok(RepeatOutput {
         report,
         stderr_tail,
@@ -312,23 +325,48 @@ pub fn run_repeat(spec: &RepeatSpec, cancel: &AtomicBool) -> Result<RepeatOutput
     })
 }
 
-/// `sh -c COMMAND` in its own process group with the protocol variables set.
-fn harness_command(spec: &RepeatSpec, out_path: &Path) -> Command {
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "the harness runner is the edge that starts processes"
-    )]
-    let mut command = Command::new("sh");
+/// `sh -c COMMAND` (under guard when there is one) in its own process group with the protocol
+/// variables set and the known credential variables removed.
+fn harness_command(spec: &RepeatSpec, out_path: &Path, scope: Option<&cgroup::Scope>) -> Command {
+    let mut command = match spec.guard {
+        Some(utilgate) => {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "the harness runner is the edge that starts processes"
+            )]
+            let mut command = Command::new(utilgate);
+            command
+                .args(["harness", "guard", "--parent"])
+                .arg(std::process::id().to_string());
+            if let Some(scope) = scope {
+                command.arg("--scope").arg(scope.dir());
+            }
+            command.arg("--").arg(spec.command);
+            command
+        }
+        None => {
+            #[expect(
+                clippy::disallowed_methods,
+                reason = "the harness runner is the edge that starts processes"
+            )]
+            let mut command = Command::new("sh");
+            command.arg("-c").arg(spec.command);
+            command
+        }
+    };
     command
-        .arg("-c")
-        .arg(spec.command)
         .current_dir(spec.cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        // The gate's GitHub token is for publishing results; benchmark code never needs it.
-        .env_remove("GITHUB_TOKEN");
+        .process_group(0);
+    // The gate's tokens are for publishing results; benchmark code never needs them (a suite
+    // lists in `env_passthrough` one its harness does need).
+    for name in crate::redact::CREDENTIAL_VARS {
+        if !spec.env_passthrough.iter().any(|p| p == name) {
+            command.env_remove(name);
+        }
+    }
     for (name, value) in spec.extra_env {
         command.env(name, value);
     }
@@ -375,7 +413,11 @@ fn wait_for_exit(group: &mut Group, deadline: Instant, cancel: &AtomicBool) -> i
 }
 
 /// Reads and parses the results file of a harness that exited successfully.
-fn read_results(out_path: PathBuf, stderr_tail: &str) -> Result<HarnessReport, HarnessError> {
+fn read_results(
+    out_path: PathBuf,
+    stderr_tail: &str,
+    range: protocol::StepRange,
+) -> Result<HarnessReport, HarnessError> {
     let bytes = match fs::read(&out_path) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => {
@@ -394,7 +436,7 @@ fn read_results(out_path: PathBuf, stderr_tail: &str) -> Result<HarnessReport, H
             });
         }
     };
-    let report = match protocol::parse(&String::from_utf8_lossy(&bytes)) {
+    let report = match protocol::parse_with(&String::from_utf8_lossy(&bytes), range) {
         Ok(report) => report,
         Err(source) => {
             return Err(HarnessError::Protocol {
@@ -695,7 +737,7 @@ impl Tail {
         if dropped && let Some(newline) = bytes.iter().position(|&b| b == b'\n') {
             bytes = &bytes[newline + 1..];
         }
-        let text = sanitize(&String::from_utf8_lossy(bytes));
+        let text = crate::redact::redact(&sanitize(&String::from_utf8_lossy(bytes)));
         let lines: Vec<&str> = text.trim_end().lines().collect();
         let keep = lines.len().saturating_sub(STDERR_TAIL_LINES);
         lines[keep..].join("\n")
@@ -723,6 +765,8 @@ mod tests {
     struct Env {
         dir: tempfile::TempDir,
         out: tempfile::TempDir,
+        /// The guard binary; unit tests run without one (the binary's tests/cli cover it).
+        guard: Option<PathBuf>,
     }
 
     impl Env {
@@ -730,6 +774,7 @@ mod tests {
             Env {
                 dir: tempfile::tempdir().expect("temp dir"),
                 out: tempfile::tempdir().expect("temp dir"),
+                guard: None,
             }
         }
 
@@ -751,6 +796,9 @@ mod tests {
                 out_dir: self.out.path(),
                 timeout,
                 extra_env,
+                env_passthrough: &[],
+                guard: self.guard.as_deref(),
+                step_range: protocol::StepRange::default(),
             };
             run_repeat(&spec, cancel)
         }
@@ -1056,6 +1104,9 @@ mod tests {
             out_dir: env.out.path(),
             timeout: Duration::from_secs(5),
             extra_env: &[],
+            env_passthrough: &[],
+            guard: None,
+            step_range: protocol::StepRange::default(),
         };
         let err = run_repeat(&spec, &AtomicBool::new(false)).expect_err("no cwd");
         assert!(

@@ -50,8 +50,14 @@ pub enum ProtocolErrorKind {
     NotObject { found: &'static str },
     #[error("step_ms is {found}, not a number")]
     StepNotNumber { found: &'static str },
-    #[error("{key} is {value}, but a step time must be above zero")]
+    #[error("{key} is {}, but a step time must be above zero", bounded(*.value))]
     NotPositive { key: String, value: f64 },
+    #[error("{key} is {} ms, outside the sane range of a step ({} .. {})", bounded(*.value), duration_text(.range.min_ms), duration_text(.range.max_ms))]
+    OutOfRange {
+        key: String,
+        value: f64,
+        range: StepRange,
+    },
     #[error("steps_ms is {found}, not an array of numbers")]
     StepsNotArray { found: &'static str },
     #[error("steps_ms[{index}] is {found}, not a number")]
@@ -89,6 +95,11 @@ impl ProtocolError {
                  finishes (synchronise the device), and report milliseconds"
                     .to_owned()
             }
+            ProtocolErrorKind::OutOfRange { .. } => {
+                "report each step's device time in milliseconds (6.02 for 6.02 ms); a different \
+                 range is set with [limits] min_step_ms and max_step_ms"
+                    .to_owned()
+            }
             ProtocolErrorKind::StepNotNumber { .. } | ProtocolErrorKind::StepsElement { .. } => {
                 "write step times as JSON numbers in milliseconds, e.g. {\"step_ms\": 6.02}"
                     .to_owned()
@@ -109,12 +120,71 @@ impl ProtocolError {
     }
 }
 
+/// The range a step time must fall in (ms): outside it the harness reported something other
+/// than a step's device time (seconds for milliseconds, a timer read before the step began).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StepRange {
+    pub min_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Default for StepRange {
+    /// 1 ns to 1 hour.
+    fn default() -> Self {
+        StepRange {
+            min_ms: 1e-6,
+            max_ms: 3.6e6,
+        }
+    }
+}
+
+/// A figure with bounded precision (at most 6 significant digits, scientific notation far
+/// from 1), so that no value, however absurd, prints hundreds of digits.
+#[must_use]
+pub fn bounded(value: f64) -> String {
+    let magnitude = value.abs();
+    if value == 0.0 || !value.is_finite() || (1e-3..1e6).contains(&magnitude) {
+        let text = format!("{value:.6}");
+        let text = if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.').to_owned()
+        } else {
+            text
+        };
+        if text == "-0" { "0".to_owned() } else { text }
+    } else {
+        format!("{value:.5e}")
+    }
+}
+
+/// A range bound in the unit that reads best (1 ns, 1 h).
+fn duration_text(ms: f64) -> String {
+    let (value, unit) = if ms >= 3.6e6 {
+        (ms / 3.6e6, "h")
+    } else if ms >= 1e3 {
+        (ms / 1e3, "s")
+    } else if ms >= 1.0 {
+        (ms, "ms")
+    } else if ms >= 1e-3 {
+        (ms * 1e3, "us")
+    } else {
+        (ms * 1e6, "ns")
+    };
+    format!("{} {unit}", bounded(value))
+}
+
+/// Parses the whole results file of one repeat with the default step range.
+pub fn parse(text: &str) -> Result<HarnessReport, ProtocolError> {
+    parse_with(text, StepRange::default())
+}
+
 /// Parses the whole results file of one repeat.
 ///
-/// Blank lines are skipped; a last line without a trailing newline is parsed like any other (a
+/// A UTF-8 byte-order mark at the start is skipped (some Windows-born tools write one). Blank
+/// lines are skipped; a last line without a trailing newline is parsed like any other (a
 /// half-written line is then reported as truncated). Lines with no known key are ignored, for
-/// forward compatibility.
-pub fn parse(text: &str) -> Result<HarnessReport, ProtocolError> {
+/// forward compatibility. A counted or warm-up step outside `range` is an error.
+pub fn parse_with(text: &str, range: StepRange) -> Result<HarnessReport, ProtocolError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut report = HarnessReport::default();
     for (index, raw) in text.split('\n').enumerate() {
         let line = index + 1;
@@ -122,12 +192,16 @@ pub fn parse(text: &str) -> Result<HarnessReport, ProtocolError> {
         if content.trim().is_empty() {
             continue;
         }
-        parse_line(content, &mut report).map_err(|kind| ProtocolError { line, kind })?;
+        parse_line(content, &mut report, range).map_err(|kind| ProtocolError { line, kind })?;
     }
     Ok(report)
 }
 
-fn parse_line(content: &str, report: &mut HarnessReport) -> Result<(), ProtocolErrorKind> {
+fn parse_line(
+    content: &str,
+    report: &mut HarnessReport,
+    range: StepRange,
+) -> Result<(), ProtocolErrorKind> {
     // A derived struct also deserialises from a JSON array (by position): insist on an object.
     if !content.trim_start().starts_with('{') {
         let found = match serde_json::from_str::<Json<'_>>(content) {
@@ -156,7 +230,7 @@ fn parse_line(content: &str, report: &mut HarnessReport) -> Result<(), ProtocolE
 
     match parsed.step_ms {
         Json::Absent => {}
-        Json::Number(value) => target.push(check_time("step_ms", value)?),
+        Json::Number(value) => target.push(check_time("step_ms", value, range)?),
         other => {
             return Err(ProtocolErrorKind::StepNotNumber {
                 found: other.kind(),
@@ -170,7 +244,7 @@ fn parse_line(content: &str, report: &mut HarnessReport) -> Result<(), ProtocolE
             for (index, item) in items.into_iter().enumerate() {
                 match item {
                     Json::Number(value) => {
-                        target.push(check_time(&format!("steps_ms[{index}]"), value)?);
+                        target.push(check_time(&format!("steps_ms[{index}]"), value, range)?);
                     }
                     other => {
                         return Err(ProtocolErrorKind::StepsElement {
@@ -225,7 +299,7 @@ fn parse_line(content: &str, report: &mut HarnessReport) -> Result<(), ProtocolE
     Ok(())
 }
 
-fn check_time(key: &str, number: Number) -> Result<f64, ProtocolErrorKind> {
+fn check_time(key: &str, number: Number, range: StepRange) -> Result<f64, ProtocolErrorKind> {
     let value = number.as_f64();
     if !value.is_finite() {
         // serde_json rejects out-of-range literals, so this is a defensive check.
@@ -238,6 +312,13 @@ fn check_time(key: &str, number: Number) -> Result<f64, ProtocolErrorKind> {
         return Err(ProtocolErrorKind::NotPositive {
             key: key.to_owned(),
             value,
+        });
+    }
+    if !(range.min_ms..=range.max_ms).contains(&value) {
+        return Err(ProtocolErrorKind::OutOfRange {
+            key: key.to_owned(),
+            value,
+            range,
         });
     }
     Ok(value)
@@ -533,6 +614,48 @@ impl<'de: 'a, 'a> Deserialize<'de> for Key<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_and_steps_outside_the_range_are_errors() {
+        let report = parse("\u{feff}{\"step_ms\": 6.0}\n").expect("a BOM is accepted");
+        assert_eq!(report.steps_ms, vec![6.0]);
+        for (text, line) in [
+            ("{\"step_ms\": 1.0}\n{\"step_ms\": 1e308}\n", 2),
+            ("{\"steps_ms\": [1e-300]}\n", 1),
+            ("{\"step_ms\": 3600001, \"warmup\": true}\n", 1),
+        ] {
+            let err = parse(text).expect_err(text);
+            assert_eq!(err.line, line, "{text}");
+            assert!(matches!(err.kind, ProtocolErrorKind::OutOfRange { .. }), "{err}");
+            let message = err.to_string();
+            assert!(message.len() < 120, "{message}");
+            assert!(message.contains("1 ns .. 1 h"), "{message}");
+        }
+        let wide = StepRange {
+            min_ms: 1e-305,
+            max_ms: 1e305,
+        };
+        assert!(parse_with("{\"step_ms\": 1e-300}\n", wide).is_ok());
+    }
+
+    #[test]
+    fn bounded_figures_never_run_long() {
+        let cases = [
+            (6.02, "6.02"),
+            (0.0, "0"),
+            (-0.0, "0"),
+            (1e-300, "1.00000e-300"),
+            (1e300, "1.00000e300"),
+            (123_456.789, "123456.789"),
+            (0.001_234_567, "0.001235"),
+        ];
+        for (value, want) in cases {
+            assert_eq!(bounded(value), want, "{value}");
+        }
+        for value in [f64::MAX, f64::MIN_POSITIVE, 5e-324, -1e200, 999_999.999_999] {
+            assert!(bounded(value).len() <= 14, "{value}: {}", bounded(value));
+        }
+    }
 
     fn err_kind(text: &str) -> (usize, ProtocolErrorKind) {
         let err = parse(text).expect_err(text);

@@ -8,12 +8,33 @@ use comfy_table::{Cell, CellAlignment, Color, ContentArrangement, Table};
 use crate::case::Verdict;
 use crate::report::{CaseReport, RunReport};
 
+/// Milliseconds to three decimals; absurd values (which `invalid` marks) in bounded
+/// scientific notation instead of hundreds of digits.
 fn ms(x: Option<f64>) -> String {
-    x.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
+    x.map_or_else(
+        || "-".to_owned(),
+        |v| {
+            if v.abs() < 1e9 && (v == 0.0 || v.abs() >= 1e-3) {
+                format!("{v:.3}")
+            } else {
+                crate::measure::protocol::bounded(v)
+            }
+        },
+    )
 }
 
 fn pct(x: Option<f64>) -> String {
-    x.map_or_else(|| "-".to_owned(), |v| format!("{:.1}%", v * 100.0))
+    x.map_or_else(
+        || "-".to_owned(),
+        |v| {
+            let p = v * 100.0;
+            if p.abs() < 1e9 && (p == 0.0 || p.abs() >= 0.05) {
+                format!("{p:.1}%")
+            } else {
+                format!("{}%", crate::measure::protocol::bounded(p))
+            }
+        },
+    )
 }
 
 fn verdict_color(v: Verdict) -> Color {
@@ -80,10 +101,13 @@ pub fn render_human(report: &RunReport, color: bool) -> String {
     let _ = writeln!(
         out,
         "gate: {} ({}); fail_on: {}; baselines {}",
-        if report.gate.passed {
-            "passed"
-        } else {
+        // A case that could not be measured exits 2 even when the gate passed: say so.
+        if !report.gate.passed {
             "FAILED"
+        } else if report.gate.counts.get(&Verdict::Error).is_some_and(|n| *n > 0) {
+            "error"
+        } else {
+            "passed"
         },
         counts.join(", "),
         report

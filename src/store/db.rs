@@ -26,6 +26,17 @@ impl Store {
     /// than `busy_timeout` is [`StoreError::Locked`]; a file that is not a database is
     /// [`StoreError::Corrupt`] and is left exactly as it was.
     pub fn open(path: &Path, busy_timeout: Duration) -> Result<Store, StoreError> {
+        Self::open_checked(path, busy_timeout, false)
+    }
+
+    /// Like [`Store::open`], but an existing empty (0-byte) file becomes a new store instead
+    /// of [`StoreError::EmptyFile`] (`utilgate run --init`).
+    pub fn open_init(path: &Path, busy_timeout: Duration) -> Result<Store, StoreError> {
+        Self::open_checked(path, busy_timeout, true)
+    }
+
+    fn open_checked(path: &Path, busy_timeout: Duration, init: bool) -> Result<Store, StoreError> {
+        check_file(path, init)?;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|source| StoreError::CreateDir {
                 path: path.to_owned(),
@@ -51,6 +62,13 @@ impl Store {
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let mut conn = connect(path, flags, busy_timeout)?;
+        // SQLite quietly opens a file it may not write read-only: a writer must know now.
+        if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
+            return Err(StoreError::ReadOnly {
+                path: path.to_owned(),
+                source: None,
+            });
+        }
         // Read before anything writes: a file that is not a database fails here, untouched.
         schema::version(&conn).map_err(|e| StoreError::open(path, e))?;
         // Results are about 1.6 KB each; on the default 4 KiB pages two fit per page and a
@@ -80,7 +98,7 @@ impl Store {
         busy_timeout: Duration,
     ) -> Result<Store, StoreError> {
         match path.try_exists() {
-            Ok(true) => {}
+            Ok(true) => check_file(path, false)?,
             Ok(false) => {
                 return Err(StoreError::Missing {
                     path: path.to_owned(),
@@ -93,9 +111,15 @@ impl Store {
                 });
             }
         }
-        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let conn = connect(path, flags, busy_timeout)?;
+        let conn = connect_read_only(path, busy_timeout)?;
         let found = schema::version(&conn).map_err(|e| StoreError::open(path, e))?;
+        if found == 0 {
+            // Version 0 is a database without our schema: `run` is creating it right now (the
+            // schema arrives in its first transaction), or nothing ever wrote it.
+            return Err(StoreError::NoSchemaYet {
+                path: path.to_owned(),
+            });
+        }
         if found > schema::LATEST {
             return Err(StoreError::NewerSchema {
                 path: path.to_owned(),
@@ -116,6 +140,28 @@ impl Store {
         })
     }
 
+    /// Checks, before the first case, that a run can be written: a write transaction that is
+    /// rolled back (a read-only file, a lock held too long or a damaged database fails here,
+    /// not after an hour of measuring).
+    pub fn preflight(&mut self) -> Result<(), StoreError> {
+        let path = self.path.clone();
+        let fail = move |e| StoreError::query(&path, "check that the store can be written", e);
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(&fail)?;
+        // A real write (the rollback discards it) and the last rows of the tables a run
+        // appends to, so that a damaged b-tree or a read-only file fails now.
+        tx.execute_batch(
+            "CREATE TABLE utilgate_preflight (x INTEGER); \
+             INSERT INTO utilgate_preflight VALUES (1); \
+             SELECT max(id) FROM runs; SELECT max(id) FROM results; \
+             SELECT max(id) FROM baseline_moves;",
+        )
+        .map_err(&fail)?;
+        tx.rollback().map_err(&fail)
+    }
+
     /// The file this store reads and writes.
     #[must_use]
     pub fn path(&self) -> &Path {
@@ -126,6 +172,73 @@ impl Store {
         let path = self.path.clone();
         move |e| StoreError::query(&path, action, e)
     }
+}
+
+/// Refuses a store path that is a directory, and an existing empty file unless `init`: an
+/// empty file where a history should be is a lost history, never a new one by accident.
+fn check_file(path: &Path, init: bool) -> Result<(), StoreError> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err(StoreError::IsDirectory {
+            path: path.to_owned(),
+        }),
+        Ok(meta) if meta.len() == 0 && !init => Err(StoreError::EmptyFile {
+            path: path.to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A read-only connection. In a directory this user cannot write, SQLite cannot create the
+/// WAL index beside the file; the file is then opened immutable (nobody can be writing it
+/// through this directory's permissions, and what WAL holds was checkpointed on the last close).
+fn connect_read_only(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let first = connect(path, flags, busy_timeout).and_then(|conn| {
+        schema::version(&conn)
+            .map(|_| conn)
+            .map_err(|e| StoreError::open(path, e))
+    });
+    match first {
+        Err(StoreError::Open { .. } | StoreError::ReadOnly { .. }) if cannot_write_dir(path) => {
+            let uri = format!("file:{}?mode=ro&immutable=1", uri_path(path));
+            connect(
+                Path::new(&uri),
+                flags | OpenFlags::SQLITE_OPEN_URI,
+                busy_timeout,
+            )
+            .map_err(|e| match e {
+                StoreError::Open { source, .. } => StoreError::Open {
+                    path: path.to_owned(),
+                    source,
+                },
+                other => other,
+            })
+        }
+        other => other,
+    }
+}
+
+/// Whether this process cannot create a file beside `path` (permissions, a read-only mount).
+fn cannot_write_dir(path: &Path) -> bool {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    tempfile::tempfile_in(dir).is_err()
+}
+
+/// A path as the path part of an `SQLite` URI: `%`, `?` and `#` escaped.
+fn uri_path(path: &Path) -> String {
+    let mut out = String::new();
+    for c in path.to_string_lossy().chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '?' => out.push_str("%3f"),
+            '#' => out.push_str("%23"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn connect(

@@ -75,6 +75,24 @@ pub enum StoreError {
     },
     #[error("no result {} in the store {}", .result_id, .path.display())]
     UnknownResult { path: PathBuf, result_id: i64 },
+    #[error("{} is a directory, not a store file", .path.display())]
+    IsDirectory { path: PathBuf },
+    #[error("store is empty but exists: {} is 0 bytes", .path.display())]
+    EmptyFile { path: PathBuf },
+    #[error("the store {} cannot be written (a read-only file, directory or file system)", .path.display())]
+    ReadOnly {
+        path: PathBuf,
+        #[source]
+        source: Option<rusqlite::Error>,
+    },
+    #[error("the disk holding the store {} is full", .path.display())]
+    Full {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("the store {} holds no runs yet: it is being created by another utilgate, or was never written", .path.display())]
+    NoSchemaYet { path: PathBuf },
     #[error("{} {} cannot be stored in {}: it is out of range", .what, .value, .path.display())]
     OutOfRange {
         path: PathBuf,
@@ -110,6 +128,21 @@ impl StoreError {
                 "the store file may be damaged; keep a copy and report it"
             }
             StoreError::UnknownResult { .. } => "list result ids with `utilgate runs show RUN`",
+            StoreError::IsDirectory { .. } => {
+                "point `--db` or `[store] path` at a file inside that directory, e.g. DIR/utilgate.db"
+            }
+            StoreError::EmptyFile { .. } => {
+                "restore it or delete it to start a new history (or pass `--init` to start one in it)"
+            }
+            StoreError::ReadOnly { .. } => {
+                "make the store and its directory writable for this user, or point `--db` at a writable copy; readers (`runs`, `report`, `compare`) work as they are"
+            }
+            StoreError::Full { .. } => {
+                "free space on that disk (or point `--db` elsewhere); nothing half-written was kept"
+            }
+            StoreError::NoSchemaYet { .. } => {
+                "wait for the `utilgate run` that creates it to finish, then try again"
+            }
             StoreError::Query { .. } | StoreError::OutOfRange { .. } => return None,
         };
         Some(hint.to_owned())
@@ -126,6 +159,15 @@ impl StoreError {
                 path: path.to_owned(),
                 source,
             },
+            Some(ErrorCode::DiskFull) => StoreError::Full {
+                path: path.to_owned(),
+                source,
+            },
+            Some(ErrorCode::ReadOnly) => StoreError::ReadOnly {
+                path: path.to_owned(),
+                source: Some(source),
+            },
+
             _ => StoreError::Query {
                 path: path.to_owned(),
                 action,
@@ -162,12 +204,16 @@ mod tests {
             (rusqlite::ffi::SQLITE_NOTADB, "corrupt"),
             (rusqlite::ffi::SQLITE_CANTOPEN, "open"),
             (rusqlite::ffi::SQLITE_PERM, "open"),
+            (rusqlite::ffi::SQLITE_FULL, "full"),
+            (rusqlite::ffi::SQLITE_READONLY, "read-only"),
         ];
         for (code, want) in cases {
             let got = match StoreError::open(path, sqlite(code)) {
                 StoreError::Locked { .. } => "locked",
                 StoreError::Corrupt { .. } => "corrupt",
                 StoreError::Open { .. } => "open",
+                StoreError::Full { .. } => "full",
+                StoreError::ReadOnly { .. } => "read-only",
                 other => panic!("unexpected {other:?}"),
             };
             assert_eq!(got, want, "code {code}");

@@ -5,6 +5,8 @@
 mod baselines;
 mod db;
 mod error;
+mod estimate;
+pub mod journal;
 mod probes;
 mod results;
 mod runs;

@@ -31,10 +31,13 @@ impl FromStr for RunId {
     }
 }
 
-/// A run to store, as `utilgate run` (or `baseline import`) assembled it.
-#[derive(Debug, Clone, PartialEq)]
+/// A run to store, as `utilgate run` (or `baseline import`) assembled it. Serialisable, for
+/// the rescue file a run goes to when the store cannot take it.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct NewRun {
+    #[serde(with = "timestamp_text")]
     pub started_at: Timestamp,
+    #[serde(with = "timestamp_text")]
     pub finished_at: Timestamp,
     pub git_sha: Option<String>,
     pub branch: Option<String>,
@@ -55,7 +58,7 @@ pub struct NewRun {
 
 /// One case's result within a [`NewRun`]. Non-finite floats in the `Option<f64>` fields are
 /// stored as NULL (`SQLite` has no NaN); raw samples keep every bit.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct NewResult {
     pub key: CaseKey,
     pub verdict: Option<Verdict>,
@@ -78,6 +81,21 @@ pub struct NewResult {
     /// Move this case's baseline pointer to this result, in the run's own transaction. The
     /// caller decides; the store only records it.
     pub promote: bool,
+}
+
+/// Timestamps as RFC 3339 text in the rescue file.
+mod timestamp_text {
+    use jiff::Timestamp;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(t: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(t)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 /// Which runs [`super::Store::list_runs`] returns.

@@ -584,3 +584,29 @@ fn the_workflow_run_half_posts_for_a_fork_with_a_copied_store() {
         format!("/repos/{REPO}/statuses/{HEAD_SHA}")
     );
 }
+
+#[test]
+fn api_error_bodies_that_echo_the_token_are_redacted() {
+    for status in [403u16, 500] {
+        let env = TestEnv::new();
+        baseline_then_pr(&env, "10.0");
+        let gh = Github::start();
+        gh.mount(Mock::given(wiremock::matchers::any()).respond_with(
+            ResponseTemplate::new(status).set_body_json(json!({
+                "message": format!(
+                    "Bad request; headers were: Authorization: token {TOKEN}; also saw ghs_AnInstallationTokenXYZ0123456789"
+                ),
+                "documentation_url": "https://docs.github.com/rest",
+                "status": status.to_string()
+            })),
+        ));
+        let actions = Actions::new(&env, &gh.uri(), false);
+        let out = publish(&env, &actions, &[]);
+        assert_eq!(out.status.code(), Some(2), "{status}");
+        let all = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(all.contains("Bad request"), "{status}: {all}");
+        assert!(!all.contains(TOKEN), "{status}: the token leaked: {all}");
+        assert!(!all.contains("ghs_AnInstallation"), "{status}: {all}");
+        assert!(all.contains("ghp_***") || all.contains("***"), "{status}: {all}");
+    }
+}

@@ -1,0 +1,271 @@
+//! Nothing measured is lost (issue #11): the store is checked before the first case, a run the
+//! store cannot take goes to a rescue file that `import run` stores later, finished cases of an
+//! interrupted run are journalled for `run --resume`, an empty store file is refused, and a
+//! large grid says how large before it starts.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::env::{TestEnv, stderr, stdout};
+
+/// Cases started, one line each, as the harness logs them.
+fn started(env: &TestEnv) -> Vec<String> {
+    std::fs::read_to_string(env.path().join("started.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The standard config with a harness that logs each repeat it starts.
+fn logging_config(extra: &str) -> String {
+    TestEnv::config_with(extra).replace(
+        "command = \"sh harness.sh\"",
+        "command = \"echo b$UTILGATE_BATCH-r$UTILGATE_REPEAT >> started.log; sh harness.sh\"",
+    )
+}
+
+#[test]
+fn a_corrupt_store_fails_before_the_first_case() {
+    let env = TestEnv::new();
+    env.write_config(&logging_config(""));
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    std::fs::remove_file(env.path().join("started.log")).expect("reset log");
+    // Damage every page after the header: the file still opens, writing cannot work.
+    let db = env.db();
+    let mut bytes = std::fs::read(&db).expect("store");
+    for b in bytes.iter_mut().skip(100) {
+        *b = 0xA5;
+    }
+    std::fs::write(&db, &bytes).expect("corrupt");
+    let _ = std::fs::remove_file(db.with_extension("db-wal"));
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(started(&env).is_empty(), "measured before failing: {:?}", started(&env));
+    let err = stderr(&out);
+    assert!(err.contains("corrupt"), "{err}");
+    assert_eq!(std::fs::read(&db).expect("store"), bytes, "left exactly as it was");
+}
+
+#[test]
+fn an_empty_store_file_is_refused_unless_init() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.db().parent().expect("dir")).expect("mkdir");
+    std::fs::write(env.db(), "").expect("empty store");
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("store is empty but exists") && err.contains("restore it or delete it"),
+        "{err}"
+    );
+    assert_eq!(std::fs::metadata(env.db()).expect("kept").len(), 0);
+    // Readers say the same, not "run utilgate run to upgrade".
+    let out = env.cmd().args(["runs", "list"]).output().expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("store is empty but exists"), "{}", stderr(&out));
+
+    let out = env
+        .cmd()
+        .args(["run", "--branch", "main", "--init"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(env.json(&["runs", "list"])["runs"].as_array().map(Vec::len), Some(1));
+}
+
+/// Starts `utilgate run` in the background with `envs`.
+fn spawn_run(env: &TestEnv, args: &[&str], envs: &[(&str, &str)]) -> Child {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("utilgate"));
+    cmd.current_dir(env.path())
+        .args(["run", "--branch", "main", "--git-sha", "0123456789abcdef"])
+        .args(args)
+        .env_remove("GITHUB_ACTIONS")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.spawn().expect("starts")
+}
+
+fn wait_for(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
+    let end = Instant::now() + limit;
+    while !ready() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_run_the_store_cannot_take_is_rescued_and_imported_later() {
+    let env = TestEnv::new();
+    env.write_config(&logging_config("").replace(
+        "[gate]",
+        "[store]\nbusy_timeout_s = 0.5\n\n[gate]",
+    ));
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    let child = spawn_run(&env, &[], &[]);
+    // Once the first case is measuring, another writer locks the store for the rest of the run.
+    wait_for("the first repeat", Duration::from_secs(30), || {
+        started(&env).len() > 1
+    });
+    let locker = rusqlite::Connection::open(env.db()).expect("open");
+    locker.execute_batch("BEGIN EXCLUSIVE").expect("lock");
+    let out = child.wait_with_output().expect("finishes");
+    drop(locker);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(err.contains("locked"), "{err}");
+    let rescue = rescue_path(&err).unwrap_or_else(|| panic!("no rescue file named: {err}"));
+    assert!(rescue.exists(), "{}", rescue.display());
+    assert_eq!(rescue.parent(), env.db().parent(), "beside the store");
+
+    let out = env
+        .cmd()
+        .args(["import", "run"])
+        .arg(&rescue)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let runs = env.json(&["runs", "list"]);
+    let list = runs["runs"].as_array().expect("runs");
+    assert_eq!(list.len(), 2, "{runs}");
+    assert_eq!(list[0]["n_results"], 2);
+}
+
+/// The path printed after "rescue file" on stderr.
+fn rescue_path(stderr: &str) -> Option<PathBuf> {
+    stderr.lines().find_map(|l| {
+        let at = l.find("rescue-")?;
+        let start = l[..at].rfind(|c: char| c.is_whitespace()).map_or(0, |s| s + 1);
+        let end = l[at..].find(".json")? + at + 5;
+        Some(PathBuf::from(&l[start..end]))
+    })
+}
+
+#[test]
+fn an_interrupted_run_resumes_measuring_only_the_missing_cases() {
+    let env = TestEnv::new();
+    env.write_config(&logging_config(""));
+    // b8 hangs: kill utilgate while it measures b8, after b1 finished.
+    let mut child = spawn_run(&env, &[], &[("FAIL_MODE", "slowcase")]);
+    wait_for("the b8 case", Duration::from_secs(60), || {
+        started(&env).iter().any(|l| l.starts_with("b8"))
+    });
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    assert_eq!(
+        env.json(&["runs", "list"])["runs"].as_array().map(Vec::len),
+        Some(0),
+        "an interrupted run is never stored half-done"
+    );
+    std::fs::remove_file(env.path().join("started.log")).expect("reset log");
+
+    let out = env
+        .cmd()
+        .args(["run", "--branch", "main", "--resume"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = started(&env);
+    assert!(log.iter().all(|l| l.starts_with("b8")), "re-measured b1: {log:?}");
+    assert!(stderr(&out).contains("resum"), "{}", stderr(&out));
+    let show = env.json(&["runs", "show"]);
+    let cases = show["cases"].as_array().expect("cases");
+    assert_eq!(cases.len(), 2);
+    assert!(cases.iter().all(|c| c["n"] == 60), "{show}");
+    assert!(!journal(&env).exists(), "a stored run removes its journal");
+}
+
+fn journal(env: &TestEnv) -> PathBuf {
+    env.db().with_file_name("utilgate.db.cases.jsonl")
+}
+
+#[test]
+fn a_journal_without_resume_is_discarded_with_a_note() {
+    let env = TestEnv::new();
+    env.write_config(&logging_config(""));
+    let mut child = spawn_run(&env, &[], &[("FAIL_MODE", "slowcase")]);
+    wait_for("the b8 case", Duration::from_secs(60), || {
+        started(&env).iter().any(|l| l.starts_with("b8"))
+    });
+    child.kill().expect("SIGKILL");
+    let _ = child.wait();
+    assert!(journal(&env).exists());
+    std::fs::remove_file(env.path().join("started.log")).expect("reset log");
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("discard") && err.contains("--resume"), "{err}");
+    assert_eq!(started(&env).len(), 6, "every case measured afresh");
+}
+
+#[test]
+fn a_large_grid_says_its_size_and_asks_for_yes_outside_ci() {
+    let env = TestEnv::new();
+    let contexts: Vec<String> = (1..=700).map(|c| (c * 16).to_string()).collect();
+    env.write_config(&logging_config("").replace(
+        "contexts = [4096]",
+        &format!("contexts = [{}]", contexts.join(", ")),
+    ));
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("1400 cases"), "{err}");
+    assert!(err.contains("--yes"), "{err}");
+    assert!(err.contains("steps"), "an estimate in steps: {err}");
+    assert!(started(&env).is_empty(), "nothing runs before the answer");
+
+    // A config that declares the size it expects needs no --yes.
+    env.write_config(&logging_config("").replace("[gate]", "[limits]\nmax_cases = 1\n\n[gate]"));
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(stderr(&out).contains("2 cases") && stderr(&out).contains("max_cases"));
+    let out = env
+        .cmd()
+        .args(["run", "--branch", "main", "--yes"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("2 cases"), "the count is always said");
+}
+
+#[test]
+fn the_estimate_comes_from_the_suites_history() {
+    let env = TestEnv::new();
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let err = stderr(&out);
+    assert!(
+        err.contains("2 cases") && err.contains("from the last run of suite decode"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_read_only_store_fails_before_the_first_case() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    env.write_config(&logging_config(""));
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    std::fs::remove_file(env.path().join("started.log")).expect("reset log");
+    // The harness's directory is writable; the store and its directory are not.
+    let mode = |path: &std::path::Path, mode| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    };
+    mode(env.path(), 0o777);
+    let dir = env.db().parent().expect("dir").to_path_buf();
+    for entry in std::fs::read_dir(&dir).expect("dir").flatten() {
+        mode(&entry.path(), 0o644);
+    }
+    mode(&dir, 0o755);
+    let out = crate::measurements::as_nobody(&env, &["run", "--branch", "main"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert!(started(&env).is_empty(), "measured before failing: {:?}", started(&env));
+    let err = stderr(&out);
+    assert!(err.contains("read-only") || err.contains("cannot be written"), "{err}");
+}
