@@ -176,7 +176,9 @@ pub enum TemplateError {
         name: String,
         suggestion: Option<&'static str>,
     },
-    #[error("`{expr}` is inside the command's own {quote} quotes, but every value is shell-quoted already")]
+    #[error(
+        "`{expr}` is inside the command's own {quote} quotes, but every value is shell-quoted already"
+    )]
     InsideQuotes { expr: String, quote: &'static str },
 }
 
@@ -187,7 +189,9 @@ impl TemplateError {
         match self {
             TemplateError::Syntax(_) | TemplateError::UnknownVariable { .. } => format!(
                 "use {}",
-                COMMAND_VARIABLES.map(|v| format!("{{{{ {v} }}}}")).join(", ")
+                COMMAND_VARIABLES
+                    .map(|v| format!("{{{{ {v} }}}}"))
+                    .join(", ")
             ),
             TemplateError::InsideQuotes { expr, .. } => format!(
                 "remove the quotes around `{expr}` (values arrive as one shell word each), or write `{{{{ ... | raw }}}}` to insert a value unquoted"
@@ -226,7 +230,9 @@ fn template_env() -> minijinja::Environment<'static> {
 pub fn render_command(template: &str, vars: &CommandVars<'_>) -> Result<String, TemplateError> {
     check_placement(template)?;
     let env = template_env();
-    let compiled = env.template_from_str(template).map_err(TemplateError::Syntax)?;
+    let compiled = env
+        .template_from_str(template)
+        .map_err(TemplateError::Syntax)?;
     check_variables(&compiled)?;
     compiled
         .render(minijinja::value::Serde(vars))
@@ -318,7 +324,10 @@ fn check_placement(template: &str) -> Result<(), TemplateError> {
 }
 
 fn is_raw(expr: &str) -> bool {
-    let inner = expr.trim_start_matches("{{").trim_end_matches("}}").trim_matches(['-', '+', ' ']);
+    let inner = expr
+        .trim_start_matches("{{")
+        .trim_end_matches("}}")
+        .trim_matches(['-', '+', ' ']);
     inner
         .rsplit_once('|')
         .is_some_and(|(_, filter)| matches!(filter.trim(), "raw" | "safe"))
@@ -405,7 +414,10 @@ mod tests {
         ];
         for t in refused {
             assert!(
-                matches!(check_command_template(t), Err(TemplateError::InsideQuotes { .. })),
+                matches!(
+                    check_command_template(t),
+                    Err(TemplateError::InsideQuotes { .. })
+                ),
                 "{t}"
             );
         }
@@ -417,7 +429,11 @@ mod tests {
             "run {% if batch > 1 %}--big{% endif %} {{ model }}",
         ];
         for t in accepted {
-            assert!(check_command_template(t).is_ok(), "{t}: {:?}", check_command_template(t));
+            assert!(
+                check_command_template(t).is_ok(),
+                "{t}: {:?}",
+                check_command_template(t)
+            );
         }
     }
 

@@ -159,7 +159,10 @@ mod tests {
                 "github_pat_***",
             ),
             ("ghp_short stays", "ghp_short stays"),
-            ("xghp_abcdefghijklmnopqrstuvwxyz is a word", "xghp_abcdefghijklmnopqrstuvwxyz is a word"),
+            (
+                "xghp_abcdefghijklmnopqrstuvwxyz is a word",
+                "xghp_abcdefghijklmnopqrstuvwxyz is a word",
+            ),
             ("nothing here", "nothing here"),
             ("", ""),
             ("ghp_", "ghp_"),
@@ -184,6 +187,9 @@ mod tests {
 
     #[test]
     fn unchanged_text_is_borrowed() {
-        assert!(matches!(redact_with("plain", &["abcdefghij"]), Cow::Borrowed(_)));
+        assert!(matches!(
+            redact_with("plain", &["abcdefghij"]),
+            Cow::Borrowed(_)
+        ));
     }
 }

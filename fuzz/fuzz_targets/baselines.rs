@@ -10,5 +10,5 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let _ = utilgate::commands::baseline::parse_export(text, Path::new("baselines/fuzz.json"));
+    let _ = utilgate::store::export::parse_export(text, Path::new("baselines/fuzz.json"));
 });

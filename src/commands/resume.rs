@@ -59,9 +59,8 @@ fn estimate(store: &Store, suites: &[&SuiteConfig]) -> Result<String, Error> {
                 timed.push(suite.name.as_str());
             }
             None => {
-                untimed_steps += cases
-                    * u64::from(suite.repeats)
-                    * (suite.steps + suite.warmup_steps);
+                untimed_steps +=
+                    cases * u64::from(suite.repeats) * (suite.steps + suite.warmup_steps);
                 untimed.push(suite.name.as_str());
             }
         }
@@ -172,7 +171,9 @@ pub fn store_or_rescue(store: &mut Store, run: &NewRun, tmp: &Path) -> Result<Ru
                     })
                 }
                 Err(rescue_err) => {
-                    output::warn(&format!("the rescue file could not be written either: {rescue_err}"));
+                    output::warn(&format!(
+                        "the rescue file could not be written either: {rescue_err}"
+                    ));
                     Err(err.into())
                 }
             }

@@ -36,10 +36,7 @@ impl Scope {
     pub fn create() -> Option<Scope> {
         let parent = own_cgroup_dir()?;
         let n = NEXT_SCOPE.fetch_add(1, Ordering::Relaxed);
-        let dir = parent.join(format!(
-            "{SCOPE_PREFIX}{}.{n}",
-            std::process::id()
-        ));
+        let dir = parent.join(format!("{SCOPE_PREFIX}{}.{n}", std::process::id()));
         fs::create_dir(&dir).ok()?;
         // A scope that cannot take processes is no scope: check it once, here.
         if !dir.join("cgroup.procs").exists() {
@@ -94,9 +91,7 @@ pub fn members(dir: &Path) -> Vec<Pid> {
 
 fn populated(dir: &Path) -> bool {
     match fs::read_to_string(dir.join("cgroup.events")) {
-        Ok(events) => events
-            .lines()
-            .any(|l| l.trim() == "populated 1"),
+        Ok(events) => events.lines().any(|l| l.trim() == "populated 1"),
         Err(_) => !members(dir).is_empty(),
     }
 }
@@ -200,10 +195,18 @@ fn cgroup2_mount(mountinfo: &str) -> Option<(PathBuf, PathBuf)> {
         let mut fields = left.split_whitespace();
         let root = fields.nth(3)?;
         let mount = fields.next()?;
-        if !left.split_whitespace().nth(5)?.split(',').any(|o| o == "rw") {
+        if !left
+            .split_whitespace()
+            .nth(5)?
+            .split(',')
+            .any(|o| o == "rw")
+        {
             return None;
         }
-        Some((PathBuf::from(unescape(root)), PathBuf::from(unescape(mount))))
+        Some((
+            PathBuf::from(unescape(root)),
+            PathBuf::from(unescape(mount)),
+        ))
     })
 }
 
@@ -213,7 +216,9 @@ fn unescape(field: &str) -> String {
     let mut rest = field;
     while let Some(at) = rest.find('\\') {
         out.push_str(&rest[..at]);
-        let code = rest.get(at + 1..at + 4).and_then(|d| u8::from_str_radix(d, 8).ok());
+        let code = rest
+            .get(at + 1..at + 4)
+            .and_then(|d| u8::from_str_radix(d, 8).ok());
         if let Some(byte) = code {
             out.push(char::from(byte));
             rest = &rest[at + 4..];
@@ -245,7 +250,10 @@ mod tests {
             cgroup2_mount(&rw),
             Some((PathBuf::from("/a"), PathBuf::from("/sys/fs/my cg")))
         );
-        assert_eq!(unified_path("1:cpu:/\n0::/user.slice/x\n"), Some("/user.slice/x"));
+        assert_eq!(
+            unified_path("1:cpu:/\n0::/user.slice/x\n"),
+            Some("/user.slice/x")
+        );
         assert_eq!(unified_path("1:cpu:/\n"), None);
     }
 
@@ -266,7 +274,10 @@ mod tests {
                 let _ = fs::remove_dir(&probe);
                 made
             });
-            assert!(!writable, "a writable cgroup v2 exists but no scope was made");
+            assert!(
+                !writable,
+                "a writable cgroup v2 exists but no scope was made"
+            );
             return;
         };
         let dir = scope.dir().to_path_buf();

@@ -67,12 +67,20 @@ mod tests {
         let StepCount::TooFew(message) = step_count(2, 60, 0.0, 100_000) else {
             panic!("2 of 60 is too few");
         };
-        assert!(message.contains("2 counted steps") && message.contains("60"), "{message}");
+        assert!(
+            message.contains("2 counted steps") && message.contains("60"),
+            "{message}"
+        );
         // 10% tolerance: 54 of 60 is enough, 53 is not.
         assert_eq!(step_count(54, 60, 10.0, 100_000), StepCount::Fine);
-        assert!(matches!(step_count(53, 60, 10.0, 100_000), StepCount::TooFew(m) if m.contains("as few as 54")));
+        assert!(
+            matches!(step_count(53, 60, 10.0, 100_000), StepCount::TooFew(m) if m.contains("as few as 54"))
+        );
         // Even full tolerance needs one step.
-        assert!(matches!(step_count(0, 60, 100.0, 100_000), StepCount::TooFew(_)));
+        assert!(matches!(
+            step_count(0, 60, 100.0, 100_000),
+            StepCount::TooFew(_)
+        ));
         assert!(matches!(
             step_count(1_000_000, 60, 0.0, 100_000),
             StepCount::TooMany { keep: 100_000, .. }

@@ -63,7 +63,10 @@ pub fn run(parent: u32, scope: Option<&Path>, command: &str) -> i32 {
     status.unwrap_or(STOPPED_STATUS)
 }
 
-#[expect(clippy::print_stderr, reason = "the guard's only way to say why it failed")]
+#[expect(
+    clippy::print_stderr,
+    reason = "the guard's only way to say why it failed"
+)]
 fn sanitized_note(text: &str) {
     eprintln!("{}", crate::redact::redact(text));
 }

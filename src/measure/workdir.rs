@@ -59,8 +59,7 @@ pub fn sweep_stale(tmp: &Path) -> usize {
             continue;
         }
         // Only directories this user owns and can remove; anything else is not ours to touch.
-        if entry.file_type().is_ok_and(|t| t.is_dir()) && fs::remove_dir_all(entry.path()).is_ok()
-        {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) && fs::remove_dir_all(entry.path()).is_ok() {
             swept += 1;
         }
     }

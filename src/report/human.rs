@@ -104,7 +104,12 @@ pub fn render_human(report: &RunReport, color: bool) -> String {
         // A case that could not be measured exits 2 even when the gate passed: say so.
         if !report.gate.passed {
             "FAILED"
-        } else if report.gate.counts.get(&Verdict::Error).is_some_and(|n| *n > 0) {
+        } else if report
+            .gate
+            .counts
+            .get(&Verdict::Error)
+            .is_some_and(|n| *n > 0)
+        {
             "error"
         } else {
             "passed"

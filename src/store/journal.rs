@@ -153,7 +153,11 @@ pub struct Journal {
 impl Journal {
     /// Starts a fresh journal (replacing any) with its header, or continues the one at `path`
     /// (`resume`), whose header the caller has checked.
-    pub fn open(path: &Path, header: &JournalHeader, resume: bool) -> Result<Journal, JournalError> {
+    pub fn open(
+        path: &Path,
+        header: &JournalHeader,
+        resume: bool,
+    ) -> Result<Journal, JournalError> {
         if resume && path.exists() {
             let file = OpenOptions::new()
                 .append(true)
@@ -246,11 +250,10 @@ pub fn write_rescue<T: Serialize>(
         source,
     })?;
     let beside = sibling(store, &format!(".rescue-{stamp}.json"));
-    let elsewhere = fallback_dir.join(
-        beside
-            .file_name()
-            .map_or_else(|| format!("utilgate.rescue-{stamp}.json").into(), ToOwned::to_owned),
-    );
+    let elsewhere = fallback_dir.join(beside.file_name().map_or_else(
+        || format!("utilgate.rescue-{stamp}.json").into(),
+        ToOwned::to_owned,
+    ));
     let mut last = None;
     for path in [beside, elsewhere] {
         match write_new(&path, &text) {
@@ -258,7 +261,8 @@ pub fn write_rescue<T: Serialize>(
             Err(err) => last = Some(err),
         }
     }
-    Err(last.unwrap_or_else(|| io_error("write the rescue file", store)(io::ErrorKind::Other.into())))
+    Err(last
+        .unwrap_or_else(|| io_error("write the rescue file", store)(io::ErrorKind::Other.into())))
 }
 
 fn write_new(path: &Path, text: &str) -> Result<(), JournalError> {
@@ -346,7 +350,10 @@ mod tests {
         let mut journal = Journal::open(&path, &header(), true).expect("resume");
         journal.append(&key(8), &vec![3.0]).expect("append");
         let got = read::<Vec<f64>>(&path).expect("reads").expect("a journal");
-        assert_eq!(got.cases, vec![(key(1), vec![1.0, 2.0]), (key(8), vec![3.0])]);
+        assert_eq!(
+            got.cases,
+            vec![(key(1), vec![1.0, 2.0]), (key(8), vec![3.0])]
+        );
         journal.finish().expect("finish");
         assert!(!path.exists());
     }
@@ -355,8 +362,11 @@ mod tests {
     fn an_unknown_header_is_no_journal() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("j.jsonl");
-        fs::write(&path, "{\"journal\": 99, \"plan\": null, \"started_at\": \"x\"}\n")
-            .expect("write");
+        fs::write(
+            &path,
+            "{\"journal\": 99, \"plan\": null, \"started_at\": \"x\"}\n",
+        )
+        .expect("write");
         assert!(read::<Vec<f64>>(&path).expect("reads").is_none());
         fs::write(&path, "garbage").expect("write");
         assert!(read::<Vec<f64>>(&path).expect("reads").is_none());
@@ -369,9 +379,12 @@ mod tests {
         let fallback = dir.path().join("tmp");
         fs::create_dir_all(&fallback).expect("mkdir");
         // The store's directory does not exist: the file goes to the fallback directory.
-        let path = write_rescue(&store, "20260101T000000Z", &fallback, &vec![1.5])
-            .expect("rescued");
-        assert_eq!(path, fallback.join("utilgate.db.rescue-20260101T000000Z.json"));
+        let path =
+            write_rescue(&store, "20260101T000000Z", &fallback, &vec![1.5]).expect("rescued");
+        assert_eq!(
+            path,
+            fallback.join("utilgate.db.rescue-20260101T000000Z.json")
+        );
         let run: Vec<f64> = read_rescue(&path).expect("reads");
         assert_eq!(run, vec![1.5]);
 

@@ -607,6 +607,9 @@ fn api_error_bodies_that_echo_the_token_are_redacted() {
         assert!(all.contains("Bad request"), "{status}: {all}");
         assert!(!all.contains(TOKEN), "{status}: the token leaked: {all}");
         assert!(!all.contains("ghs_AnInstallation"), "{status}: {all}");
-        assert!(all.contains("ghp_***") || all.contains("***"), "{status}: {all}");
+        assert!(
+            all.contains("ghp_***") || all.contains("***"),
+            "{status}: {all}"
+        );
     }
 }

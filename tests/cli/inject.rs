@@ -9,7 +9,10 @@ fn config_with_model(model: &str, command: &str) -> String {
     TestEnv::config_with("")
         .replace("[models.seed-8b]", &format!("[models.{model}]"))
         .replace("models = [\"seed-8b\"]", &format!("models = [{model}]"))
-        .replace("command = \"sh harness.sh\"", &format!("command = {command}"))
+        .replace(
+            "command = \"sh harness.sh\"",
+            &format!("command = {command}"),
+        )
         .replace("batches = [1, 8]", "batches = [1]")
 }
 
@@ -37,11 +40,11 @@ fn hostile_model_names_are_passed_as_one_word_never_run_as_shell() {
             .collect();
         assert!(pwned.is_empty(), "{model} ran as shell: {pwned:?}");
         let got = std::fs::read_to_string(env.path().join("got-arg")).expect("arg");
-        let want: String = toml::from_str::<toml::Value>(&format!("v = {model}"))
-            .expect("toml")["v"]
-            .as_str()
-            .expect("string")
-            .to_owned();
+        let want: String =
+            toml::from_str::<toml::Value>(&format!("v = {model}")).expect("toml")["v"]
+                .as_str()
+                .expect("string")
+                .to_owned();
         assert_eq!(got, want, "the harness gets the name as one word");
     }
 }
@@ -57,7 +60,10 @@ fn a_variable_inside_the_users_own_quotes_is_refused_with_the_fix() {
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     let err = stderr(&out);
     assert!(err.contains("suite[0].command"), "{err}");
-    assert!(err.contains("{{ model }}") && err.contains("quote"), "{err}");
+    assert!(
+        err.contains("{{ model }}") && err.contains("quote"),
+        "{err}"
+    );
     assert!(err.contains("raw"), "the hint names the raw filter: {err}");
 }
 
@@ -114,17 +120,19 @@ fn control_characters_in_names_are_refused() {
         assert_eq!(out.status.code(), Some(2), "{table}: {}", stdout(&out));
         let err = stderr(&out);
         assert!(err.contains("control character"), "{table}: {err}");
-        assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{table}: {err:?}");
+        assert!(
+            !err.contains('\u{1b}') && !err.contains('\u{7}'),
+            "{table}: {err:?}"
+        );
     }
 }
 
 #[test]
 fn an_unknown_template_variable_is_named() {
     let env = TestEnv::new();
-    env.write_config(&TestEnv::config_with("").replace(
-        "sh harness.sh",
-        "sh harness.sh --model {{ modle }}",
-    ));
+    env.write_config(
+        &TestEnv::config_with("").replace("sh harness.sh", "sh harness.sh --model {{ modle }}"),
+    );
     let out = env.cmd().args(["config", "check"]).output().expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
@@ -138,15 +146,16 @@ const ENV_SPY: &str = r#"env | grep -E '^(GH_|GITHUB_TOKEN|ACTIONS_|CI_JOB_TOKEN
 #[test]
 fn known_credential_variables_never_reach_the_harness_unless_passed_through() {
     let env = TestEnv::new();
-    env.write_config(
-        &TestEnv::config_with("").replace("sh harness.sh", ENV_SPY),
-    );
+    env.write_config(&TestEnv::config_with("").replace("sh harness.sh", ENV_SPY));
     let creds = [
         ("GITHUB_TOKEN", "ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"),
         ("GH_TOKEN", "gho_bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"),
         ("GH_ENTERPRISE_TOKEN", "enterprise-secret-value"),
         ("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "oidc-request-secret"),
-        ("ACTIONS_ID_TOKEN_REQUEST_URL", "https://token.actions.example/x"),
+        (
+            "ACTIONS_ID_TOKEN_REQUEST_URL",
+            "https://token.actions.example/x",
+        ),
         ("ACTIONS_RUNTIME_TOKEN", "runtime-secret-value"),
         ("CI_JOB_TOKEN", "gitlab-job-secret"),
     ];
@@ -155,10 +164,9 @@ fn known_credential_variables_never_reach_the_harness_unless_passed_through() {
     let seen = std::fs::read_to_string(env.path().join("seen-vars")).expect("spy ran");
     assert_eq!(seen.trim(), "", "credentials reached the harness: {seen}");
 
-    env.write_config(&TestEnv::config_with("env_passthrough = [\"GH_TOKEN\"]").replace(
-        "sh harness.sh",
-        ENV_SPY,
-    ));
+    env.write_config(
+        &TestEnv::config_with("env_passthrough = [\"GH_TOKEN\"]").replace("sh harness.sh", ENV_SPY),
+    );
     let out = env.run("main", &creds);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let seen = std::fs::read_to_string(env.path().join("seen-vars")).expect("spy ran");
@@ -192,6 +200,10 @@ fn a_token_printed_by_the_harness_is_masked_on_stderr_and_in_the_store() {
     for file in [env.db(), env.db().with_extension("db-wal")] {
         let bytes = std::fs::read(&file).unwrap_or_default();
         let raw = String::from_utf8_lossy(&bytes);
-        assert!(!raw.contains(token) && !raw.contains(secret), "{}", file.display());
+        assert!(
+            !raw.contains(token) && !raw.contains(secret),
+            "{}",
+            file.display()
+        );
     }
 }

@@ -42,10 +42,18 @@ fn a_corrupt_store_fails_before_the_first_case() {
     let _ = std::fs::remove_file(db.with_extension("db-wal"));
     let out = env.run("main", &[]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
-    assert!(started(&env).is_empty(), "measured before failing: {:?}", started(&env));
+    assert!(
+        started(&env).is_empty(),
+        "measured before failing: {:?}",
+        started(&env)
+    );
     let err = stderr(&out);
     assert!(err.contains("corrupt"), "{err}");
-    assert_eq!(std::fs::read(&db).expect("store"), bytes, "left exactly as it was");
+    assert_eq!(
+        std::fs::read(&db).expect("store"),
+        bytes,
+        "left exactly as it was"
+    );
 }
 
 #[test]
@@ -64,7 +72,11 @@ fn an_empty_store_file_is_refused_unless_init() {
     // Readers say the same, not "run utilgate run to upgrade".
     let out = env.cmd().args(["runs", "list"]).output().expect("runs");
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("store is empty but exists"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("store is empty but exists"),
+        "{}",
+        stderr(&out)
+    );
 
     let out = env
         .cmd()
@@ -72,7 +84,10 @@ fn an_empty_store_file_is_refused_unless_init() {
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(env.json(&["runs", "list"])["runs"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        env.json(&["runs", "list"])["runs"].as_array().map(Vec::len),
+        Some(1)
+    );
 }
 
 /// Starts `utilgate run` in the background with `envs`.
@@ -102,10 +117,9 @@ fn wait_for(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
 #[test]
 fn a_run_the_store_cannot_take_is_rescued_and_imported_later() {
     let env = TestEnv::new();
-    env.write_config(&logging_config("").replace(
-        "[gate]",
-        "[store]\nbusy_timeout_s = 0.5\n\n[gate]",
-    ));
+    env.write_config(
+        &logging_config("").replace("[gate]", "[store]\nbusy_timeout_s = 0.5\n\n[gate]"),
+    );
     assert_eq!(env.run("main", &[]).status.code(), Some(0));
     let child = spawn_run(&env, &[], &[]);
     // Once the first case is measuring, another writer locks the store for the rest of the run.
@@ -140,7 +154,9 @@ fn a_run_the_store_cannot_take_is_rescued_and_imported_later() {
 fn rescue_path(stderr: &str) -> Option<PathBuf> {
     stderr.lines().find_map(|l| {
         let at = l.find("rescue-")?;
-        let start = l[..at].rfind(|c: char| c.is_whitespace()).map_or(0, |s| s + 1);
+        let start = l[..at]
+            .rfind(|c: char| c.is_whitespace())
+            .map_or(0, |s| s + 1);
         let end = l[at..].find(".json")? + at + 5;
         Some(PathBuf::from(&l[start..end]))
     })
@@ -171,7 +187,10 @@ fn an_interrupted_run_resumes_measuring_only_the_missing_cases() {
         .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let log = started(&env);
-    assert!(log.iter().all(|l| l.starts_with("b8")), "re-measured b1: {log:?}");
+    assert!(
+        log.iter().all(|l| l.starts_with("b8")),
+        "re-measured b1: {log:?}"
+    );
     assert!(stderr(&out).contains("resum"), "{}", stderr(&out));
     let show = env.json(&["runs", "show"]);
     let cases = show["cases"].as_array().expect("cases");
@@ -265,7 +284,14 @@ fn a_read_only_store_fails_before_the_first_case() {
     mode(&dir, 0o755);
     let out = crate::measurements::as_nobody(&env, &["run", "--branch", "main"]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
-    assert!(started(&env).is_empty(), "measured before failing: {:?}", started(&env));
+    assert!(
+        started(&env).is_empty(),
+        "measured before failing: {:?}",
+        started(&env)
+    );
     let err = stderr(&out);
-    assert!(err.contains("read-only") || err.contains("cannot be written"), "{err}");
+    assert!(
+        err.contains("read-only") || err.contains("cannot be written"),
+        "{err}"
+    );
 }

@@ -25,18 +25,27 @@ fn fewer_counted_steps_than_asked_is_an_error_naming_both_numbers() {
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     let report = env.json(&["runs", "show"]);
     assert_eq!(verdict_of(&report, B1), "error");
-    let error = report["cases"][0]["error"].as_str().expect("error").to_owned();
-    assert!(error.contains("2 counted steps") && error.contains("20"), "{error}");
+    let error = report["cases"][0]["error"]
+        .as_str()
+        .expect("error")
+        .to_owned();
+    assert!(
+        error.contains("2 counted steps") && error.contains("20"),
+        "{error}"
+    );
     assert_eq!(
-        env.json(&["baseline", "list"])["baselines"].as_array().map(Vec::len),
+        env.json(&["baseline", "list"])["baselines"]
+            .as_array()
+            .map(Vec::len),
         Some(0),
         "never a baseline"
     );
 
     // A tolerance lets a harness that drops a few steps through.
-    env.write_config(
-        &writing(r#"{\"steps_ms\": [10.0, 10.1]}\n"#, "steps_tolerance_pct = 90"),
-    );
+    env.write_config(&writing(
+        r#"{\"steps_ms\": [10.0, 10.1]}\n"#,
+        "steps_tolerance_pct = 90",
+    ));
     let out = env.run("main", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
@@ -57,7 +66,10 @@ fn many_more_steps_than_asked_warn_and_are_capped_in_the_store() {
     let out = env.run("main", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("50000 counted steps") && err.contains("20"), "{err}");
+    assert!(
+        err.contains("50000 counted steps") && err.contains("20"),
+        "{err}"
+    );
     let report = env.json(&["runs", "show"]);
     assert_eq!(report["cases"][0]["n"], 1000, "{report}");
 }
@@ -74,8 +86,14 @@ fn step_times_outside_the_sane_range_are_protocol_errors() {
         assert_eq!(out.status.code(), Some(2), "{value}: {}", stdout(&out));
         let report = env.json(&["runs", "show"]);
         assert_eq!(verdict_of(&report, B1), "error", "{value}");
-        let error = report["cases"][0]["error"].as_str().expect("error").to_owned();
-        assert!(error.contains("line 2") && error.contains(needle), "{value}: {error}");
+        let error = report["cases"][0]["error"]
+            .as_str()
+            .expect("error")
+            .to_owned();
+        assert!(
+            error.contains("line 2") && error.contains(needle),
+            "{value}: {error}"
+        );
     }
 }
 
@@ -85,7 +103,9 @@ fn every_printed_figure_has_bounded_precision() {
     // digits.
     for step in ["1e300", "1e-300"] {
         let env = TestEnv::new();
-        let lines = (0..20).map(|_| format!(r#"{{\"step_ms\": {step}}}\n"#)).collect::<String>();
+        let lines = (0..20)
+            .map(|_| format!(r#"{{\"step_ms\": {step}}}\n"#))
+            .collect::<String>();
         env.write_config(&writing(&lines, ""));
         let out = env.run("main", &[]);
         let text = format!("{}{}", stdout(&out), stderr(&out));
@@ -94,14 +114,19 @@ fn every_printed_figure_has_bounded_precision() {
             .map(str::len)
             .max()
             .unwrap_or(0);
-        assert!(longest <= 16, "{step}: a {longest}-character figure in {text}");
+        assert!(
+            longest <= 16,
+            "{step}: a {longest}-character figure in {text}"
+        );
     }
 }
 
 #[test]
 fn a_byte_order_mark_before_the_results_is_accepted() {
     let env = TestEnv::new();
-    let lines = (0..20).map(|_| r#"{\"step_ms\": 10.0}\n"#).collect::<String>();
+    let lines = (0..20)
+        .map(|_| r#"{\"step_ms\": 10.0}\n"#)
+        .collect::<String>();
     env.write_config(&writing(&format!(r"\\357\\273\\277{lines}"), ""));
     let out = env.run("main", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -151,13 +176,17 @@ fn a_reader_racing_store_creation_is_not_told_to_upgrade() {
     std::fs::create_dir_all(env.db().parent().expect("dir")).expect("mkdir");
     // What a reader sees while `run` creates the store: a database without a schema yet.
     let conn = rusqlite::Connection::open(env.db()).expect("create");
-    conn.execute_batch("PRAGMA journal_mode = WAL;").expect("wal");
+    conn.execute_batch("PRAGMA journal_mode = WAL;")
+        .expect("wal");
     drop(conn);
     let out = env.cmd().args(["runs", "list"]).output().expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(!err.contains("upgrade"), "{err}");
-    assert!(err.contains("no runs yet") || err.contains("being created"), "{err}");
+    assert!(
+        err.contains("no runs yet") || err.contains("being created"),
+        "{err}"
+    );
 }
 
 /// Runs the binary as an unprivileged user: root ignores file modes, so as root the binary
@@ -187,7 +216,10 @@ fn readers_work_in_a_read_only_store_directory() {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
     };
     set(env.path(), 0o755);
-    for entry in std::fs::read_dir(env.db().parent().expect("dir")).expect("dir").flatten() {
+    for entry in std::fs::read_dir(env.db().parent().expect("dir"))
+        .expect("dir")
+        .flatten()
+    {
         set(&entry.path(), 0o644);
     }
     set(env.db().parent().expect("dir"), 0o555);

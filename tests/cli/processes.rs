@@ -72,9 +72,11 @@ fn a_killed_utilgate_leaves_no_harness_process_behind() {
     assert!(pids.iter().all(|p| alive(*p)));
     child.kill().expect("SIGKILL utilgate");
     let _ = child.wait();
-    wait_for("every harness process to die", Duration::from_secs(10), || {
-        pids.iter().all(|p| !alive(*p))
-    });
+    wait_for(
+        "every harness process to die",
+        Duration::from_secs(10),
+        || pids.iter().all(|p| !alive(*p)),
+    );
 
     // The killed run's temporary results directory is swept at the next start.
     let leftovers = |tmp: &Path| -> Vec<String> {
@@ -118,9 +120,11 @@ fn a_timeout_reaches_a_process_that_left_the_group() {
     assert!(stderr(&out).contains("timed out"), "{}", stderr(&out));
     let pids = harness_pids(&env);
     assert_eq!(pids.len(), 3);
-    wait_for("every harness process to die", Duration::from_secs(5), || {
-        pids.iter().all(|p| !alive(*p))
-    });
+    wait_for(
+        "every harness process to die",
+        Duration::from_secs(5),
+        || pids.iter().all(|p| !alive(*p)),
+    );
 }
 
 /// Integrity of the store and the runs it lists: (run count, each run's result count).
@@ -163,7 +167,10 @@ fn sigkill_at_random_moments_never_loses_a_committed_run_or_half_writes_one() {
             runs.len() == committed || runs.len() == committed + 1,
             "trial {trial}: {committed} -> {runs:?}"
         );
-        assert!(runs.iter().all(|n| *n == 2), "trial {trial}: a half-written run: {runs:?}");
+        assert!(
+            runs.iter().all(|n| *n == 2),
+            "trial {trial}: a half-written run: {runs:?}"
+        );
         committed = runs.len();
     }
 }
