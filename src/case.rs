@@ -312,7 +312,7 @@ fn check_placement(template: &str) -> Result<(), TemplateError> {
             continue;
         }
         match (quote, c) {
-            (None, '\\') | (Some('"'), '\\') => {
+            (None | Some('"'), '\\') => {
                 chars.next();
             }
             (None, '\'' | '"') => quote = Some(c),

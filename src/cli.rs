@@ -99,6 +99,10 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent command-line flags"
+)]
 pub struct RunArgs {
     #[command(flatten)]
     pub config: ConfigArgs,

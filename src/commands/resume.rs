@@ -53,16 +53,12 @@ fn estimate(store: &Store, suites: &[&SuiteConfig]) -> Result<String, Error> {
     let mut untimed = Vec::new();
     for suite in suites {
         let cases = suite.case_keys().len() as u64;
-        match store.suite_seconds_per_case(&suite.name)? {
-            Some(per_case) => {
-                seconds += per_case * cases as f64;
-                timed.push(suite.name.as_str());
-            }
-            None => {
-                untimed_steps +=
-                    cases * u64::from(suite.repeats) * (suite.steps + suite.warmup_steps);
-                untimed.push(suite.name.as_str());
-            }
+        if let Some(per_case) = store.suite_seconds_per_case(&suite.name)? {
+            seconds += per_case * cases as f64;
+            timed.push(suite.name.as_str());
+        } else {
+            untimed_steps += cases * u64::from(suite.repeats) * (suite.steps + suite.warmup_steps);
+            untimed.push(suite.name.as_str());
         }
     }
     let mut parts = Vec::new();

@@ -190,27 +190,10 @@ impl Runner<'_> {
             let _ = std::fs::remove_dir_all(&out_dir);
             match result {
                 Ok(mut out) => {
-                    use crate::measure::checks::{StepCount, step_count};
-                    match step_count(
-                        out.report.steps_ms.len(),
-                        suite.steps,
-                        suite.steps_tolerance_pct,
-                        limits.max_samples,
-                    ) {
-                        StepCount::Fine => {}
-                        StepCount::TooFew(message) => {
-                            into.stderr_tail = Some(out.stderr_tail).filter(|t| !t.is_empty());
-                            into.error = Some(format!(
-                                "repeat {repeat}: {message}\nhint: the harness must time exactly $UTILGATE_STEPS counted steps, or set the suite's steps_tolerance_pct"
-                            ));
-                            return Ok(());
-                        }
-                        StepCount::TooMany { keep, warning } => {
-                            self.progress
-                                .warn(&format!("{}: repeat {repeat}: {warning}", plan.key));
-                            let cut = out.report.steps_ms.len() - keep;
-                            out.report.steps_ms.drain(..cut);
-                        }
+                    if let Err(message) = self.check_steps(plan, repeat, &mut out.report.steps_ms) {
+                        into.stderr_tail = Some(out.stderr_tail).filter(|t| !t.is_empty());
+                        into.error = Some(message);
+                        return Ok(());
                     }
                     into.repeats_ms.push(out.report.steps_ms);
                     into.warmup_ms.push(out.report.warmup_ms);
@@ -232,6 +215,38 @@ impl Runner<'_> {
             }
         }
         Ok(())
+    }
+}
+
+impl Runner<'_> {
+    /// Checks a repeat's counted steps against the suite's `steps`: too few is the case's
+    /// error (returned), far too many is a warning and only the last `max_samples` are kept.
+    fn check_steps(
+        &self,
+        plan: &CasePlan<'_>,
+        repeat: u32,
+        steps_ms: &mut Vec<f64>,
+    ) -> Result<(), String> {
+        use crate::measure::checks::{StepCount, step_count};
+        let suite = plan.suite;
+        match step_count(
+            steps_ms.len(),
+            suite.steps,
+            suite.steps_tolerance_pct,
+            self.loaded.config.limits.max_samples,
+        ) {
+            StepCount::Fine => Ok(()),
+            StepCount::TooFew(message) => Err(format!(
+                "repeat {repeat}: {message}\nhint: the harness must time exactly $UTILGATE_STEPS counted steps, or set the suite's steps_tolerance_pct"
+            )),
+            StepCount::TooMany { keep, warning } => {
+                self.progress
+                    .warn(&format!("{}: repeat {repeat}: {warning}", plan.key));
+                let cut = steps_ms.len() - keep;
+                steps_ms.drain(..cut);
+                Ok(())
+            }
+        }
     }
 }
 

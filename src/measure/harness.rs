@@ -327,31 +327,28 @@ pub fn run_repeat(spec: &RepeatSpec, cancel: &AtomicBool) -> Result<RepeatOutput
 /// `sh -c COMMAND` (under guard when there is one) in its own process group with the protocol
 /// variables set and the known credential variables removed.
 fn harness_command(spec: &RepeatSpec, out_path: &Path, scope: Option<&cgroup::Scope>) -> Command {
-    let mut command = match spec.guard {
-        Some(utilgate) => {
-            #[expect(
-                clippy::disallowed_methods,
-                reason = "the harness runner is the edge that starts processes"
-            )]
-            let mut command = Command::new(utilgate);
-            command
-                .args(["harness", "guard", "--parent"])
-                .arg(std::process::id().to_string());
-            if let Some(scope) = scope {
-                command.arg("--scope").arg(scope.dir());
-            }
-            command.arg("--").arg(spec.command);
-            command
+    let mut command = if let Some(utilgate) = spec.guard {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the harness runner is the edge that starts processes"
+        )]
+        let mut command = Command::new(utilgate);
+        command
+            .args(["harness", "guard", "--parent"])
+            .arg(std::process::id().to_string());
+        if let Some(scope) = scope {
+            command.arg("--scope").arg(scope.dir());
         }
-        None => {
-            #[expect(
-                clippy::disallowed_methods,
-                reason = "the harness runner is the edge that starts processes"
-            )]
-            let mut command = Command::new("sh");
-            command.arg("-c").arg(spec.command);
-            command
-        }
+        command.arg("--").arg(spec.command);
+        command
+    } else {
+        #[expect(
+            clippy::disallowed_methods,
+            reason = "the harness runner is the edge that starts processes"
+        )]
+        let mut command = Command::new("sh");
+        command.arg("-c").arg(spec.command);
+        command
     };
     command
         .current_dir(spec.cwd)

@@ -36,7 +36,7 @@ impl Store {
     }
 
     fn open_checked(path: &Path, busy_timeout: Duration, init: bool) -> Result<Store, StoreError> {
-        check_file(path, init)?;
+        check_file(path, init, busy_timeout)?;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|source| StoreError::CreateDir {
                 path: path.to_owned(),
@@ -98,7 +98,7 @@ impl Store {
         busy_timeout: Duration,
     ) -> Result<Store, StoreError> {
         match path.try_exists() {
-            Ok(true) => check_file(path, false)?,
+            Ok(true) => check_file(path, false, busy_timeout)?,
             Ok(false) => {
                 return Err(StoreError::Missing {
                     path: path.to_owned(),
@@ -174,21 +174,42 @@ impl Store {
     }
 }
 
+/// How recently an empty store file must have been created to be taken for one that another
+/// utilgate is creating right now (`SQLite` creates the file first and writes its header with the
+/// first transaction, a few milliseconds later).
+const CREATING_WINDOW: Duration = Duration::from_secs(30);
+
 /// Refuses a store path that is a directory, and an existing empty file unless `init`: an
-/// empty file where a history should be is a lost history, never a new one by accident.
-fn check_file(path: &Path, init: bool) -> Result<(), StoreError> {
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => Err(StoreError::IsDirectory {
-            path: path.to_owned(),
-        }),
-        Ok(meta) if meta.len() == 0 && !init => Err(StoreError::EmptyFile {
-            path: path.to_owned(),
-        }),
-        _ => Ok(()),
+/// empty file where a history should be is a lost history, never a new one by accident. A
+/// file created moments ago is given up to `busy_timeout` to receive its header first.
+fn check_file(path: &Path, init: bool, busy_timeout: Duration) -> Result<(), StoreError> {
+    let start = std::time::Instant::now();
+    loop {
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_dir() => {
+                return Err(StoreError::IsDirectory {
+                    path: path.to_owned(),
+                });
+            }
+            Ok(meta) if meta.len() == 0 && !init => {
+                let fresh = meta
+                    .modified()
+                    .ok()
+                    .and_then(|m| m.elapsed().ok())
+                    .is_some_and(|age| age < CREATING_WINDOW);
+                if !fresh || start.elapsed() >= busy_timeout {
+                    return Err(StoreError::EmptyFile {
+                        path: path.to_owned(),
+                    });
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => return Ok(()),
+        }
     }
 }
 
-/// A read-only connection. In a directory this user cannot write, SQLite cannot create the
+/// A read-only connection. In a directory this user cannot write, `SQLite` cannot create the
 /// WAL index beside the file; the file is then opened immutable (nobody can be writing it
 /// through this directory's permissions, and what WAL holds was checkpointed on the last close).
 fn connect_read_only(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {

@@ -278,12 +278,12 @@ fn write_new(path: &Path, text: &str) -> Result<(), JournalError> {
 
 /// Reads a rescue file written by [`write_rescue`].
 pub fn read_rescue<T: DeserializeOwned>(path: &Path) -> Result<T, JournalError> {
-    let text = fs::read_to_string(path).map_err(io_error("read the rescue file", path))?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     #[derive(Deserialize)]
     struct Version {
         rescue: u32,
     }
+    let text = fs::read_to_string(path).map_err(io_error("read the rescue file", path))?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let version: Version =
         serde_json::from_str(text).map_err(|source| JournalError::BadRescue {
             path: path.to_path_buf(),

@@ -141,7 +141,7 @@ fn an_unknown_template_variable_is_named() {
 }
 
 /// A harness that reports every credential-looking variable it can see.
-const ENV_SPY: &str = r#"env | grep -E '^(GH_|GITHUB_TOKEN|ACTIONS_|CI_JOB_TOKEN)' | sed 's/=.*//' | sort > seen-vars; sh harness.sh"#;
+const ENV_SPY: &str = r"env | grep -E '^(GH_|GITHUB_TOKEN|ACTIONS_|CI_JOB_TOKEN)' | sed 's/=.*//' | sort > seen-vars; sh harness.sh";
 
 #[test]
 fn known_credential_variables_never_reach_the_harness_unless_passed_through() {
@@ -180,11 +180,17 @@ fn a_token_printed_by_the_harness_is_masked_on_stderr_and_in_the_store() {
     let secret = "registered-enterprise-token-value";
     env.write_config(&TestEnv::config_with("").replace(
         "sh harness.sh",
-        &format!("echo 'debug: token {token} and $GH_SECRET_ECHO' >&2; exit 3"),
+        r#"echo \"debug: token $LEAKED_TOKEN and $GH_SECRET_ECHO\" >&2; exit 3"#,
     ));
+    // The harness got a token-shaped value some other way (not a variable utilgate removes),
+    // and echoes the value of the job's GITHUB_TOKEN under another name.
     let out = env.run(
         "main",
-        &[("GITHUB_TOKEN", secret), ("GH_SECRET_ECHO", secret)],
+        &[
+            ("GITHUB_TOKEN", secret),
+            ("GH_SECRET_ECHO", secret),
+            ("LEAKED_TOKEN", token),
+        ],
     );
     assert_eq!(out.status.code(), Some(2));
     let all = format!("{}{}", stdout(&out), stderr(&out));

@@ -61,6 +61,13 @@ fn an_empty_store_file_is_refused_unless_init() {
     let env = TestEnv::new();
     std::fs::create_dir_all(env.db().parent().expect("dir")).expect("mkdir");
     std::fs::write(env.db(), "").expect("empty store");
+    // An old empty file (one created this instant may be another run's store in the making).
+    let touched = Command::new("touch")
+        .args(["-d", "1 hour ago"])
+        .arg(env.db())
+        .status()
+        .expect("touch");
+    assert!(touched.success());
     let out = env.run("main", &[]);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
     let err = stderr(&out);
@@ -121,6 +128,7 @@ fn a_run_the_store_cannot_take_is_rescued_and_imported_later() {
         &logging_config("").replace("[gate]", "[store]\nbusy_timeout_s = 0.5\n\n[gate]"),
     );
     assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    std::fs::remove_file(env.path().join("started.log")).expect("reset log");
     let child = spawn_run(&env, &[], &[]);
     // Once the first case is measuring, another writer locks the store for the rest of the run.
     wait_for("the first repeat", Duration::from_secs(30), || {
@@ -134,8 +142,14 @@ fn a_run_the_store_cannot_take_is_rescued_and_imported_later() {
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(err.contains("locked"), "{err}");
     let rescue = rescue_path(&err).unwrap_or_else(|| panic!("no rescue file named: {err}"));
+    // Named relative to utilgate's working directory, like the store.
+    let rescue = env.path().join(rescue);
     assert!(rescue.exists(), "{}", rescue.display());
-    assert_eq!(rescue.parent(), env.db().parent(), "beside the store");
+    assert_eq!(
+        rescue.parent().and_then(|p| p.canonicalize().ok()),
+        env.db().parent().and_then(|p| p.canonicalize().ok()),
+        "beside the store"
+    );
 
     let out = env
         .cmd()

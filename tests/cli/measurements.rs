@@ -103,9 +103,7 @@ fn every_printed_figure_has_bounded_precision() {
     // digits.
     for step in ["1e300", "1e-300"] {
         let env = TestEnv::new();
-        let lines = (0..20)
-            .map(|_| format!(r#"{{\"step_ms\": {step}}}\n"#))
-            .collect::<String>();
+        let lines = format!(r#"{{\"step_ms\": {step}}}\n"#).repeat(20);
         env.write_config(&writing(&lines, ""));
         let out = env.run("main", &[]);
         let text = format!("{}{}", stdout(&out), stderr(&out));
@@ -192,8 +190,8 @@ fn a_reader_racing_store_creation_is_not_told_to_upgrade() {
 /// Runs the binary as an unprivileged user: root ignores file modes, so as root the binary
 /// runs through `setpriv` as `nobody` (util-linux, on every Linux CI image we use).
 pub fn as_nobody(env: &TestEnv, args: &[&str]) -> std::process::Output {
-    let bin = assert_cmd::cargo::cargo_bin("utilgate");
     use std::os::unix::fs::MetadataExt;
+    let bin = assert_cmd::cargo::cargo_bin("utilgate");
     let root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
     let mut cmd = if root {
         let mut cmd = std::process::Command::new("setpriv");
