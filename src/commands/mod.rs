@@ -3,6 +3,7 @@
 
 pub mod baseline;
 pub mod config_cmd;
+pub mod credentials;
 pub mod floor;
 pub mod floor_cmd;
 pub mod gpu_run;
@@ -11,6 +12,7 @@ pub mod judge;
 pub mod probe;
 pub mod protocol_env;
 pub mod publish;
+pub mod publish_check;
 pub mod reference;
 pub mod report;
 pub mod run;

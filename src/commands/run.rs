@@ -33,6 +33,9 @@ pub struct RunMeta {
     pub branch: Option<String>,
     pub trigger: String,
     pub pr_number: Option<u64>,
+    /// The pull request's head commit, from the `pull_request` event (`git_sha` is then the
+    /// merge commit Actions checks out); publish checks it.
+    pub head_sha: Option<String>,
 }
 
 /// Resolve run metadata: flags first, then GitHub Actions' variables, then git. Pure: the
@@ -67,6 +70,7 @@ pub fn resolve_meta(
             .or_else(|| non_empty("GITHUB_EVENT_NAME"))
             .unwrap_or_else(|| "manual".to_owned()),
         pr_number: args.pr.or(pr_from_ref),
+        head_sha: None,
     }
 }
 
@@ -268,7 +272,12 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         .iter()
         .filter(|s| args.suites.is_empty() || args.suites.contains(&s.name))
         .collect();
+    // A harness could read a token from utilgate's own environment (DESIGN.md §13).
+    if !args.trusted {
+        crate::commands::credentials::refuse_near_harness(&loaded.dir)?;
+    }
     let publishing = crate::commands::publish::prepare_run(args, &loaded)?;
+    let pr_event = crate::commands::publish::pull_request_event(&env_lookup())?;
     let store_path = loaded.store_path(args.config.db.as_deref());
     gpu_run::check_workloads(&suites)?;
     let mut store = open_store(&store_path, config.store.busy_timeout_s)?;
@@ -294,12 +303,16 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     }
 
     let env = env_lookup();
-    let meta = resolve_meta(
+    let mut meta = resolve_meta(
         args,
         &env,
         git(&loaded.dir, &["rev-parse", "HEAD"]),
         git(&loaded.dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
     );
+    if let Some(event) = pr_event {
+        meta.pr_number = meta.pr_number.or(event.pr_number);
+        meta.head_sha = event.head_sha;
+    }
 
     let cancel = Arc::new(AtomicBool::new(false));
     {
@@ -465,7 +478,26 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     if cancel.load(Ordering::SeqCst) {
         return Err(Error::Interrupted);
     }
-    let run_id = store.insert_run(&new_run)?;
+    let facts = crate::store::PublishFacts {
+        fail_on: config.gate.fail_on.clone(),
+        gate_passed: !gate_failed,
+        baseline_branch: config.gate.baseline_branch.clone(),
+        thresholds_pct: judgements
+            .iter()
+            .map(|j| (j.key.to_string(), j.threshold_pct))
+            .collect(),
+        status_context: config.report.status_context.clone(),
+        pr_head_sha: meta.head_sha.clone(),
+        missing: judgements
+            .iter()
+            .skip(plans.len())
+            .map(|j| crate::store::MissingCase {
+                key: j.key.clone(),
+                decision: j.decision.clone(),
+            })
+            .collect(),
+    };
+    let run_id = store.insert_run_with(&new_run, Some(&facts))?;
     let stored = store.run(run_id)?.ok_or(Error::NoSuchRun(run_id.0))?;
     let report = report::RunReport::build(&stored, &judgements, &config.gate.fail_on, promote_run);
     match args.format.format {
@@ -473,7 +505,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         Format::Json => output::emit(&report::render_json(&report)?)?,
     }
     if let Some(publishing) = publishing {
-        publishing.finish(&store, &report, gate_failed)?;
+        publishing.finish(&store, &report, gate_failed, meta.head_sha.as_deref())?;
     }
     Ok(if gate_failed {
         Outcome::GateFailed

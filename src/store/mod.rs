@@ -6,6 +6,7 @@ mod baselines;
 mod db;
 mod error;
 mod probes;
+mod publish;
 mod results;
 mod runs;
 pub mod samples;
@@ -18,6 +19,7 @@ mod tests;
 pub use db::Store;
 pub use error::StoreError;
 pub use probes::{NewProbe, StoredProbe};
+pub use publish::{MissingCase, PublishFacts};
 pub use samples::SampleError;
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use types::{
