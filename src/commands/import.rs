@@ -9,12 +9,12 @@ use crate::commands::Outcome;
 use crate::commands::runs::{StoreMode, store_with};
 use crate::error::Error;
 use crate::output;
-use crate::store::NewRun;
+use crate::commands::resume::RescuedRun;
 use crate::store::journal;
 
 pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {
     // Read and check the file before touching the store.
-    let mut run: NewRun = journal::read_rescue(&args.file)?;
+    let RescuedRun { mut run, publish } = journal::read_rescue(&args.file)?;
     let (mut store, _) = store_with(&args.config, StoreMode::Create)?;
     let promoted = run.results.iter().filter(|r| r.promote).count();
     if !args.promote {
@@ -23,7 +23,7 @@ pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {
             result.promote = false;
         }
     }
-    let id = store.insert_run(&run)?;
+    let id = store.insert_run_with(&run, publish.as_ref())?;
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -13,7 +13,7 @@ use crate::config::SuiteConfig;
 use crate::error::Error;
 use crate::output;
 use crate::store::journal::{self, Journal, JournalHeader};
-use crate::store::{NewRun, RunId, Store};
+use crate::store::{NewRun, PublishFacts, RunId, Store};
 
 /// The grid size above which a run outside CI asks for `--yes`, unless the config declares
 /// its own `[limits] max_cases`.
@@ -148,14 +148,30 @@ pub fn open_journal<T: DeserializeOwned>(
     })
 }
 
+/// What a rescue file holds: the run and what `publish` needs of it.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct RescuedRun {
+    pub run: NewRun,
+    pub publish: Option<PublishFacts>,
+}
+
 /// Stores the run; if the store refuses it, writes the complete run to a rescue file beside
 /// the store (else in the temporary directory) and returns an error naming that file.
-pub fn store_or_rescue(store: &mut Store, run: &NewRun, tmp: &Path) -> Result<RunId, Error> {
-    match store.insert_run(run) {
+pub fn store_or_rescue(
+    store: &mut Store,
+    run: &NewRun,
+    facts: &PublishFacts,
+    tmp: &Path,
+) -> Result<RunId, Error> {
+    match store.insert_run_with(run, Some(facts)) {
         Ok(id) => Ok(id),
         Err(err) => {
             let stamp = run.finished_at.strftime("%Y%m%dT%H%M%SZ").to_string();
-            match journal::write_rescue(store.path(), &stamp, tmp, run) {
+            let rescued = RescuedRun {
+                run: run.clone(),
+                publish: Some(facts.clone()),
+            };
+            match journal::write_rescue(store.path(), &stamp, tmp, &rescued) {
                 Ok(file) => {
                     output::warn(&format!(
                         "the run could not be stored; it was written to the rescue file {}",

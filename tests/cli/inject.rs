@@ -2,7 +2,19 @@
 //! credentials never reach the harness's environment, and token-shaped strings never reach
 //! stderr, stdout or the store (issue #11).
 
+use std::process::Output;
+
 use crate::env::{TestEnv, stderr, stdout};
+
+/// `utilgate run --trusted` (it holds credentials on purpose) with the given environment.
+fn run_trusted(env: &TestEnv, envs: &[(&str, &str)]) -> Output {
+    let mut cmd = env.cmd();
+    cmd.args(["run", "--trusted", "--branch", "main"]);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("runs")
+}
 
 /// A config whose one model is named `model` (TOML-quoted) and whose command is `command`.
 fn config_with_model(model: &str, command: &str) -> String {
@@ -159,7 +171,7 @@ fn known_credential_variables_never_reach_the_harness_unless_passed_through() {
         ("ACTIONS_RUNTIME_TOKEN", "runtime-secret-value"),
         ("CI_JOB_TOKEN", "gitlab-job-secret"),
     ];
-    let out = env.run("main", &creds);
+    let out = run_trusted(&env, &creds);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let seen = std::fs::read_to_string(env.path().join("seen-vars")).expect("spy ran");
     assert_eq!(seen.trim(), "", "credentials reached the harness: {seen}");
@@ -167,7 +179,7 @@ fn known_credential_variables_never_reach_the_harness_unless_passed_through() {
     env.write_config(
         &TestEnv::config_with("env_passthrough = [\"GH_TOKEN\"]").replace("sh harness.sh", ENV_SPY),
     );
-    let out = env.run("main", &creds);
+    let out = run_trusted(&env, &creds);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let seen = std::fs::read_to_string(env.path().join("seen-vars")).expect("spy ran");
     assert_eq!(seen.trim(), "GH_TOKEN");
@@ -184,8 +196,8 @@ fn a_token_printed_by_the_harness_is_masked_on_stderr_and_in_the_store() {
     ));
     // The harness got a token-shaped value some other way (not a variable utilgate removes),
     // and echoes the value of the job's GITHUB_TOKEN under another name.
-    let out = env.run(
-        "main",
+    let out = run_trusted(
+        &env,
         &[
             ("GITHUB_TOKEN", secret),
             ("GH_SECRET_ECHO", secret),

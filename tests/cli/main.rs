@@ -19,3 +19,6 @@ mod processes;
 mod python;
 mod report;
 mod run;
+mod standin;
+mod trust;
+mod workflows;

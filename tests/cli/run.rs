@@ -134,12 +134,16 @@ fn the_harness_never_sees_the_github_token() {
     let env = TestEnv::new();
     env.write(
         "harness.sh",
-        r#"printf '{"env": {"token": "%s"}}\n{"steps_ms": [12.0, 12.1, 12.2]}\n' "${GITHUB_TOKEN:-absent}" >> "$UTILGATE_OUT""#,
+        r#"printf '{"env": {"token": "%s"}}\n' "${GITHUB_TOKEN:-absent}" >> "$UTILGATE_OUT"
+           i=0; while [ "$i" -lt "$UTILGATE_STEPS" ]; do printf '{"step_ms": 12.0}\n' >> "$UTILGATE_OUT"; i=$((i+1)); done"#,
     );
-    let out = env.run(
-        "feature",
-        &[("GITHUB_TOKEN", "ghp_never_leak_this_0123456789")],
-    );
+    // A trusted run may hold the token; its harness still never inherits it.
+    let out = env
+        .cmd()
+        .args(["run", "--trusted", "--branch", "feature"])
+        .env("GITHUB_TOKEN", "ghp_never_leak_this_0123456789")
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let show = env.json(&["runs", "show"]);
     let cases = show["cases"].as_array().expect("cases");
