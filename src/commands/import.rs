@@ -6,10 +6,10 @@ use std::fmt::Write as _;
 
 use crate::cli::ImportRunArgs;
 use crate::commands::Outcome;
+use crate::commands::resume::RescuedRun;
 use crate::commands::runs::{StoreMode, store_with};
 use crate::error::Error;
 use crate::output;
-use crate::commands::resume::RescuedRun;
 use crate::store::journal;
 
 pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {

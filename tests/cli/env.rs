@@ -34,6 +34,26 @@ awk -v base="$STEP_MS" -v n="$UTILGATE_STEPS" -v rep="$UTILGATE_REPEAT" -v scale
   'BEGIN { for (i = 0; i < n; i++) { r = (i * 7 + rep * 3) % 5; printf "{\"step_ms\": %.6f}\n", base * (1 + r * 0.002 + rep * scale) } }' >> "$out"
 "#;
 
+/// Variables removed from every command's environment: no CI variables leak in from the
+/// machine.
+pub const CLEAN_VARS: [&str; 14] = [
+    "GITHUB_ACTIONS",
+    "GITHUB_SHA",
+    "GITHUB_REF",
+    "GITHUB_REF_NAME",
+    "GITHUB_HEAD_REF",
+    "GITHUB_EVENT_NAME",
+    "GITHUB_EVENT_PATH",
+    // A credential in utilgate's environment stops `run` (tests that want one set it).
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "UTILGATE_CONFIG",
+    "UTILGATE_DB",
+    "NO_COLOR",
+];
+
 pub struct TestEnv {
     pub dir: tempfile::TempDir,
 }
@@ -105,23 +125,19 @@ timeout_s = 20
     pub fn cmd(&self) -> Command {
         let mut cmd = Command::cargo_bin("utilgate").expect("binary");
         cmd.current_dir(self.path());
-        for var in [
-            "GITHUB_ACTIONS",
-            "GITHUB_SHA",
-            "GITHUB_REF",
-            "GITHUB_REF_NAME",
-            "GITHUB_HEAD_REF",
-            "GITHUB_EVENT_NAME",
-            "GITHUB_EVENT_PATH",
-            // A credential in utilgate's environment stops `run` (tests that want one set it).
-            "GITHUB_TOKEN",
-            "GH_TOKEN",
-            "ACTIONS_RUNTIME_TOKEN",
-            "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-            "UTILGATE_CONFIG",
-            "UTILGATE_DB",
-            "NO_COLOR",
-        ] {
+        for var in CLEAN_VARS {
+            cmd.env_remove(var);
+        }
+        cmd.env("NO_COLOR", "1");
+        cmd
+    }
+
+    /// The same as [`TestEnv::cmd`] as a `std::process::Command`, for runs started in the
+    /// background (to be killed, or to race each other).
+    pub fn std_cmd(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("utilgate"));
+        cmd.current_dir(self.path());
+        for var in CLEAN_VARS {
             cmd.env_remove(var);
         }
         cmd.env("NO_COLOR", "1");

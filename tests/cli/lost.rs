@@ -99,12 +99,9 @@ fn an_empty_store_file_is_refused_unless_init() {
 
 /// Starts `utilgate run` in the background with `envs`.
 fn spawn_run(env: &TestEnv, args: &[&str], envs: &[(&str, &str)]) -> Child {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("utilgate"));
-    cmd.current_dir(env.path())
-        .args(["run", "--branch", "main", "--git-sha", "0123456789abcdef"])
+    let mut cmd = env.std_cmd();
+    cmd.args(["run", "--branch", "main", "--git-sha", "0123456789abcdef"])
         .args(args)
-        .env_remove("GITHUB_ACTIONS")
-        .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for (k, v) in envs {

@@ -201,6 +201,9 @@ pub fn as_nobody(env: &TestEnv, args: &[&str]) -> std::process::Output {
     } else {
         std::process::Command::new(bin)
     };
+    for var in crate::env::CLEAN_VARS {
+        cmd.env_remove(var);
+    }
     cmd.args(args).current_dir(env.path()).env("NO_COLOR", "1");
     cmd.output().expect("setpriv runs")
 }

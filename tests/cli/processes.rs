@@ -5,7 +5,7 @@
 //! committed run or the store's integrity without a test failing.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::env::{TestEnv, stderr};
@@ -39,12 +39,9 @@ fn wait_for(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
 }
 
 fn spawn_run(env: &TestEnv, tmp: &Path) -> Child {
-    Command::new(assert_cmd::cargo::cargo_bin("utilgate"))
-        .current_dir(env.path())
+    env.std_cmd()
         .args(["run", "--branch", "main"])
         .env("TMPDIR", tmp)
-        .env("NO_COLOR", "1")
-        .env_remove("GITHUB_ACTIONS")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -88,15 +85,15 @@ fn a_killed_utilgate_leaves_no_harness_process_behind() {
             .collect()
     };
     assert_eq!(leftovers(&tmp).len(), 1, "{:?}", leftovers(&tmp));
-    let out = Command::new(assert_cmd::cargo::cargo_bin("utilgate"))
-        .current_dir(env.path())
+    let out = env
+        .std_cmd()
         .args(["config", "check"])
         .env("TMPDIR", &tmp)
         .output()
         .expect("runs");
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = Command::new(assert_cmd::cargo::cargo_bin("utilgate"))
-        .current_dir(env.path())
+    let out = env
+        .std_cmd()
         .args(["run", "--branch", "main", "--suite", "nope"])
         .env("TMPDIR", &tmp)
         .output()
