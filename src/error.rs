@@ -7,6 +7,7 @@ use thiserror::Error;
 
 use crate::catalog::CatalogError;
 use crate::config::ConfigError;
+use crate::evidence::TraceFileError;
 use crate::floor::FloorError;
 use crate::github::GithubError;
 use crate::gpu::GpuError;
@@ -34,6 +35,8 @@ pub enum Error {
     Render(#[from] RenderError),
     #[error(transparent)]
     Gpu(#[from] GpuError),
+    #[error(transparent)]
+    Trace(#[from] TraceFileError),
     #[error("failed to access {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -67,6 +70,7 @@ impl Error {
             Error::Github(e) => e.hint(),
             Error::Render(e) => e.hint(),
             Error::Gpu(e) => e.hint(),
+            Error::Trace(e) => e.hint(),
             Error::NoDeviceSpec => Some(
                 "add [gpu] name = \"h100-sxm\" (a catalogue name) or declare mem_bandwidth_gb_s and dense_tflops in the config".into(),
             ),

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::classify::{Category, Classifier};
 use super::hta::{CONSECUTIVE_KERNEL_DELAY, merge};
-use super::model::{CpuKind, GpuKind, GpuOp, Trace};
+use super::model::{CpuKind, CpuOp, GpuKind, GpuOp, Trace};
 
 /// Version of the serialised [`Analysis`].
 pub const ANALYSIS_SCHEMA: u32 = 1;
@@ -35,7 +35,8 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             // Invariant: a constant pattern (exercised by every test that analyses a trace).
-            step_annotation: Regex::new(DEFAULT_STEP_ANNOTATION).expect("constant pattern compiles"),
+            step_annotation: Regex::new(DEFAULT_STEP_ANNOTATION)
+                .expect("constant pattern compiles"),
             warmup_steps: 1,
             kernel_wait_us: CONSECUTIVE_KERNEL_DELAY,
             classifier: Classifier::default(),
@@ -82,7 +83,11 @@ pub struct NameStat {
 impl NameStat {
     #[must_use]
     pub fn mean_us(&self) -> f64 {
-        if self.count > 0.0 { self.total_us / self.count } else { 0.0 }
+        if self.count > 0.0 {
+            self.total_us / self.count
+        } else {
+            0.0
+        }
     }
 }
 
@@ -90,7 +95,7 @@ impl NameStat {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Analysis {
     pub schema_version: u32,
-    /// "ProfilerStep", the annotation's name, or "whole trace".
+    /// `ProfilerStep`, the annotation's name, or "whole trace".
     pub step_source: String,
     pub steps_found: usize,
     pub steps_used: usize,
@@ -140,22 +145,36 @@ fn find_steps(trace: &Trace, opts: &Options) -> (String, Vec<Step>) {
     let mut profiler: Vec<Step> = Vec::new();
     let mut annotated: BTreeMap<String, Vec<Step>> = BTreeMap::new();
     for op in &trace.cpu {
-        if !matches!(op.kind, CpuKind::Annotation | CpuKind::Operator | CpuKind::Other) {
+        if !matches!(
+            op.kind,
+            CpuKind::Annotation | CpuKind::Operator | CpuKind::Other
+        ) {
             continue;
         }
         let name = trace.cpu_name(op);
-        let step = Step { ts: op.ts, end: op.end() };
+        let step = Step {
+            ts: op.ts,
+            end: op.end(),
+        };
         if name.starts_with("ProfilerStep#") {
             profiler.push(step);
         } else if opts.step_annotation.is_match(name) {
-            let key = name.split(['#', '[', '(']).next().unwrap_or(name).trim().to_owned();
+            let key = name
+                .split(['#', '[', '('])
+                .next()
+                .unwrap_or(name)
+                .trim()
+                .to_owned();
             annotated.entry(key).or_default().push(step);
         }
     }
     let (source, mut steps) = if profiler.is_empty() {
         match annotated.into_iter().max_by_key(|(_, v)| v.len()) {
             Some((name, v)) => (name, v),
-            None => ("whole trace".to_owned(), whole_trace(trace).into_iter().collect()),
+            None => (
+                "whole trace".to_owned(),
+                whole_trace(trace).into_iter().collect(),
+            ),
         }
     } else {
         ("ProfilerStep".to_owned(), profiler)
@@ -165,8 +184,16 @@ fn find_steps(trace: &Trace, opts: &Options) -> (String, Vec<Step>) {
 }
 
 fn whole_trace(trace: &Trace) -> Option<Step> {
-    let starts = trace.cpu.iter().map(|o| o.ts).chain(trace.gpu.iter().map(|o| o.ts));
-    let ends = trace.cpu.iter().map(|o| o.end()).chain(trace.gpu.iter().map(GpuOp::end));
+    let starts = trace
+        .cpu
+        .iter()
+        .map(|o| o.ts)
+        .chain(trace.gpu.iter().map(|o| o.ts));
+    let ends = trace
+        .cpu
+        .iter()
+        .map(CpuOp::end)
+        .chain(trace.gpu.iter().map(GpuOp::end));
     let ts = starts.fold(f64::INFINITY, f64::min);
     let end = ends.fold(f64::NEG_INFINITY, f64::max);
     (ts.is_finite() && end >= ts).then_some(Step { ts, end })
@@ -206,7 +233,11 @@ struct Acc {
 pub fn analyse(trace: &Trace, opts: &Options) -> Analysis {
     let (step_source, all_steps) = find_steps(trace, opts);
     let steps_found = all_steps.len();
-    let drop = if steps_found > opts.warmup_steps + 1 { opts.warmup_steps } else { 0 };
+    let drop = if steps_found > opts.warmup_steps + 1 {
+        opts.warmup_steps
+    } else {
+        0
+    };
     let steps: Vec<Step> = all_steps[drop..].to_vec();
     let mut acc: Vec<Acc> = (0..steps.len()).map(|_| Acc::default()).collect();
 
@@ -263,15 +294,25 @@ pub fn analyse(trace: &Trace, opts: &Options) -> Analysis {
     summarise(trace, step_source, steps_found, &steps, acc)
 }
 
-fn step_gpu(trace: &Trace, opts: &Options, step: Step, ops: &[(&GpuOp, Option<f64>)], acc: &mut Acc) {
+fn step_gpu(
+    trace: &Trace,
+    options: &Options,
+    step: Step,
+    ops: &[(&GpuOp, Option<f64>)],
+    acc: &mut Acc,
+) {
     let s = &mut acc.summary;
     let merged = merge(ops.iter().map(|(o, _)| (o.ts, o.end())).collect());
-    let busy: f64 = merged.iter().map(|(a, b)| b - a).sum();
+    let busy: f64 = merged.iter().map(|(start, end)| end - start).sum();
     let window_end = merged.last().map_or(step.end, |m| m.1.max(step.end));
     let window = window_end - step.ts;
     s.wall_us = step.end - step.ts;
     s.gpu_busy_us = busy;
-    s.gpu_idle_share = if window > 0.0 { (1.0 - busy / window).clamp(0.0, 1.0) } else { 0.0 };
+    s.gpu_idle_share = if window > 0.0 {
+        (1.0 - busy / window).clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
     let mut by_stream: BTreeMap<i64, Vec<(&GpuOp, Option<f64>)>> = BTreeMap::new();
     for &(op, launch) in ops {
         let name = trace.gpu_name(op);
@@ -283,7 +324,7 @@ fn step_gpu(trace: &Trace, opts: &Options, step: Step, ops: &[(&GpuOp, Option<f6
             }
             _ => {}
         }
-        let cat = opts.classifier.classify(op.kind, name);
+        let cat = options.classifier.classify(op.kind, name);
         *acc.categories.entry(cat).or_default() += op.dur;
         acc.kernels.entry(op.name).or_default().add(Stat {
             count: 1,
@@ -299,7 +340,7 @@ fn step_gpu(trace: &Trace, opts: &Options, step: Step, ops: &[(&GpuOp, Option<f6
             let gap = (w[1].0.ts - prev_end).max(0.0);
             if w[1].1.is_some_and(|l| l > prev_end) {
                 s.host_wait_us += gap;
-            } else if gap < opts.kernel_wait_us {
+            } else if gap < options.kernel_wait_us {
                 s.kernel_wait_us += gap;
             } else {
                 s.other_idle_us += gap;
@@ -318,7 +359,11 @@ fn top(trace: &Trace, map: HashMap<u32, Stat>, n: f64) -> Vec<NameStat> {
             total_us: st.total / n,
         })
         .collect();
-    rows.sort_by(|a, b| b.total_us.total_cmp(&a.total_us).then_with(|| a.name.cmp(&b.name)));
+    rows.sort_by(|a, b| {
+        b.total_us
+            .total_cmp(&a.total_us)
+            .then_with(|| a.name.cmp(&b.name))
+    });
     if rows.len() > KEEP_NAMES {
         let rest = rows.split_off(KEEP_NAMES - 1);
         rows.push(NameStat {
@@ -331,7 +376,13 @@ fn top(trace: &Trace, map: HashMap<u32, Stat>, n: f64) -> Vec<NameStat> {
     rows
 }
 
-fn summarise(trace: &Trace, step_source: String, steps_found: usize, steps: &[Step], acc: Vec<Acc>) -> Analysis {
+fn summarise(
+    trace: &Trace,
+    step_source: String,
+    steps_found: usize,
+    steps: &[Step],
+    acc: Vec<Acc>,
+) -> Analysis {
     let n = steps.len().max(1) as f64;
     let mut step = StepSummary::default();
     let mut categories: BTreeMap<Category, f64> = BTreeMap::new();

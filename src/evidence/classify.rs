@@ -72,7 +72,10 @@ pub const BUILTIN_RULES: [(&str, Category); 7] = [
         r"gemm|gemv|matmul|cutlass|cublas|xmma|nvjet|wgmma|hgemm|sgemm|cijk_|_mm_|bmm|linear|dot_kernel|scaled_mm|marlin|gptq|awq",
         Category::Gemm,
     ),
-    (r"rms_?norm|layer_?norm|batch_?norm|group_?norm|norm_kernel|_norm_", Category::Normalisation),
+    (
+        r"rms_?norm|layer_?norm|batch_?norm|group_?norm|norm_kernel|_norm_",
+        Category::Normalisation,
+    ),
     (
         r"softmax|reduce|sum_kernel|argmax|argmin|topk|top_k|sort|scan|cumsum|sampling|sampler|max_kernel|mean_kernel",
         Category::Reduction,
@@ -153,13 +156,31 @@ mod tests {
         assert_eq!(c.rules.len(), BUILTIN_RULES.len());
         let k = |n: &str| c.classify(GpuKind::Kernel, n);
         assert_eq!(k("ampere_sgemm_32x32_sliced1x4_tn"), Category::Gemm);
-        assert_eq!(k("nvjet_tst_128x64_64x6_1x2_h_bz_coopB_TNT"), Category::Gemm);
+        assert_eq!(
+            k("nvjet_tst_128x64_64x6_1x2_h_bz_coopB_TNT"),
+            Category::Gemm
+        );
         assert_eq!(k("Cijk_Alik_Bljk_BBS_BH_MT128x128x64"), Category::Gemm);
-        assert_eq!(k("void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64>>"), Category::Attention);
-        assert_eq!(k("void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(...)"), Category::Normalisation);
-        assert_eq!(k("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>"), Category::Reduction);
-        assert_eq!(k("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>"), Category::Elementwise);
-        assert_eq!(k("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"), Category::Communication);
+        assert_eq!(
+            k("void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64>>"),
+            Category::Attention
+        );
+        assert_eq!(
+            k("void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(...)"),
+            Category::Normalisation
+        );
+        assert_eq!(
+            k("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>"),
+            Category::Reduction
+        );
+        assert_eq!(
+            k("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>"),
+            Category::Elementwise
+        );
+        assert_eq!(
+            k("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"),
+            Category::Communication
+        );
         assert_eq!(k("Memset (Device)"), Category::Memory);
         assert_eq!(c.classify(GpuKind::Memcpy, "whatever"), Category::Memory);
         assert_eq!(k("mystery_kernel"), Category::Other);
@@ -168,8 +189,12 @@ mod tests {
     #[test]
     fn user_rules_come_first_and_bad_ones_name_their_index() {
         let c = Classifier::new(&[("^mystery".into(), Category::Attention)]).expect("valid");
-        assert_eq!(c.classify(GpuKind::Kernel, "mystery_kernel"), Category::Attention);
-        let err = Classifier::new(&[("ok".into(), Category::Gemm), ("(".into(), Category::Gemm)]).expect_err("bad");
+        assert_eq!(
+            c.classify(GpuKind::Kernel, "mystery_kernel"),
+            Category::Attention
+        );
+        let err = Classifier::new(&[("ok".into(), Category::Gemm), ("(".into(), Category::Gemm)])
+            .expect_err("bad");
         assert_eq!(err.index, 1);
         assert!(err.to_string().contains("evidence.classify[1]"));
         assert_eq!(Category::from_label("gemm"), Some(Category::Gemm));

@@ -51,12 +51,26 @@ pub fn diagnose(a: &Analysis, mbu: Option<f64>) -> Vec<String> {
         return out;
     }
     let kernel_us: f64 = a.kernels.iter().map(|k| k.total_us).sum();
-    let mean_kernel = if s.kernels > 0.0 { kernel_us / s.kernels.max(1.0) } else { 0.0 };
+    let mean_kernel = if s.kernels > 0.0 {
+        kernel_us / s.kernels.max(1.0)
+    } else {
+        0.0
+    };
     let split = s.host_wait_us + s.kernel_wait_us + s.other_idle_us;
-    let host_share = if split > 0.0 { s.host_wait_us / split } else { 0.0 };
-    if s.gpu_idle_share >= LAUNCH_BOUND_IDLE_SHARE && mean_kernel < SHORT_KERNEL_US && host_share >= HOST_WAIT_SHARE {
+    let host_share = if split > 0.0 {
+        s.host_wait_us / split
+    } else {
+        0.0
+    };
+    if s.gpu_idle_share >= LAUNCH_BOUND_IDLE_SHARE
+        && mean_kernel < SHORT_KERNEL_US
+        && host_share >= HOST_WAIT_SHARE
+    {
         let graphs = if s.graph_launches > 0.0 {
-            format!("; {:.0} of {:.0} launches per step are already graph launches", s.graph_launches, s.launches)
+            format!(
+                "; {:.0} of {:.0} launches per step are already graph launches",
+                s.graph_launches, s.launches
+            )
         } else {
             String::new()
         };
@@ -108,7 +122,15 @@ pub fn diagnose(a: &Analysis, mbu: Option<f64>) -> Vec<String> {
 pub fn attention_growth(points: &[(u64, &Analysis)]) -> Option<String> {
     let mut pts: Vec<(u64, f64)> = points
         .iter()
-        .map(|(c, a)| (*c, a.categories.get(&Category::Attention).copied().unwrap_or(0.0)))
+        .map(|(c, a)| {
+            (
+                *c,
+                a.categories
+                    .get(&Category::Attention)
+                    .copied()
+                    .unwrap_or(0.0),
+            )
+        })
         .collect();
     pts.sort_by_key(|p| p.0);
     let (first, last) = (pts.first()?, pts.last()?);

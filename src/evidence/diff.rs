@@ -53,7 +53,10 @@ impl Change {
         } else if self.removed() {
             "gone".to_owned()
         } else {
-            self.delta_pct().map_or_else(|| format!("{:+.1} µs", self.delta_us()), |p| format!("{p:+.0}%"))
+            self.delta_pct().map_or_else(
+                || format!("{:+.1} µs", self.delta_us()),
+                |p| format!("{p:+.0}%"),
+            )
         };
         format!(
             "{} {what} ({:.1} -> {:.1} µs per step; {} -> {} calls)",
@@ -67,7 +70,11 @@ impl Change {
 }
 
 fn fmt_count(c: f64) -> String {
-    if (c - c.round()).abs() < 1e-9 { format!("{c:.0}") } else { format!("{c:.1}") }
+    if (c - c.round()).abs() < 1e-9 {
+        format!("{c:.0}")
+    } else {
+        format!("{c:.1}")
+    }
 }
 
 /// Then vs now of two analyses.
@@ -117,7 +124,7 @@ fn changes(then: &[NameStat], now: &[NameStat]) -> Vec<Change> {
     }
     let mut out: Vec<Change> = map
         .into_values()
-        .filter(|c| c.delta_us() != 0.0 || c.count_now != c.count_then)
+        .filter(|c| c.delta_us().abs() > 0.0 || (c.count_now - c.count_then).abs() > 0.0)
         .collect();
     out.sort_by(|a, b| {
         b.delta_us()
@@ -142,7 +149,13 @@ pub fn diff(then: &Analysis, now: &Analysis) -> TraceDiff {
     let (st, sn) = (shares(then), shares(now));
     let mut categories: BTreeMap<Category, (f64, f64)> = BTreeMap::new();
     for c in st.keys().chain(sn.keys()) {
-        categories.insert(*c, (st.get(c).copied().unwrap_or(0.0), sn.get(c).copied().unwrap_or(0.0)));
+        categories.insert(
+            *c,
+            (
+                st.get(c).copied().unwrap_or(0.0),
+                sn.get(c).copied().unwrap_or(0.0),
+            ),
+        );
     }
     TraceDiff {
         wall_us_then: then.step.wall_us,
@@ -166,7 +179,11 @@ impl TraceDiff {
     pub fn lines(&self, n: usize) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
         if (self.syncs_now - self.syncs_then).abs() >= 0.5 {
-            out.push(format!("host-device syncs per step {} -> {}", fmt_count(self.syncs_then), fmt_count(self.syncs_now)));
+            out.push(format!(
+                "host-device syncs per step {} -> {}",
+                fmt_count(self.syncs_then),
+                fmt_count(self.syncs_now)
+            ));
         }
         if (self.gpu_idle_share_now - self.gpu_idle_share_then).abs() >= 0.02 {
             out.push(format!(
@@ -175,7 +192,11 @@ impl TraceDiff {
                 100.0 * self.gpu_idle_share_now
             ));
         }
-        let source = if self.kernels.is_empty() { &self.operators } else { &self.kernels };
+        let source = if self.kernels.is_empty() {
+            &self.operators
+        } else {
+            &self.kernels
+        };
         let mut lines: Vec<String> = source.iter().take(n).map(Change::line).collect();
         lines.append(&mut out);
         lines.truncate(n);

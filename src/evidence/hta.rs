@@ -1,10 +1,10 @@
 //! HolisticTraceAnalysis-equivalent breakdowns (pure): the temporal breakdown, the kernel-type
 //! breakdown with memory kernels, the idle-time breakdown and the ops comparison of
 //! `TraceDiff.compare_traces`, computed the way HTA 0.5.0 computes them so the numbers can be
-//! checked against its golden outputs (tests/fixtures/torch_traces_hta/).
+//! checked against its golden outputs (`tests/fixtures/torch_traces_hta/`).
 //!
-//! What HTA does that this module reproduces, from its source (hta/common/trace_parser.py,
-//! trace.py, analyzers/breakdown_analysis.py, trace_diff.py at v0.5.0):
+//! What HTA does that this module reproduces, from its source (`hta/common/trace_parser.py`,
+//! `trace.py`, `analyzers/breakdown_analysis.py`, `trace_diff.py` at v0.5.0):
 //! - fractional timestamps are rounded: `ts = ceil(ts)`, `end = floor(ts + dur)`;
 //! - an event is on the GPU when `args.stream` is an integer; a GPU kernel has a correlation;
 //! - with two or more `ProfilerStep` names, host events starting at or after the last step's start
@@ -327,7 +327,11 @@ impl<'t> Frame<'t> {
         }
         let mut out = Vec::new();
         for stream in streams {
-            let mut on: Vec<&Row> = kernels.iter().copied().filter(|r| r.stream == stream).collect();
+            let mut on: Vec<&Row> = kernels
+                .iter()
+                .copied()
+                .filter(|r| r.stream == stream)
+                .collect();
             on.sort_by(|a, b| a.ts.total_cmp(&b.ts));
             let mut sums: BTreeMap<IdleCategory, f64> = BTreeMap::new();
             sums.insert(IdleCategory::Other, 0.0); // the first kernel's gap is "other" (NaN)
@@ -370,16 +374,25 @@ impl<'t> Frame<'t> {
     /// Count and total duration per name over `iterations` (default: the first), as
     /// `TraceDiff.get_ops_summary` grouped by name or by HTA's short name.
     #[must_use]
-    pub fn ops_summary(&self, iterations: Option<&[i64]>, short_names: bool) -> BTreeMap<String, (u64, f64)> {
+    pub fn ops_summary(
+        &self,
+        iterations: Option<&[i64]>,
+        short_names: bool,
+    ) -> BTreeMap<String, (u64, f64)> {
         let first = self.iterations().first().copied();
-        let wanted: Vec<i64> = iterations.map_or_else(|| first.into_iter().collect(), <[i64]>::to_vec);
+        let wanted: Vec<i64> =
+            iterations.map_or_else(|| first.into_iter().collect(), <[i64]>::to_vec);
         let mut out: BTreeMap<String, (u64, f64)> = BTreeMap::new();
         for r in &self.rows {
             if !r.iteration.is_some_and(|i| wanted.contains(&i)) {
                 continue;
             }
             let name = self.name(r.name);
-            let key = if short_names { shorten_name(name) } else { name.to_owned() };
+            let key = if short_names {
+                shorten_name(name)
+            } else {
+                name.to_owned()
+            };
             let e = out.entry(key).or_default();
             e.0 += 1;
             e.1 += r.dur;
@@ -453,7 +466,7 @@ pub struct Temporal {
     pub idle_us: f64,
     pub compute_us: f64,
     pub non_compute_us: f64,
-    /// HTA's "kernel_time": from the first GPU operation's start to the last one's end.
+    /// HTA's `kernel_time`: from the first GPU operation's start to the last one's end.
     pub kernel_time_us: f64,
     pub idle_pct: f64,
     pub compute_pct: f64,
@@ -507,18 +520,32 @@ mod tests {
     #[test]
     fn short_names_drop_templates_and_arguments() {
         assert_eq!(
-            shorten_name("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)"),
+            shorten_name(
+                "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)"
+            ),
             "at::native::vectorized_elementwise_kernel"
         );
-        assert_eq!(shorten_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"), "ncclKernel_AllReduce_RING_LL_Sum_float");
-        assert_eq!(shorten_name("Memcpy DtoD (Device -> Device)"), "Memcpy DtoD (Device -> Device)");
+        assert_eq!(
+            shorten_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)"),
+            "ncclKernel_AllReduce_RING_LL_Sum_float"
+        );
+        assert_eq!(
+            shorten_name("Memcpy DtoD (Device -> Device)"),
+            "Memcpy DtoD (Device -> Device)"
+        );
         assert_eq!(shorten_name("aten::mm"), "aten::mm");
     }
 
     #[test]
     fn kernel_types_follow_hta() {
-        assert_eq!(kernel_type("ncclKernel_AllReduce"), KernelType::Communication);
-        assert_eq!(kernel_type("Memcpy HtoD (Pageable -> Device)"), KernelType::Memory);
+        assert_eq!(
+            kernel_type("ncclKernel_AllReduce"),
+            KernelType::Communication
+        );
+        assert_eq!(
+            kernel_type("Memcpy HtoD (Pageable -> Device)"),
+            KernelType::Memory
+        );
         assert_eq!(kernel_type("Stream Sync"), KernelType::Other);
         assert_eq!(kernel_type("ampere_sgemm_32x32"), KernelType::Computation);
     }

@@ -1,5 +1,5 @@
-//! Tests against HolisticTraceAnalysis 0.5.0's golden outputs on its own test traces
-//! (tests/fixtures/torch_traces_hta/, MIT, see its README). Reads fixture files.
+//! Tests against `HolisticTraceAnalysis` 0.5.0's golden outputs on its own test traces
+//! (`tests/fixtures/torch_traces_hta/`, MIT, see its README). Reads fixture files.
 
 use std::path::{Path, PathBuf};
 
@@ -7,15 +7,20 @@ use super::hta::{CONSECUTIVE_KERNEL_DELAY, Frame, IdleCategory};
 use super::model::Trace;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/torch_traces_hta").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/torch_traces_hta")
+        .join(name)
 }
 
 fn load(name: &str) -> Trace {
-    super::source::load(&fixture(name)).expect("fixture loads").1
+    super::source::load(&fixture(name))
+        .expect("fixture loads")
+        .1
 }
 
 fn golden() -> serde_json::Value {
-    let text = std::fs::read_to_string(fixture("HTA-0.5.0_temporal_and_kernel_type.json")).expect("golden");
+    let text = std::fs::read_to_string(fixture("HTA-0.5.0_temporal_and_kernel_type.json"))
+        .expect("golden");
     serde_json::from_str(&text).expect("golden json")
 }
 
@@ -46,18 +51,32 @@ fn temporal_and_kernel_type_equal_hta() {
         ];
         for (key, value) in got {
             let expected = w[key].as_f64().expect("number");
-            assert!(close(value, expected, 1e-6), "{file}: {key} = {value}, HTA {expected}");
+            assert!(
+                close(value, expected, 1e-6),
+                "{file}: {key} = {value}, HTA {expected}"
+            );
         }
         let kinds = frame.kernel_types();
         let want_kinds = want["kernel_type"].as_array().expect("array");
         assert_eq!(kinds.len(), want_kinds.len(), "{file}: {kinds:?}");
         for w in want_kinds {
             let label = w["kernel_type"].as_str().expect("label");
-            let row = kinds.iter().find(|r| r.kernel_type == label).unwrap_or_else(|| panic!("{file}: no {label}"));
+            let row = kinds
+                .iter()
+                .find(|r| r.kernel_type == label)
+                .unwrap_or_else(|| panic!("{file}: no {label}"));
             let sum = w["sum"].as_f64().expect("sum");
             let pct = w["percentage"].as_f64().expect("pct");
-            assert!(close(row.sum_us, sum, 1e-6), "{file}: {label} sum {} vs HTA {sum}", row.sum_us);
-            assert!(close(row.percentage, pct, 1e-9), "{file}: {label} {}% vs HTA {pct}%", row.percentage);
+            assert!(
+                close(row.sum_us, sum, 1e-6),
+                "{file}: {label} sum {} vs HTA {sum}",
+                row.sum_us
+            );
+            assert!(
+                close(row.percentage, pct, 1e-9),
+                "{file}: {label} {}% vs HTA {pct}%",
+                row.percentage
+            );
         }
     }
 }
@@ -67,7 +86,8 @@ fn temporal_and_kernel_type_equal_hta() {
 #[test]
 fn idle_time_breakdown_equals_hta() {
     use IdleCategory::{HostWait as H, KernelWait as K, Other as O};
-    let cases: [(&str, &[(i64, IdleCategory, f64, Option<f64>)]); 4] = [
+    type Row = (i64, IdleCategory, f64, Option<f64>);
+    let cases: [(&str, &[Row]); 4] = [
         (
             "critical_path__simple_add__benchmark_result_493459_1694039959_trace.json.gz",
             &[
@@ -100,12 +120,18 @@ fn idle_time_breakdown_equals_hta() {
             "with_gpu_user_annotation__step_based_trace_2543932.json.gz",
             &[(7, H, 7446.0, Some(1.0)), (7, O, 0.0, Some(0.0))],
         ),
-        ("triton_example__triton_example.json.gz", &[(7, O, 0.0, None)]),
+        (
+            "triton_example__triton_example.json.gz",
+            &[(7, O, 0.0, None)],
+        ),
     ];
     for (file, want) in cases {
         let trace = load(file);
         let got = Frame::new(&trace).idle(CONSECUTIVE_KERNEL_DELAY);
-        let got: Vec<_> = got.iter().map(|r| (r.stream, r.category, r.idle_us, r.ratio)).collect();
+        let got: Vec<_> = got
+            .iter()
+            .map(|r| (r.stream, r.category, r.idle_us, r.ratio))
+            .collect();
         let mut want = want.to_vec();
         let mut got_sorted = got.clone();
         want.sort_by_key(|w| (w.0, w.1));
@@ -114,7 +140,7 @@ fn idle_time_breakdown_equals_hta() {
     }
 }
 
-/// `TraceDiff.compare_traces` with short names on trace_compare base/test: every op unchanged.
+/// `TraceDiff.compare_traces` with short names on `trace_compare` base/test: every op unchanged.
 #[test]
 fn ops_diff_of_identical_steps_is_all_unchanged() {
     let base = load("trace_compare__base__base.json.gz");
@@ -137,8 +163,8 @@ fn ops_diff_of_identical_steps_is_all_unchanged() {
     }
 }
 
-/// `compare_traces` on trace_diff control (rank 3) vs test (rank 1), short names, first iteration:
-/// HTA's top 15 rows by |diff_duration|.
+/// `compare_traces` on `trace_diff` control (rank 3) vs test (rank 1), short names, first iteration:
+/// HTA's top 15 rows by `|diff_duration|`.
 #[test]
 fn ops_diff_of_trace_diff_equals_hta_top_rows() {
     let control = load("trace_diff__control__control.json.gz");
@@ -158,11 +184,29 @@ fn ops_diff_of_trace_diff_equals_hta_top_rows() {
         ("Memcpy DtoD (Device -> Device)", 3, 455.0, 768, 15355.0),
         ("## all2all_tw_data:init ##", 1, 8230.0, 1, 21729.0),
         ("CompiledFunction", 0, 0.0, 1, 11168.0),
-        ("autograd::engine::evaluate_function: CompiledFunctionBackward", 0, 0.0, 1, 11080.0),
+        (
+            "autograd::engine::evaluate_function: CompiledFunctionBackward",
+            0,
+            0.0,
+            1,
+            11080.0,
+        ),
         ("CompiledFunctionBackward", 0, 0.0, 1, 10952.0),
         ("cutlass::Kernel", 273, 10788.0, 0, 0.0),
-        ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t", 7, 12817.0, 7, 23126.0),
-        ("ncclKernel_AllReduce_RING_LL_Sum_float", 3, 3439.0, 3, 13269.0),
+        (
+            "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t",
+            7,
+            12817.0,
+            7,
+            23126.0,
+        ),
+        (
+            "ncclKernel_AllReduce_RING_LL_Sum_float",
+            3,
+            3439.0,
+            3,
+            13269.0,
+        ),
         ("fbgemm::permute_sparse_features", 3, 550.0, 3, 10099.0),
         ("## permute_id_list_features ##", 1, 315.0, 1, 9852.0),
     ];
@@ -178,7 +222,12 @@ fn ops_diff_of_trace_diff_equals_hta_top_rows() {
     names.dedup();
     let mut diffs: Vec<(f64, &String)> = names
         .into_iter()
-        .map(|n| (b.get(n).map_or(0.0, |x| x.1) - a.get(n).map_or(0.0, |x| x.1), n))
+        .map(|n| {
+            (
+                b.get(n).map_or(0.0, |x| x.1) - a.get(n).map_or(0.0, |x| x.1),
+                n,
+            )
+        })
         .collect();
     diffs.sort_by(|x, y| y.0.abs().total_cmp(&x.0.abs()));
     let top: Vec<&str> = diffs.iter().take(15).map(|d| d.1.as_str()).collect();

@@ -11,8 +11,8 @@
 use std::fmt;
 use std::io::Read;
 
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::model::{CpuKind, CpuOp, GpuKind, GpuOp, Trace};
 
@@ -111,8 +111,8 @@ impl Builder {
         }
         let name = self.trace.names.intern(ev.name.as_deref().unwrap_or(""));
         let args = ev.args.unwrap_or_default();
-        let correlation = args.correlation.and_then(Id::as_i64).unwrap_or(-1);
-        if let Some(stream) = args.stream.and_then(Id::as_i64) {
+        let correlation = args.correlation.and_then(Id::into_i64).unwrap_or(-1);
+        if let Some(stream) = args.stream.and_then(Id::into_i64) {
             let kind = match cat {
                 "kernel" | "Kernel" => GpuKind::Kernel,
                 "gpu_memcpy" | "Memcpy" => GpuKind::Memcpy,
@@ -126,9 +126,9 @@ impl Builder {
                 name,
                 kind,
                 stream,
-                device: args.device.and_then(Id::as_i64).unwrap_or(-1),
+                device: args.device.and_then(Id::into_i64).unwrap_or(-1),
                 correlation,
-                bytes: args.bytes.and_then(Id::as_u64),
+                bytes: args.bytes.and_then(Id::into_u64),
             });
         } else {
             let kind = match cat {
@@ -176,7 +176,7 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
                 }
                 "distributedInfo" => {
                     let info: DistributedInfo = map.next_value()?;
-                    self.0.trace.rank = info.rank.and_then(Id::as_i64);
+                    self.0.trace.rank = info.rank.and_then(Id::into_i64);
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -284,7 +284,10 @@ impl<'de> Deserialize<'de> for Time {
                 })
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Time, E> {
-                let value: f64 = v.trim().parse().map_err(|_| E::custom(format!("time {v:?} is not a number")))?;
+                let value: f64 = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| E::custom(format!("time {v:?} is not a number")))?;
                 Ok(Time {
                     value,
                     float: v.contains(['.', 'e', 'E']),
@@ -304,7 +307,7 @@ enum Id {
 }
 
 impl Id {
-    fn as_i64(self) -> Option<i64> {
+    fn into_i64(self) -> Option<i64> {
         match self {
             Id::Int(v) => i64::try_from(v).ok(),
             Id::Text(s) => s.trim().parse().ok(),
@@ -312,7 +315,7 @@ impl Id {
         }
     }
 
-    fn as_u64(self) -> Option<u64> {
+    fn into_u64(self) -> Option<u64> {
         match self {
             Id::Int(v) => u64::try_from(v).ok(),
             Id::Text(s) => s.trim().parse().ok(),
@@ -337,8 +340,15 @@ impl<'de> Deserialize<'de> for Id {
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Id, E> {
                 // Python's int() truncates, as HTA does with a float stream number.
-                #[expect(clippy::cast_possible_truncation, reason = "ids are integral; a fraction is dropped like int()")]
-                Ok(if v.is_finite() { Id::Int(v.trunc() as i128) } else { Id::Null })
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    reason = "ids are integral; a fraction is dropped like int()"
+                )]
+                Ok(if v.is_finite() {
+                    Id::Int(v.trunc() as i128)
+                } else {
+                    Id::Null
+                })
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
                 Ok(Id::Text(v.to_owned()))
@@ -379,7 +389,10 @@ mod tests {
         assert_eq!(t.events_seen, 4);
         assert_eq!(t.gpu.len(), 1);
         assert_eq!(t.gpu[0].stream, 7);
-        assert_eq!(t.gpu[0].correlation, -1, "a u64 above i64::MAX is no usable correlation");
+        assert_eq!(
+            t.gpu[0].correlation, -1,
+            "a u64 above i64::MAX is no usable correlation"
+        );
         assert!(t.float_timestamps);
         assert_eq!(t.cpu.len(), 1);
         assert_eq!(t.cpu[0].kind, CpuKind::Runtime);
@@ -398,7 +411,10 @@ mod tests {
     fn unescaped_quotes_are_a_malformed_error_with_a_position() {
         let err = parse("{\"traceEvents\": [\n{\"ph\": \"X\", \"name\": \"at::\"foo\"\", \"ts\": 1, \"dur\": 1}]}")
             .expect_err("malformed");
-        assert!(matches!(err, KinetoError::Malformed { line: 2, .. }), "{err:?}");
+        assert!(
+            matches!(err, KinetoError::Malformed { line: 2, .. }),
+            "{err:?}"
+        );
         assert!(err.hint().is_some());
     }
 

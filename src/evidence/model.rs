@@ -108,7 +108,7 @@ impl GpuOp {
 /// What a host-side record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum CpuKind {
-    /// An ATen or framework operator (`cpu_op`).
+    /// An `ATen` or framework operator (`cpu_op`).
     Operator,
     /// A `record_function` range or profiler step (`user_annotation`).
     Annotation,

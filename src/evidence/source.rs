@@ -73,7 +73,9 @@ pub fn resolve(path: &Path) -> Result<PathBuf, TraceFileError> {
         }
     }
     best.map(|(_, p)| p)
-        .ok_or_else(|| TraceFileError::EmptyDir { path: path.to_owned() })
+        .ok_or_else(|| TraceFileError::EmptyDir {
+            path: path.to_owned(),
+        })
 }
 
 /// An open, decompressing reader over the trace at `path` (a file, not a directory).
@@ -122,8 +124,10 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         let new = dir.path().join("w.200.pt.trace.json.gz");
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gz.write_all(br#"{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1}]}"#)
-            .expect("gz");
+        gz.write_all(
+            br#"{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": 1, "dur": 1}]}"#,
+        )
+        .expect("gz");
         std::fs::write(&new, gz.finish().expect("gz")).expect("write");
         std::fs::write(dir.path().join("notes.txt"), "x").expect("write");
         let (file, trace) = load(dir.path()).expect("loads");

@@ -2,6 +2,7 @@
 //! minijinja templates: PR comment, step summary, HTML, `JUnit`).
 
 mod context;
+pub mod evidence;
 mod github_text;
 mod human;
 mod render;
