@@ -3,8 +3,10 @@
 
 mod context;
 pub mod evidence;
+pub mod floor;
 mod github_text;
 mod human;
+pub mod probe;
 mod render;
 
 pub use context::{
