@@ -32,9 +32,19 @@ pub struct Config {
     pub gate: GateConfig,
     pub gpu: Option<GpuConfig>,
     pub report: ReportConfig,
+    pub github: GithubConfig,
     pub models: BTreeMap<String, ModelConfig>,
     #[serde(rename = "suite")]
     pub suites: Vec<SuiteConfig>,
+}
+
+/// `[github]`: how results show beside a pull request.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GithubConfig {
+    /// `"status"` (default), `"check-run"` or `"both"`.
+    #[serde(default)]
+    pub checks: crate::github::ChecksMode,
 }
 
 /// The file's shape as serde reads it; `models` is flattened into names afterwards.
@@ -49,6 +59,8 @@ struct RawConfig {
     gpu: Option<GpuConfig>,
     #[serde(default)]
     report: ReportConfig,
+    #[serde(default)]
+    github: GithubConfig,
     #[serde(default)]
     models: toml::Table,
     #[serde(default, rename = "suite")]
@@ -485,6 +497,7 @@ pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         gate: raw.gate,
         gpu: raw.gpu,
         report: raw.report,
+        github: raw.github,
         models,
         suites: raw.suites,
     })

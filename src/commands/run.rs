@@ -268,12 +268,16 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         .iter()
         .filter(|s| args.suites.is_empty() || args.suites.contains(&s.name))
         .collect();
-    let publishing = crate::commands::publish::prepare_run(args, &loaded)?;
+    let mut publishing = crate::commands::publish::prepare_run(args, &loaded)?;
     let store_path = loaded.store_path(args.config.db.as_deref());
     gpu_run::check_workloads(&suites)?;
     let mut store = open_store(&store_path, config.store.busy_timeout_s)?;
     let watch = GpuWatch::start(config, env_lookup()("CUDA_VISIBLE_DEVICES").as_deref());
     let gpu = device_spec(&loaded, &store_path, watch.as_ref())?;
+    if let Some(publishing) = publishing.as_mut() {
+        let names: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
+        publishing.start(&gpu.name, &names)?;
+    }
     let gpu_state = |m: &Measured| watch.as_ref().and_then(|w| w.summary_json(&m.gpu_samples));
 
     let mut plans = Vec::new();
