@@ -247,19 +247,19 @@ impl GpuConfig {
     /// The device spec `[gpu]` declares: a catalogue entry with any overrides, or declared
     /// figures. `None` when it declares neither (e.g. only `measure_host_bandwidth`). Pure.
     pub fn declared_spec(&self) -> Result<Option<GpuSpec>, CatalogError> {
-        if let Some(name) = &self.name
-            && !self.measure_host_bandwidth
-        {
-            let spec = crate::catalog::gpu::resolve_gpu(name)?;
-            return spec
-                .with_overrides(self.mem_bandwidth_gb_s, &self.dense_tflops, self.memory_gb)
-                .map(Some);
+        if self.measure_host_bandwidth {
+            return Ok(None);
         }
-        match self.mem_bandwidth_gb_s {
-            Some(bw) if !self.measure_host_bandwidth => {
-                GpuSpec::declared("declared-gpu", bw, &self.dense_tflops, self.memory_gb).map(Some)
-            }
-            _ => Ok(None),
+        crate::catalog::declare_device(self.name.as_deref(), self.figures())
+    }
+
+    /// The figures this table declares.
+    #[must_use]
+    pub fn figures(&self) -> crate::catalog::DeclaredFigures<'_> {
+        crate::catalog::DeclaredFigures {
+            mem_bandwidth_gb_s: self.mem_bandwidth_gb_s,
+            dense_tflops: &self.dense_tflops,
+            memory_gb: self.memory_gb,
         }
     }
 }
@@ -624,13 +624,8 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
         }
     }
 
-    if config.suites.is_empty() {
-        push(
-            "suite".into(),
-            "no suite is defined".into(),
-            "add a [[suite]] table with name, command, models, precisions, phases, batches and contexts",
-        );
-    }
+    // No suite is fine here: `floor`, `runs`, `baseline` and `report` need none; `run`
+    // refuses an empty grid itself (`Error::NoSuites`) and `config check` notes it.
     let mut names = BTreeSet::new();
     for (i, suite) in config.suites.iter().enumerate() {
         let at = |field: &str| format!("suite[{i}].{field}");

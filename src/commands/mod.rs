@@ -3,6 +3,7 @@
 
 pub mod baseline;
 pub mod config_cmd;
+pub mod device;
 pub mod floor;
 pub mod floor_cmd;
 pub mod gpu_run;
