@@ -13,7 +13,7 @@ use crate::github::{
 };
 
 const CHECK_ID: u64 = 4001;
-const NAME: &str = "utilgate/decode (h100-sxm)";
+const NAME: &str = "utilgate/decode";
 
 /// A check-run object as GitHub returns it (the fields utilgate reads, and a few more).
 fn check_run(status: &str) -> Value {
@@ -69,7 +69,7 @@ fn a_run_shows_the_gate_running_then_completes_the_check_with_annotations() {
     let mut cmd = clean(&env);
     actions.apply(&mut cmd);
     let out = cmd
-        .args(["run", "--github", "--branch", "feature"])
+        .args(["run", "--github", "--trusted", "--branch", "feature"])
         .env("STEP_MS", "11.5")
         .output()
         .expect("runs");
@@ -187,7 +187,7 @@ fn new_cases_conclude_neutral_and_oversized_output_is_cut_with_a_note() {
     let mut cmd = clean(&env);
     actions.apply(&mut cmd);
     let out = cmd
-        .args(["run", "--github", "--branch", "feature"])
+        .args(["run", "--github", "--trusted", "--branch", "feature"])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -211,7 +211,7 @@ fn a_403_on_check_runs_names_checks_write_before_measuring() {
     let mut cmd = clean(&env);
     actions.apply(&mut cmd);
     let out = cmd
-        .args(["run", "--github", "--branch", "feature"])
+        .args(["run", "--github", "--trusted", "--branch", "feature"])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
@@ -227,8 +227,9 @@ fn a_403_on_check_runs_names_checks_write_before_measuring() {
     assert!(listed["runs"].as_array().expect("runs").is_empty());
 
     // publish of a stored run names it too, where comments and statuses are allowed.
-    let out = env.run("main", &[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let env = TestEnv::new();
+    with_checks(&env, "check-run", "");
+    baseline_then_pr(&env, "10.0");
     let gh = Github::happy();
     gh.mount(
         Mock::given(method("POST"))
@@ -253,7 +254,7 @@ fn a_fork_pull_request_gets_no_check_run_and_a_warning() {
     actions.apply(&mut cmd);
     cmd.env_remove("GITHUB_TOKEN");
     let out = cmd
-        .args(["run", "--github", "--branch", "feature"])
+        .args(["run", "--github", "--trusted", "--branch", "feature"])
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
