@@ -249,3 +249,40 @@ fn run_refuses_to_start_a_harness_while_it_holds_a_credential() {
     let runs = env.json(&["runs", "list"]);
     assert_eq!(runs["runs"].as_array().map(Vec::len), Some(2));
 }
+
+#[test]
+fn a_case_the_run_did_not_measure_keeps_its_stored_verdict_in_publish() {
+    let env = TestEnv::new();
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    // The pull request drops a case, and its config fails the gate on missing cases.
+    let pr_config = TestEnv::config_with("")
+        .replace("batches = [1, 8]", "batches = [1]")
+        .replace(
+            "max_drop_pct = 3.0",
+            "max_drop_pct = 3.0\nfail_on = [\"regressed\", \"invalid\", \"missing\"]",
+        );
+    env.write_config(&pr_config);
+    let out = pr_run(&env, HEAD_SHA, "10.0");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // The publishing side has the default config back.
+    env.write_config(&TestEnv::config_with(""));
+    let gh = StandIn::start(HEAD_SHA, &[]);
+    let out = actions(
+        &env,
+        &gh,
+        "workflow_run",
+        &workflow_run_event("failure", HEAD_SHA, false),
+    )
+    .args(["publish", "--workflow-run"])
+    .output()
+    .expect("runs");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let statuses = gh.writes("/statuses/");
+    assert_eq!(statuses[0].1["state"], "failure");
+    let body = gh.writes("/issues/2/comments")[0].1["body"]
+        .as_str()
+        .expect("body")
+        .to_owned();
+    assert!(body.contains("missing"), "{body}");
+    assert!(body.contains("b8/c4096"), "{body}");
+}
