@@ -491,6 +491,21 @@ fn the_nightly_measures_without_a_token_and_a_separate_job_posts_its_statuses() 
             .all(|(_, bytes, found)| *bytes > 0 && *found == 0)
     );
     assert!(gh.requests().is_empty(), "the measuring job posts nothing");
+    let out = run_step(
+        &wf,
+        "measure",
+        "Export the baselines",
+        &runner,
+        env.path(),
+        &[],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let exported = std::fs::read_dir(env.path().join("utilgate-report"))
+        .expect("report dir")
+        .filter_map(Result::ok)
+        .any(|e| e.file_name().to_string_lossy().contains("baselines"));
+    assert!(exported, "the reviewed export is uploaded with the reports");
 
     // The publish job downloads the uploaded store into store/ and posts from it.
     let job = env.path().join("publish-job");
