@@ -5,6 +5,7 @@ pub mod baseline;
 pub mod compare;
 pub mod config;
 pub mod credentials;
+pub mod device;
 pub mod floor;
 pub mod gpu_run;
 pub mod import;
@@ -16,13 +17,16 @@ pub mod report;
 pub mod resume;
 pub mod run;
 pub mod runs;
+pub mod trace;
 
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::Error;
-use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, ImportCommand, RunsCommand};
+use crate::cli::{
+    Cli, Command, ConfigCommand, HarnessCommand, ImportCommand, RunsCommand, TraceCommand,
+};
 use crate::store::Store;
 
 /// What a command concluded.
@@ -84,6 +88,8 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         }
         Command::Import(ImportCommand::Run(args)) => import::import_run(args),
         Command::Probe(args) => probe::probe(args),
+        Command::Trace(TraceCommand::Show(args)) => trace::show(args),
+        Command::Trace(TraceCommand::Diff(args)) => trace::diff_cmd(args),
     }
 }
 
