@@ -6,6 +6,7 @@ pub mod compare;
 pub mod config;
 pub mod floor;
 pub mod gpu_run;
+pub mod gpus;
 pub mod judge;
 pub mod probe;
 pub mod publish;
@@ -19,6 +20,7 @@ use std::time::Duration;
 
 use crate::Error;
 use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, RunsCommand};
+use crate::error::Exit;
 use crate::store::Store;
 
 /// What a command concluded.
@@ -36,10 +38,11 @@ impl Outcome {
     #[must_use]
     pub fn exit_code(self) -> ExitCode {
         match self {
-            Outcome::Passed => ExitCode::SUCCESS,
-            Outcome::GateFailed => ExitCode::from(1),
-            Outcome::CasesFailed => ExitCode::from(2),
+            Outcome::Passed => Exit::Success,
+            Outcome::GateFailed => Exit::GateFailed,
+            Outcome::CasesFailed => Exit::Error,
         }
+        .into()
     }
 }
 
@@ -67,6 +70,9 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
             crate::measure::builtin::reference::reference_harness(args).map(|()| Outcome::Passed)
         }
         Command::Probe(args) => probe::probe(args),
+        Command::Gpus(args) => gpus::gpus(args),
+        Command::Completions(args) => gpus::completions(args),
+        Command::Man(args) => gpus::man(args),
     }
 }
 

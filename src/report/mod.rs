@@ -3,7 +3,9 @@
 
 mod context;
 pub mod floor;
+pub mod format;
 mod github_text;
+pub mod gpus;
 mod human;
 pub mod probe;
 mod render;
