@@ -74,14 +74,12 @@ impl CatalogError {
     #[must_use]
     pub fn hint(&self) -> Option<String> {
         match self {
-            CatalogError::UnknownGpu { suggestion, .. } => Some(match suggestion {
-                Some(s) => format!(
-                    "did you mean `{s}`? `utilgate gpus` lists the catalogue with its figures"
-                ),
-                None => format!(
-                    "`utilgate gpus` lists the catalogue with its figures; or {DECLARE_GPU_HINT}"
-                ),
-            }),
+            CatalogError::UnknownGpu { suggestion, .. } => Some(format!(
+                "{}`utilgate gpus` lists the catalogue with its figures; or {DECLARE_GPU_HINT}",
+                suggestion
+                    .as_ref()
+                    .map_or_else(String::new, |s| format!("did you mean `{s}`? "))
+            )),
             CatalogError::UnknownModel { suggestion, .. } => Some(format!(
                 "{}pass a path to a Hugging Face config.json, or declare [models.NAME] in \
                  utilgate.toml with hf_config = \"path/config.json\" or the bare form \
