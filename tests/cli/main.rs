@@ -16,3 +16,6 @@ mod gpu;
 mod python;
 mod report;
 mod run;
+mod standin;
+mod trust;
+mod workflows;
