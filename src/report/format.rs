@@ -49,8 +49,9 @@ pub fn ms(x: Option<f64>) -> String {
 /// A fraction as a percentage with one decimal (`0.4915` -> `49.2%`), or [`MISSING`].
 #[must_use]
 pub fn pct(x: Option<f64>) -> String {
-    match x {
-        Some(v) if v.is_finite() => format!("{:.1}%", v * 100.0),
+    // A huge finite fraction overflows to infinity when scaled: check the percentage.
+    match x.map(|v| v * 100.0) {
+        Some(p) if p.is_finite() => format!("{p:.1}%"),
         _ => MISSING.to_owned(),
     }
 }
