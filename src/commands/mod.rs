@@ -5,6 +5,7 @@ pub mod baseline;
 pub mod compare;
 pub mod config;
 pub mod credentials;
+pub mod device;
 pub mod floor;
 pub mod gpu_run;
 pub mod gpus;
@@ -15,13 +16,14 @@ pub mod publish_check;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod trace;
 
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::Error;
-use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, RunsCommand};
+use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, RunsCommand, TraceCommand};
 use crate::error::Exit;
 use crate::store::Store;
 
@@ -75,6 +77,8 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Gpus(args) => gpus::gpus(args),
         Command::Completions(args) => gpus::completions(args),
         Command::Man(args) => gpus::man(args),
+        Command::Trace(TraceCommand::Show(args)) => trace::show(args),
+        Command::Trace(TraceCommand::Diff(args)) => trace::diff_cmd(args),
     }
 }
 
