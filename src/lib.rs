@@ -21,6 +21,7 @@ pub mod redact;
 pub mod report;
 pub mod stats;
 pub mod store;
+pub mod suggest;
 pub mod trust;
 
 pub use commands::{Outcome, run};

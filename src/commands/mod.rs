@@ -9,6 +9,7 @@ pub mod device;
 pub mod floor;
 pub mod gpu_run;
 pub mod import;
+pub mod gpus;
 pub mod judge;
 pub mod probe;
 pub mod publish;
@@ -27,6 +28,7 @@ use crate::Error;
 use crate::cli::{
     Cli, Command, ConfigCommand, HarnessCommand, ImportCommand, RunsCommand, TraceCommand,
 };
+use crate::error::Exit;
 use crate::store::Store;
 
 /// What a command concluded.
@@ -44,10 +46,11 @@ impl Outcome {
     #[must_use]
     pub fn exit_code(self) -> ExitCode {
         match self {
-            Outcome::Passed => ExitCode::SUCCESS,
-            Outcome::GateFailed => ExitCode::from(1),
-            Outcome::CasesFailed => ExitCode::from(2),
+            Outcome::Passed => Exit::Success,
+            Outcome::GateFailed => Exit::GateFailed,
+            Outcome::CasesFailed => Exit::Error,
         }
+        .into()
     }
 }
 
@@ -88,6 +91,9 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         }
         Command::Import(ImportCommand::Run(args)) => import::import_run(args),
         Command::Probe(args) => probe::probe(args),
+        Command::Gpus(args) => gpus::gpus(args),
+        Command::Completions(args) => gpus::completions(args),
+        Command::Man(args) => gpus::man(args),
         Command::Trace(TraceCommand::Show(args)) => trace::show(args),
         Command::Trace(TraceCommand::Diff(args)) => trace::diff_cmd(args),
     }

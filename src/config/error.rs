@@ -64,7 +64,7 @@ impl ConfigError {
                 path.display(),
                 path.display()
             )),
-            ConfigError::Parse { key, .. } => Some(parse_hint(key)),
+            ConfigError::Parse { key, message, .. } => Some(parse_hint(key, message)),
             ConfigError::ParseAll { .. } => {
                 Some("fix each key above; `utilgate config default` prints every key with its type and meaning".to_owned())
             }
