@@ -15,13 +15,14 @@ pub mod publish_check;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod trace;
 
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::Error;
-use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, RunsCommand};
+use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, RunsCommand, TraceCommand};
 use crate::store::Store;
 
 /// What a command concluded.
@@ -70,6 +71,8 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
             crate::measure::builtin::reference::reference_harness(args).map(|()| Outcome::Passed)
         }
         Command::Probe(args) => probe::probe(args),
+        Command::Trace(TraceCommand::Show(args)) => trace::show(args),
+        Command::Trace(TraceCommand::Diff(args)) => trace::diff_cmd(args),
     }
 }
 
