@@ -93,10 +93,38 @@ pub enum Command {
     /// Measure this GPU's achievable peaks (copy bandwidth, bf16 GEMM) and store them beside
     /// the datasheet figures. Needs an NVIDIA GPU (exit 2 without one).
     Probe(ProbeArgs),
+    /// List the built-in GPU catalogue with its datasheet figures (the names `--gpu` and
+    /// `[gpu] name` accept).
+    Gpus(GpusArgs),
+    /// Print a shell completion script to stdout.
+    Completions(CompletionsArgs),
+    /// Print the man page (roff) to stdout.
+    Man(ManArgs),
     /// Analyse profiler traces (torch.profiler / Kineto JSON, .json.gz, or a
     /// `tensorboard_trace_handler` directory): per-step breakdown, diagnosis, and the diff of two.
     #[command(subcommand)]
     Trace(TraceCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct GpusArgs {
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `utilgate.1` and one page per subcommand (`utilgate-run.1`, ...) into this
+    /// directory instead of printing the main page.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

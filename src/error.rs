@@ -15,10 +15,81 @@ use crate::measure::harness::HarnessError;
 use crate::report::RenderError;
 use crate::store::StoreError;
 
+/// The process's exit status: the one list of what each code means (`--help` prints it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// The gate passed, or the command did what it was asked.
+    Success = 0,
+    /// The gate failed: a case got a verdict listed in `[gate] fail_on`.
+    GateFailed = 1,
+    /// An error (usage, config, store, harness, driver), or a case that could not be measured.
+    Error = 2,
+}
+
+impl From<Exit> for std::process::ExitCode {
+    fn from(exit: Exit) -> Self {
+        std::process::ExitCode::from(exit as u8)
+    }
+}
+
 #[derive(Debug, Error)]
 pub enum Error {
-    #[error("{0}")]
-    Usage(String),
+    #[error("--suite {name}: no such suite in {}; suites: {}", path.display(), known.join(", "))]
+    UnknownSuite {
+        name: String,
+        path: PathBuf,
+        known: Vec<String>,
+        suggestion: Option<String>,
+    },
+    #[error("suite {suite}: command template: {source}")]
+    CommandTemplate {
+        suite: String,
+        #[source]
+        source: minijinja::Error,
+    },
+    #[error("{name} is not set")]
+    ProtocolVarMissing { name: String, harness: String },
+    #[error("{name}={value:?} is not a whole number")]
+    ProtocolVarNumber {
+        name: String,
+        value: String,
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    #[error("{name}: {message}")]
+    ProtocolVarPhase { name: String, message: String },
+    #[error("model {model:?} is not in {}", path.display())]
+    HarnessModel { model: String, path: PathBuf },
+    #[error("the cpu-decode example harness times decode steps only")]
+    CpuDecodePhase,
+    #[error("no baseline for case {case:?}")]
+    NoBaseline {
+        case: String,
+        suggestion: Option<String>,
+    },
+    #[error("--reason is empty")]
+    EmptyReason,
+    #[error("no result of run {run} matches {filter:?}")]
+    NoMatchingResult { run: i64, filter: String },
+    #[error("case {case} of run {run} is {state}: only a valid measurement can become a baseline")]
+    NotAcceptable {
+        case: String,
+        run: i64,
+        state: String,
+    },
+    #[error("no baselines to export")]
+    NothingToExport,
+    #[error("the store holds baselines for several GPUs ({})", gpus.join(", "))]
+    ExportNeedsGpu { gpus: Vec<String> },
+    #[error(
+        "run {run} ran on {gpu} and run {other} on {other_gpu}: results are only compared within one GPU SKU"
+    )]
+    DifferentGpus {
+        run: i64,
+        gpu: String,
+        other: i64,
+        other_gpu: String,
+    },
     #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
@@ -83,6 +154,44 @@ impl Error {
             Error::NoSuchRun(_) | Error::NoRuns => {
                 Some("`utilgate runs list` shows the stored runs".into())
             }
+            Error::UnknownSuite { suggestion, .. } => Some(suggestion.as_ref().map_or_else(
+                || "`utilgate config check` lists the config's suites".to_owned(),
+                |s| format!("did you mean `--suite {s}`?"),
+            )),
+            Error::CommandTemplate { .. } => Some(
+                "template variables: model, precision, kv_dtype, phase, batch, context, suite, \
+                 warmup_steps, steps, repeat, utilgate, config_dir"
+                    .into(),
+            ),
+            Error::ProtocolVarMissing { harness, .. } => Some(format!(
+                "`utilgate harness {harness}` is started by `utilgate run` as a suite's harness"
+            )),
+            Error::ProtocolVarNumber { .. } | Error::ProtocolVarPhase { .. } => {
+                Some("this variable is set by `utilgate run`; do not set it by hand".into())
+            }
+            Error::HarnessModel { .. } => {
+                Some("the suite names a model the config neither declares nor finds built in".into())
+            }
+            Error::CpuDecodePhase => Some("remove \"prefill\" from the suite's phases".into()),
+            Error::NoBaseline { suggestion, .. } => Some(suggestion.as_ref().map_or_else(
+                || "`utilgate baseline list` shows the keys".to_owned(),
+                |s| format!("did you mean `{s}`? `utilgate baseline list` shows the keys"),
+            )),
+            Error::EmptyReason => Some(
+                "say why the change is intended: --reason \"...\"; it is kept in the baseline history"
+                    .into(),
+            ),
+            Error::NoMatchingResult { run, .. } => {
+                Some(format!("`utilgate runs show {run}` lists its cases"))
+            }
+            Error::NotAcceptable { .. } => Some("narrow the filter to valid results".into()),
+            Error::NothingToExport => {
+                Some("a passing run on the baseline branch sets them".into())
+            }
+            Error::ExportNeedsGpu { .. } => Some("pass --gpu with --out".into()),
+            Error::DifferentGpus { .. } => Some(
+                "compare runs of the same GPU: `utilgate runs list` shows each run's GPU".into(),
+            ),
             Error::BaselineFile { .. } => Some(
                 "baseline files are written by `utilgate baseline export`; restore it from version control".into(),
             ),

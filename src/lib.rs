@@ -20,6 +20,7 @@ pub mod output;
 pub mod report;
 pub mod stats;
 pub mod store;
+pub mod suggest;
 pub mod trust;
 
 pub use commands::{Outcome, run};

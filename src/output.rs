@@ -37,6 +37,23 @@ pub fn color_stdout() -> bool {
     }
 }
 
+/// The width tables on stdout fit: `COLUMNS` when set, else the terminal's; `None` when stdout
+/// is not a terminal (a pipe or a file gets unwrapped rows).
+#[must_use]
+pub fn stdout_width() -> Option<u16> {
+    let env = crate::commands::env_lookup();
+    if let Some(columns) = env("COLUMNS").and_then(|c| c.trim().parse::<u16>().ok())
+        && columns > 0
+    {
+        return Some(columns);
+    }
+    let stdout = std::io::stdout();
+    if !stdout.is_terminal() {
+        return None;
+    }
+    terminal_size::terminal_size_of(stdout).map(|(w, _)| w.0)
+}
+
 /// Write a result to stdout. A closed pipe (`utilgate runs list | head`) is not an error.
 pub fn emit(text: &str) -> Result<(), Error> {
     let mut out = std::io::stdout().lock();
@@ -73,7 +90,7 @@ pub fn report_error(err: &Error) -> ExitCode {
     if let Some(hint) = err.hint() {
         eprintln!("hint: {hint}");
     }
-    ExitCode::from(2)
+    crate::error::Exit::Error.into()
 }
 
 /// Progress of a run on stderr: a bar in a terminal, one plain line per case otherwise

@@ -11,10 +11,20 @@ pub const DECLARE_GPU_HINT: &str = "declare it in utilgate.toml: [gpu] name = \"
 #[derive(Debug, Error)]
 pub enum CatalogError {
     #[error("unknown GPU {name:?} (known: {known})")]
-    UnknownGpu { name: String, known: String },
+    UnknownGpu {
+        name: String,
+        known: String,
+        /// The closest catalogue name, if one is close.
+        suggestion: Option<String>,
+    },
 
     #[error("unknown model {name:?} (built in: {known})")]
-    UnknownModel { name: String, known: String },
+    UnknownModel {
+        name: String,
+        known: String,
+        /// The closest known model name, if one is close.
+        suggestion: Option<String>,
+    },
 
     #[error("failed to parse model config {origin}: {source}")]
     Json {
@@ -64,13 +74,20 @@ impl CatalogError {
     #[must_use]
     pub fn hint(&self) -> Option<String> {
         match self {
-            CatalogError::UnknownGpu { .. } => Some(DECLARE_GPU_HINT.to_string()),
-            CatalogError::UnknownModel { .. } => Some(
-                "pass a path to a Hugging Face config.json, or declare [models.NAME] in \
+            CatalogError::UnknownGpu { suggestion, .. } => Some(format!(
+                "{}`utilgate gpus` lists the catalogue with its figures; or {DECLARE_GPU_HINT}",
+                suggestion
+                    .as_ref()
+                    .map_or_else(String::new, |s| format!("did you mean `{s}`? "))
+            )),
+            CatalogError::UnknownModel { suggestion, .. } => Some(format!(
+                "{}pass a path to a Hugging Face config.json, or declare [models.NAME] in \
                  utilgate.toml with hf_config = \"path/config.json\" or the bare form \
-                 params = 8.0e9, kv_bytes_per_token = 131072"
-                    .to_string(),
-            ),
+                 params = 8.0e9, kv_bytes_per_token = 131072",
+                suggestion
+                    .as_ref()
+                    .map_or_else(String::new, |s| format!("did you mean `{s}`? or "))
+            )),
             CatalogError::MissingField { field, .. } => Some(format!(
                 "add `{field}` to the config, or describe the model in the bare form: \
                  params = 8.0e9, kv_bytes_per_token = 131072 (optional flops_per_token)"

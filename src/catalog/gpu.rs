@@ -400,6 +400,7 @@ pub fn resolve_gpu(name: &str) -> Result<GpuSpec, CatalogError> {
     gpu_by_name(name).ok_or_else(|| CatalogError::UnknownGpu {
         name: name.to_string(),
         known: known_gpus().join(", "),
+        suggestion: crate::suggest::did_you_mean(name, known_gpus()).map(str::to_owned),
     })
 }
 
@@ -419,6 +420,12 @@ pub fn gpu_from_nvml_name(nvml_name: &str) -> Option<GpuSpec> {
         }
     }
     best.map(|(_, entry)| spec_of(entry))
+}
+
+/// Every catalogue entry as a spec, in catalogue order (`utilgate gpus`).
+#[must_use]
+pub fn catalogue() -> Vec<GpuSpec> {
+    CATALOGUE.iter().map(spec_of).collect()
 }
 
 /// The catalogue's slugs, in catalogue order.

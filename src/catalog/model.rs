@@ -527,6 +527,7 @@ pub fn resolve_model(name: &str) -> Result<ModelSpec, CatalogError> {
     model_by_name(name).ok_or_else(|| CatalogError::UnknownModel {
         name: name.to_string(),
         known: known_models().join(", "),
+        suggestion: crate::suggest::did_you_mean(name, known_models()).map(str::to_owned),
     })
 }
 

@@ -19,7 +19,10 @@ use crate::commands::runs::{StoreMode, store_from, store_with};
 use crate::error::Error;
 use crate::output;
 use crate::report::SCHEMA_VERSION;
-use crate::store::export::{ExportFile, ExportedBaseline, parse_export, render_export};
+use crate::report::format::{ms, pct, short_sha_or_missing};
+use crate::store::export::{
+    EXPORT_SCHEMA_VERSION, ExportFile, ExportedBaseline, parse_export, render_export,
+};
 use crate::store::{
     BaselineMove, BaselineMoveKind, CaseFilter, NewResult, NewRun, RunId, StoredResult,
 };
@@ -37,19 +40,6 @@ pub fn baseline(cmd: &BaselineCommand) -> Result<Outcome, Error> {
 
 fn matches(key: &CaseKey, filter: Option<&str>) -> bool {
     filter.is_none_or(|f| key.to_string().contains(f))
-}
-
-fn pct(x: Option<f64>) -> String {
-    x.map_or_else(|| "-".to_owned(), |v| format!("{:.1}%", v * 100.0))
-}
-
-fn ms(x: Option<f64>) -> String {
-    x.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
-}
-
-fn short_sha(s: Option<&str>) -> String {
-    s.filter(|s| !s.is_empty())
-        .map_or_else(|| "-".to_owned(), |s| s.chars().take(10).collect())
 }
 
 fn list(args: &BaselineListArgs) -> Result<Outcome, Error> {
@@ -84,7 +74,7 @@ fn list(args: &BaselineListArgs) -> Result<Outcome, Error> {
                     e.key.to_string(),
                     e.gpu_sku.clone(),
                     e.run_id.to_string(),
-                    short_sha(e.git_sha.as_deref()),
+                    short_sha_or_missing(e.git_sha.as_deref()),
                     ms(e.median_ms),
                     pct(e.utilisation),
                     e.moved_at.strftime("%Y-%m-%d %H:%M").to_string(),
@@ -104,19 +94,22 @@ fn list(args: &BaselineListArgs) -> Result<Outcome, Error> {
 
 fn show(args: &BaselineShowArgs) -> Result<Outcome, Error> {
     let (store, _) = store_from(&args.config)?;
-    let entry = store
-        .baselines(args.gpu.as_deref())?
-        .into_iter()
+    let entries = store.baselines(args.gpu.as_deref())?;
+    let no_baseline = || {
+        let keys: Vec<String> = entries.iter().map(|e| e.key.to_string()).collect();
+        Error::NoBaseline {
+            case: args.case.clone(),
+            suggestion: crate::suggest::did_you_mean(&args.case, keys.iter().map(String::as_str))
+                .map(str::to_owned),
+        }
+    };
+    let entry = entries
+        .iter()
         .find(|e| e.key.to_string() == args.case)
-        .ok_or_else(|| {
-            Error::Usage(format!(
-                "no baseline for case {:?}; `utilgate baseline list` shows the keys",
-                args.case
-            ))
-        })?;
+        .ok_or_else(no_baseline)?;
     let result = store
         .baseline_for(&entry.key, &entry.gpu_sku)?
-        .ok_or_else(|| Error::Usage(format!("no baseline for case {:?}", args.case)))?;
+        .ok_or_else(no_baseline)?;
     match args.format.format {
         Format::Json => {
             let value = serde_json::json!({
@@ -134,7 +127,7 @@ fn show(args: &BaselineShowArgs) -> Result<Outcome, Error> {
                 out,
                 "result:      run {} @ {} on {}",
                 entry.run_id,
-                short_sha(result.git_sha.as_deref()),
+                short_sha_or_missing(result.git_sha.as_deref()),
                 result.branch.as_deref().unwrap_or("-")
             );
             let _ = writeln!(
@@ -191,7 +184,7 @@ fn history(args: &BaselineListArgs) -> Result<Outcome, Error> {
                     e.key.to_string(),
                     e.gpu_sku.clone(),
                     e.run_id.to_string(),
-                    short_sha(e.git_sha.as_deref()),
+                    short_sha_or_missing(e.git_sha.as_deref()),
                     pct(e.utilisation),
                     e.kind.to_string(),
                     e.reason.clone(),
@@ -205,10 +198,7 @@ fn history(args: &BaselineListArgs) -> Result<Outcome, Error> {
 
 fn accept(args: &BaselineAcceptArgs) -> Result<Outcome, Error> {
     if args.reason.trim().is_empty() {
-        return Err(Error::Usage(
-            "--reason is empty: say why the change is intended; it is kept in the baseline history"
-                .into(),
-        ));
+        return Err(Error::EmptyReason);
     }
     let (mut store, _) = store_with(&args.config, StoreMode::Write)?;
     let run = store
@@ -220,22 +210,21 @@ fn accept(args: &BaselineAcceptArgs) -> Result<Outcome, Error> {
         .filter(|r| matches(&r.key, Some(&args.filter)))
         .collect();
     if chosen.is_empty() {
-        return Err(Error::Usage(format!(
-            "no result of run {} matches {:?}; `utilgate runs show {}` lists its cases",
-            args.run, args.filter, args.run
-        )));
+        return Err(Error::NoMatchingResult {
+            run: args.run,
+            filter: args.filter.clone(),
+        });
     }
     // Only a real measurement can become a baseline: never a failed or impossible one.
     if let Some(bad) = chosen
         .iter()
         .find(|r| r.error.is_some() || matches!(r.verdict, Some(Verdict::Error | Verdict::Invalid)))
     {
-        return Err(Error::Usage(format!(
-            "case {} of run {} is {}: only a valid measurement can become a baseline; narrow the filter",
-            bad.key,
-            args.run,
-            bad.verdict.map_or("unmeasured", Verdict::as_str)
-        )));
+        return Err(Error::NotAcceptable {
+            case: bad.key.to_string(),
+            run: args.run,
+            state: bad.verdict.map_or("unmeasured", Verdict::as_str).to_owned(),
+        });
     }
     let now = crate::commands::now();
     let moves: Vec<BaselineMove> = chosen
@@ -289,15 +278,12 @@ fn export(args: &BaselineExportArgs) -> Result<Outcome, Error> {
             });
     }
     if by_sku.is_empty() {
-        return Err(Error::Usage(
-            "no baselines to export: a passing run on the baseline branch sets them".into(),
-        ));
+        return Err(Error::NothingToExport);
     }
     if args.out.is_some() && by_sku.len() > 1 {
-        return Err(Error::Usage(format!(
-            "the store holds baselines for several GPUs ({}); pass --gpu with --out",
-            by_sku.keys().cloned().collect::<Vec<_>>().join(", ")
-        )));
+        return Err(Error::ExportNeedsGpu {
+            gpus: by_sku.keys().cloned().collect(),
+        });
     }
     let base_dir = args
         .config
@@ -314,7 +300,7 @@ fn export(args: &BaselineExportArgs) -> Result<Outcome, Error> {
             .clone()
             .unwrap_or_else(|| base_dir.join(format!("{sku}.json")));
         let text = render_export(&ExportFile {
-            schema_version: SCHEMA_VERSION,
+            schema_version: EXPORT_SCHEMA_VERSION,
             gpu_sku: sku.clone(),
             baselines,
         })?;

@@ -21,10 +21,12 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
     if let Some(other) = &against_run
         && other.summary.gpu_sku != run.summary.gpu_sku
     {
-        return Err(Error::Usage(format!(
-            "run {} ran on {} and run {} on {}: results are only compared within one GPU SKU",
-            run.summary.id, run.summary.gpu_sku, other.summary.id, other.summary.gpu_sku
-        )));
+        return Err(Error::DifferentGpus {
+            run: run.summary.id.0,
+            gpu: run.summary.gpu_sku.clone(),
+            other: other.summary.id.0,
+            other_gpu: other.summary.gpu_sku.clone(),
+        });
     }
     let inputs: Vec<CaseInput> = run
         .results

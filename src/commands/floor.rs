@@ -27,13 +27,19 @@ fn resolve_model(name: &str, loaded: Option<&LoadedConfig>) -> Result<ModelSpec,
         })?;
         return Ok(ModelSpec::from_hf_config(&text, name)?);
     }
-    Err(crate::catalog::model::resolve_model(name)
-        .err()
-        .unwrap_or_else(|| CatalogError::UnknownModel {
-            name: name.to_owned(),
-            known: crate::catalog::known_models().join(", "),
-        })
-        .into())
+    let known: Vec<&str> = loaded
+        .map(|l| l.models.keys().map(String::as_str).collect())
+        .unwrap_or_default();
+    Err(CatalogError::UnknownModel {
+        name: name.to_owned(),
+        known: crate::catalog::known_models().join(", "),
+        suggestion: crate::suggest::did_you_mean(
+            name,
+            known.into_iter().chain(crate::catalog::known_models()),
+        )
+        .map(str::to_owned),
+    }
+    .into())
 }
 
 /// The device: `--gpu NAME` (the config's declared device when `[gpu]` has that name, else a

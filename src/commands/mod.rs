@@ -8,6 +8,7 @@ pub mod credentials;
 pub mod device;
 pub mod floor;
 pub mod gpu_run;
+pub mod gpus;
 pub mod judge;
 pub mod probe;
 pub mod publish;
@@ -23,6 +24,7 @@ use std::time::Duration;
 
 use crate::Error;
 use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, RunsCommand, TraceCommand};
+use crate::error::Exit;
 use crate::store::Store;
 
 /// What a command concluded.
@@ -40,10 +42,11 @@ impl Outcome {
     #[must_use]
     pub fn exit_code(self) -> ExitCode {
         match self {
-            Outcome::Passed => ExitCode::SUCCESS,
-            Outcome::GateFailed => ExitCode::from(1),
-            Outcome::CasesFailed => ExitCode::from(2),
+            Outcome::Passed => Exit::Success,
+            Outcome::GateFailed => Exit::GateFailed,
+            Outcome::CasesFailed => Exit::Error,
         }
+        .into()
     }
 }
 
@@ -71,6 +74,9 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
             crate::measure::builtin::reference::reference_harness(args).map(|()| Outcome::Passed)
         }
         Command::Probe(args) => probe::probe(args),
+        Command::Gpus(args) => gpus::gpus(args),
+        Command::Completions(args) => gpus::completions(args),
+        Command::Man(args) => gpus::man(args),
         Command::Trace(TraceCommand::Show(args)) => trace::show(args),
         Command::Trace(TraceCommand::Diff(args)) => trace::diff_cmd(args),
     }

@@ -105,8 +105,9 @@ impl Runner<'_> {
             };
             let command =
                 crate::case::render_command(&gpu_run::suite_command(suite, self.loaded), &vars)
-                    .map_err(|e| {
-                        Error::Usage(format!("suite {}: command template: {e}", suite.name))
+                    .map_err(|source| Error::CommandTemplate {
+                        suite: suite.name.clone(),
+                        source,
                     })?;
             let out_dir = tempfile::tempdir().map_err(|source| Error::Io {
                 path: std::env::temp_dir(),
@@ -173,11 +174,12 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     for wanted in &args.suites {
         if !config.suites.iter().any(|s| &s.name == wanted) {
             let names: Vec<&str> = config.suites.iter().map(|s| s.name.as_str()).collect();
-            return Err(Error::Usage(format!(
-                "--suite {wanted}: no such suite in {}; suites: {}",
-                loaded.path.display(),
-                names.join(", ")
-            )));
+            return Err(Error::UnknownSuite {
+                name: wanted.clone(),
+                path: loaded.path.clone(),
+                known: names.iter().map(|n| (*n).to_owned()).collect(),
+                suggestion: crate::suggest::did_you_mean(wanted, names).map(str::to_owned),
+            });
         }
     }
     let suites: Vec<&SuiteConfig> = config

@@ -14,7 +14,7 @@ use crate::compare;
 use crate::config::{Config, DEFAULT_STORE_PATH, StoreConfig};
 use crate::error::Error;
 use crate::output;
-use crate::report::{self, Judgement, RunReport};
+use crate::report::{self, Judgement, RunReport, format};
 use crate::store::{RunFilter, RunId, Store, StoredRun};
 
 /// The config when its file exists (thresholds, store path); read-only commands work without.
@@ -94,10 +94,7 @@ pub fn list(args: &RunsListArgs) -> Result<Outcome, Error> {
                     r.id.to_string(),
                     r.started_at.strftime("%Y-%m-%d %H:%M:%S").to_string(),
                     r.branch.clone().unwrap_or_default(),
-                    r.git_sha
-                        .as_deref()
-                        .map(|s| s[..s.len().min(10)].to_owned())
-                        .unwrap_or_default(),
+                    format::short_sha_or_missing(r.git_sha.as_deref()),
                     r.trigger.clone().unwrap_or_default(),
                     r.gpu_sku.clone(),
                     r.n_results.to_string(),

@@ -59,7 +59,7 @@ impl ConfigError {
                 path.display(),
                 path.display()
             )),
-            ConfigError::Parse { key, .. } => Some(parse_hint(key)),
+            ConfigError::Parse { key, message, .. } => Some(parse_hint(key, message)),
             ConfigError::Invalid { .. } => {
                 Some("`utilgate config default` prints every key with its meaning".to_owned())
             }

@@ -86,7 +86,14 @@ fn flatten_models(
     Ok(())
 }
 
-pub(super) fn parse_hint(key: &str) -> String {
+pub(super) fn parse_hint(key: &str, message: &str) -> String {
+    if let Some((field, expected)) = unknown_field(message)
+        && let Some(near) = crate::suggest::did_you_mean(field, expected.iter().copied())
+    {
+        return format!(
+            "did you mean `{near}`? `utilgate config default` prints every key with its meaning"
+        );
+    }
     let leaf = key.rsplit('.').next().unwrap_or(key);
     let leaf = leaf.split('[').next().unwrap_or(leaf);
     match leaf {
@@ -99,6 +106,15 @@ pub(super) fn parse_hint(key: &str) -> String {
         "" => "check the TOML syntax at the line shown".to_owned(),
         _ => "`utilgate config default` prints every key with its type and meaning".to_owned(),
     }
+}
+
+/// The misspelt key and the accepted ones from serde's "unknown field `x`, expected one of `a`,
+/// `b`" (or "expected `a`").
+fn unknown_field(message: &str) -> Option<(&str, Vec<&str>)> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    let expected = rest.split('`').skip(1).step_by(2).collect();
+    Some((field, expected))
 }
 
 /// Parse config text. `origin` names the file in messages. Pure.

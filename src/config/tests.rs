@@ -159,6 +159,18 @@ fn unknown_key_is_an_error() {
 }
 
 #[test]
+fn a_misspelt_key_suggests_the_real_one() {
+    let text = EXAMPLE.replace("batches = [1, 8]", "batchs = [1, 8]");
+    let err = parse(&text, Path::new("u.toml")).expect_err("must fail");
+    let hint = err.hint().expect("hint");
+    assert!(hint.contains("did you mean `batches`?"), "{hint}");
+    let text = EXAMPLE.replace("max_drop_pct = 3.0", "max_drop = 3.0");
+    let err = parse(&text, Path::new("u.toml")).expect_err("must fail");
+    let hint = err.hint().expect("hint");
+    assert!(hint.contains("did you mean `max_drop_pct`?"), "{hint}");
+}
+
+#[test]
 fn malformed_toml_names_the_line() {
     let err = parse("[gate\nmax_drop_pct = 3", Path::new("u.toml")).expect_err("must fail");
     assert!(err.to_string().contains("line 1"), "{err}");

@@ -58,7 +58,7 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
             push(
                 "gpu".into(),
                 "names no GPU and declares no figures".into(),
-                "write name = \"h100-sxm\" (see `utilgate floor --help` for the catalogue) or declare mem_bandwidth_gb_s and dense_tflops",
+                "write name = \"h100-sxm\" (`utilgate gpus` lists the catalogue) or declare mem_bandwidth_gb_s and dense_tflops",
             );
         }
         if let Some(bw) = gpu.mem_bandwidth_gb_s

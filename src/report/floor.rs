@@ -12,6 +12,7 @@ use crate::catalog::gpu::GpuSpec;
 use crate::catalog::model::ModelSpec;
 use crate::catalog::precision::Precision;
 use crate::floor::{Floor, FloorError, Utilisation, floor, footprint};
+use crate::report::format::{grouped, si, sig4};
 
 /// The JSON schema version of [`FloorReport`].
 pub const SCHEMA_VERSION: u32 = 1;
@@ -275,51 +276,6 @@ fn render_breakdown(out: &mut String, report: &FloorReport) {
     ] {
         let _ = writeln!(out, "  {label:<26}{:>12}", si(v, "FLOP"));
     }
-}
-
-/// Four significant digits, no exponent.
-fn sig4(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let digits = x.abs().log10().floor();
-    let decimals = (3.0 - digits).clamp(0.0, 9.0);
-    // Invariant: decimals is within 0..=9 after the clamp.
-    #[expect(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "clamped to 0..=9"
-    )]
-    let decimals = decimals as usize;
-    format!("{x:.decimals$}")
-}
-
-/// A value with an SI prefix (k, M, G, T, P, E), four significant digits.
-fn si(x: f64, unit: &str) -> String {
-    const PREFIXES: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
-    let mut v = x;
-    let mut p = 0;
-    while v.abs() >= 1000.0 && p + 1 < PREFIXES.len() {
-        v /= 1000.0;
-        p += 1;
-    }
-    format!("{} {}{unit}", sig4(v), PREFIXES[p])
-}
-
-/// An integer-valued count with thousands separators.
-fn grouped(x: f64) -> String {
-    let text = format!("{:.0}", x.round());
-    let (sign, digits) = text
-        .strip_prefix('-')
-        .map_or(("", text.as_str()), |d| ("-", d));
-    let mut out = String::new();
-    for (n, c) in digits.chars().enumerate() {
-        if n > 0 && (digits.len() - n) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    format!("{sign}{out}")
 }
 
 #[cfg(test)]

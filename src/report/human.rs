@@ -6,15 +6,8 @@ use comfy_table::presets::UTF8_BORDERS_ONLY;
 use comfy_table::{Cell, CellAlignment, Color, ContentArrangement, Table};
 
 use crate::case::Verdict;
+use crate::report::format::{MISSING, count, ms, pct, percent, short_sha, signed_percent};
 use crate::report::{CaseReport, RunReport};
-
-fn ms(x: Option<f64>) -> String {
-    x.map_or_else(|| "-".to_owned(), |v| format!("{v:.3}"))
-}
-
-fn pct(x: Option<f64>) -> String {
-    x.map_or_else(|| "-".to_owned(), |v| format!("{:.1}%", v * 100.0))
-}
 
 fn verdict_color(v: Verdict) -> Color {
     match v {
@@ -63,7 +56,7 @@ pub fn render_human(report: &RunReport, color: bool) -> String {
         run.branch.as_deref().unwrap_or("no branch"),
         run.git_sha
             .as_deref()
-            .map_or_else(String::new, |s| format!(" @ {}", &s[..s.len().min(12)])),
+            .map_or_else(String::new, |s| format!(" @ {}", short_sha(s))),
         run.pr_number
             .map_or_else(String::new, |n| format!(", PR #{n}")),
     );
@@ -113,16 +106,11 @@ fn row(c: &CaseReport, color: bool) -> Vec<Cell> {
     vec![
         Cell::new(&c.case),
         Cell::new(ms(c.floor_ms)).set_alignment(CellAlignment::Right),
-        Cell::new(c.bound.as_deref().unwrap_or("-")),
+        Cell::new(c.bound.as_deref().unwrap_or(MISSING)),
         Cell::new(ms(c.median_ms)).set_alignment(CellAlignment::Right),
         Cell::new(ms(c.p90_ms)).set_alignment(CellAlignment::Right),
-        Cell::new(
-            c.repeat_spread_pct
-                .map_or_else(|| "-".to_owned(), |s| format!("{s:.1}%")),
-        )
-        .set_alignment(CellAlignment::Right),
-        Cell::new(c.n.map_or_else(|| "-".to_owned(), |n| n.to_string()))
-            .set_alignment(CellAlignment::Right),
+        Cell::new(percent(c.repeat_spread_pct)).set_alignment(CellAlignment::Right),
+        Cell::new(count(c.n)).set_alignment(CellAlignment::Right),
         Cell::new(pct(c.utilisation)).set_alignment(CellAlignment::Right),
         Cell::new(pct(c
             .baseline
@@ -130,11 +118,7 @@ fn row(c: &CaseReport, color: bool) -> Vec<Cell> {
             .and_then(|b| b.utilisation)
             .or(c.decision.util_then)))
         .set_alignment(CellAlignment::Right),
-        Cell::new(
-            c.drop_pct
-                .map_or_else(|| "-".to_owned(), |d| format!("{d:+.1}%")),
-        )
-        .set_alignment(CellAlignment::Right),
+        Cell::new(signed_percent(c.drop_pct)).set_alignment(CellAlignment::Right),
         verdict,
     ]
 }
@@ -154,7 +138,7 @@ fn details(out: &mut String, c: &CaseReport) {
             base.run_id,
             base.git_sha
                 .as_deref()
-                .map_or_else(String::new, |s| format!(" @ {}", &s[..s.len().min(12)])),
+                .map_or_else(String::new, |s| format!(" @ {}", short_sha(s))),
         );
     }
     if c.median_ms.is_some() {

@@ -4,7 +4,9 @@
 mod context;
 pub mod evidence;
 pub mod floor;
+pub mod format;
 mod github_text;
+pub mod gpus;
 mod human;
 pub mod probe;
 mod render;

@@ -77,9 +77,10 @@ pub fn render_human(report: &ProbeReport) -> String {
             || "unknown".to_owned(),
             |d| format!("{:.0} {unit}", d / scale),
         );
-        let share = f
-            .share
-            .map_or_else(|| "-".to_owned(), |s| format!("{:.0}%", s * 100.0));
+        let share = f.share.map_or_else(
+            || super::format::MISSING.to_owned(),
+            |s| format!("{:.0}%", s * 100.0),
+        );
         let _ = writeln!(
             out,
             "{label:<22} {:>16} {sheet:>16} {share:>7}",

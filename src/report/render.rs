@@ -12,7 +12,7 @@ use serde::Deserialize as _;
 use thiserror::Error;
 
 use crate::case::Verdict;
-use crate::report::{RunReport, TrendPoint, render_json};
+use crate::report::{RunReport, TrendPoint, format, render_json};
 
 /// GitHub rejects issue comments longer than this many characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
@@ -312,10 +312,6 @@ pub fn sparkline(points: &[TrendPoint]) -> String {
         .collect()
 }
 
-fn fmt_num(x: f64, decimals: usize) -> String {
-    format!("{x:.decimals$}")
-}
-
 /// An inline SVG line chart of a case's utilisation over its recent runs (oldest left), the
 /// current run highlighted, each point with a tooltip. No scripts, no external resources.
 #[must_use]
@@ -375,8 +371,8 @@ pub fn history_svg(points: &[TrendPoint]) -> String {
             svg,
             r#"<text class="label" x="{}" y="{}" text-anchor="end">{}%</text>"#,
             LEFT - 6.0,
-            fmt_num(y_of(v) + 4.0, 1),
-            fmt_num(v, 1)
+            format::fixed(y_of(v) + 4.0, 1),
+            format::fixed(v, 1)
         );
     }
     let _ = write!(
@@ -388,7 +384,13 @@ pub fn history_svg(points: &[TrendPoint]) -> String {
     );
     let path: Vec<String> = usable
         .iter()
-        .map(|(i, _, v)| format!("{},{}", fmt_num(x_of(*i), 1), fmt_num(y_of(*v), 1)))
+        .map(|(i, _, v)| {
+            format!(
+                "{},{}",
+                format::fixed(x_of(*i), 1),
+                format::fixed(y_of(*v), 1)
+            )
+        })
         .collect();
     let _ = write!(
         svg,
@@ -396,19 +398,18 @@ pub fn history_svg(points: &[TrendPoint]) -> String {
         path.join(" ")
     );
     for (i, p, v) in &usable {
-        let sha = p
-            .git_sha
-            .as_deref()
-            .map_or_else(String::new, |s| format!(" @ {}", xml_escape(short(s))));
+        let sha = p.git_sha.as_deref().map_or_else(String::new, |s| {
+            format!(" @ {}", xml_escape(format::short_sha(s)))
+        });
         let _ = write!(
             svg,
             r#"<circle class="{}" cx="{}" cy="{}" r="{}"><title>run {}{sha}: {}%</title></circle>"#,
             if p.current { "point current" } else { "point" },
-            fmt_num(x_of(*i), 1),
-            fmt_num(y_of(*v), 1),
+            format::fixed(x_of(*i), 1),
+            format::fixed(y_of(*v), 1),
             if p.current { 5 } else { 3 },
             p.run_id,
-            fmt_num(*v, 1),
+            format::fixed(*v, 1),
         );
     }
     svg.push_str("</svg>");
@@ -422,32 +423,22 @@ fn xml_escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn short(s: &str) -> &str {
-    let end = s.char_indices().nth(7).map_or(s.len(), |(i, _)| i);
-    &s[..end]
-}
-
 fn pct(x: Option<f64>) -> String {
-    x.filter(|v| v.is_finite())
-        .map_or_else(|| "–".to_owned(), |v| format!("{:.1}%", v * 100.0))
+    format::pct(x)
 }
 
 fn ms(x: Option<f64>) -> String {
-    x.filter(|v| v.is_finite())
-        .map_or_else(|| "–".to_owned(), |v| format!("{v:.3}"))
+    format::ms(x)
 }
 
 /// A drop in percent (positive = slower) as the change in utilisation the reader sees.
 fn delta(drop_pct: Option<f64>) -> String {
-    drop_pct
-        .filter(|v| v.is_finite())
-        .map_or_else(|| "–".to_owned(), |d| format!("{:+.1}%", -d + 0.0))
+    format::signed_percent(drop_pct.map(|d| -d))
 }
 
 /// A figure already in percent, one decimal.
 fn percent_points(x: Option<f64>) -> String {
-    x.filter(|v| v.is_finite())
-        .map_or_else(|| "–".to_owned(), |v| format!("{v:.1}%"))
+    format::percent(x)
 }
 
 /// A decision's reason as a Markdown list item's content: the first line as text, any further
@@ -489,7 +480,7 @@ fn icon(verdict: &str) -> &'static str {
     reason = "minijinja passes filter arguments by value"
 )]
 fn short_sha(s: Option<String>) -> String {
-    s.as_deref().map_or("–", short).to_owned()
+    format::short_sha_or_missing(s.as_deref())
 }
 
 /// Text in Markdown (outside code): HTML-significant characters and table pipes escaped, line

@@ -10,7 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::case::{CaseKey, Verdict};
 use crate::error::Error;
-use crate::report::SCHEMA_VERSION;
+
+/// The version of the export file's own format. It moves on its own: a change to the JSON
+/// report's schema (`report::SCHEMA_VERSION`) never makes older export files unreadable.
+pub const EXPORT_SCHEMA_VERSION: u32 = 1;
 
 /// One baseline in the portable export: enough to judge against it exactly as the store would.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -75,11 +78,11 @@ pub fn parse_export(text: &str, origin: &Path) -> Result<ExportFile, Error> {
         path: origin.to_path_buf(),
         message: e.to_string(),
     })?;
-    if file.schema_version != SCHEMA_VERSION {
+    if file.schema_version != EXPORT_SCHEMA_VERSION {
         return Err(Error::BaselineFile {
             path: origin.to_path_buf(),
             message: format!(
-                "schema_version {} is not supported (this utilgate reads {SCHEMA_VERSION})",
+                "schema_version {} is not supported (this utilgate reads export version {EXPORT_SCHEMA_VERSION})",
                 file.schema_version
             ),
         });
@@ -97,4 +100,30 @@ pub fn parse_export(text: &str, origin: &Path) -> Result<ExportFile, Error> {
         }
     }
     Ok(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(version: u32) -> ExportFile {
+        ExportFile {
+            schema_version: version,
+            gpu_sku: "h100-sxm".into(),
+            baselines: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_export_checks_its_own_version() {
+        let path = Path::new("baselines/h100-sxm.json");
+        let text = render_export(&file(EXPORT_SCHEMA_VERSION)).expect("renders");
+        let back = parse_export(&text, path).expect("parses");
+        assert_eq!(back.gpu_sku, "h100-sxm");
+        let newer = render_export(&file(EXPORT_SCHEMA_VERSION + 1)).expect("renders");
+        let err = parse_export(&newer, path).expect_err("a newer export is refused");
+        let message = err.to_string();
+        assert!(message.contains("baselines/h100-sxm.json"), "{message}");
+        assert!(message.contains("export version"), "{message}");
+    }
 }

@@ -11,6 +11,7 @@ mod env;
 mod example;
 mod failures;
 mod floor;
+mod front;
 mod gate;
 mod github;
 mod gpu;

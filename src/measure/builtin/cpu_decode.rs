@@ -21,9 +21,7 @@ pub fn cpu_decode(args: &CpuDecodeArgs) -> Result<(), Error> {
     let loaded = crate::config::load(&args.config)?;
     let inputs = ProtocolInputs::from_env("cpu-decode")?;
     if inputs.phase != Phase::Decode {
-        return Err(Error::Usage(
-            "the cpu-decode example harness times decode steps only; remove \"prefill\" from the suite's phases".into(),
-        ));
+        return Err(Error::CpuDecodePhase);
     }
     let model = inputs.model_spec(&loaded)?;
     let (model_name, phase, batch, context) =

@@ -28,21 +28,28 @@ impl ProtocolInputs {
                 clippy::disallowed_methods,
                 reason = "a harness reads the protocol's environment"
             )]
-            std::env::var(name).map_err(|_| {
-                Error::Usage(format!(
-                    "{name} is not set: `utilgate harness {harness}` is started by `utilgate run` as a suite's harness"
-                ))
+            std::env::var(name).map_err(|_| Error::ProtocolVarMissing {
+                name: name.to_owned(),
+                harness: harness.to_owned(),
             })
         };
         let number = |name: &str| -> Result<u64, Error> {
             let text = var(name)?;
-            text.parse()
-                .map_err(|_| Error::Usage(format!("{name}={text:?} is not a whole number")))
+            text.parse().map_err(|source| Error::ProtocolVarNumber {
+                name: name.to_owned(),
+                value: text.clone(),
+                source,
+            })
         };
         Ok(ProtocolInputs {
             model: var(names::UTILGATE_MODEL)?,
             precision: var(names::UTILGATE_PRECISION)?,
-            phase: var(names::UTILGATE_PHASE)?.parse().map_err(Error::Usage)?,
+            phase: var(names::UTILGATE_PHASE)?.parse().map_err(|message| {
+                Error::ProtocolVarPhase {
+                    name: names::UTILGATE_PHASE.to_owned(),
+                    message,
+                }
+            })?,
             batch: number(names::UTILGATE_BATCH)?,
             context: number(names::UTILGATE_CONTEXT)?,
             warmup: number(names::UTILGATE_WARMUP_STEPS)?,
@@ -53,12 +60,12 @@ impl ProtocolInputs {
 
     /// The model the case names, from the config's resolved models.
     pub fn model_spec<'a>(&self, loaded: &'a LoadedConfig) -> Result<&'a ModelSpec, Error> {
-        loaded.models.get(&self.model).ok_or_else(|| {
-            Error::Usage(format!(
-                "model {:?} is not in {}",
-                self.model,
-                loaded.path.display()
-            ))
-        })
+        loaded
+            .models
+            .get(&self.model)
+            .ok_or_else(|| Error::HarnessModel {
+                model: self.model.clone(),
+                path: loaded.path.clone(),
+            })
     }
 }

@@ -1,0 +1,93 @@
+//! The `utilgate gpus` listing: the built-in GPU catalogue with the datasheet figures the floor
+//! uses. Pure: the command prints it.
+
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use serde::Serialize;
+
+use crate::catalog::GpuSpec;
+use crate::report::format::{MISSING, fixed};
+
+/// The JSON schema version of `utilgate gpus --format json`.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The catalogue as JSON: every entry with its figures in SI units.
+#[derive(Debug, Serialize)]
+pub struct GpuList<'a> {
+    pub schema_version: u32,
+    pub gpus: &'a [GpuSpec],
+}
+
+fn tflops(x: Option<f64>) -> String {
+    x.map_or_else(|| MISSING.to_owned(), |v| fixed(v / 1e12, 1))
+}
+
+/// The terminal table: one row per entry, figures as on the datasheet (dense, never sparse).
+#[must_use]
+pub fn render_human(gpus: &[GpuSpec], width: Option<u16>) -> String {
+    let mut table = Table::new();
+    table
+        .load_style(UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Dynamic);
+    match width {
+        Some(w) => table.set_width(w),
+        None => table.force_no_tty(),
+    };
+    table.set_header(vec![
+        "name",
+        "GPU",
+        "memory GB",
+        "HBM GB/s",
+        "bf16 TF",
+        "fp8 TF",
+        "int8 TOP",
+        "fp32 TF",
+    ]);
+    for g in gpus {
+        let right = |text: String| Cell::new(text).set_alignment(CellAlignment::Right);
+        table.add_row(vec![
+            Cell::new(&g.name),
+            Cell::new(&g.display_name),
+            right(
+                g.memory_bytes
+                    .map_or_else(|| MISSING.to_owned(), |b| fixed(b / 1e9, 0)),
+            ),
+            right(fixed(g.mem_bandwidth_bytes_per_s / 1e9, 0)),
+            right(tflops(g.dense_flops.bf16)),
+            right(tflops(g.dense_flops.fp8)),
+            right(tflops(g.dense_flops.int8)),
+            right(tflops(g.dense_flops.fp32)),
+        ]);
+    }
+    format!(
+        "{table}\ndense datasheet peaks (TF: TFLOP/s); `utilgate floor --gpu NAME` uses them; \
+         `[gpu]` in the config can declare or override any of them\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::gpu::catalogue;
+
+    #[test]
+    fn every_catalogue_entry_is_listed_with_its_figures() {
+        let gpus = catalogue();
+        let text = render_human(&gpus, None);
+        for g in &gpus {
+            assert!(text.contains(&g.name), "{} missing:\n{text}", g.name);
+        }
+        // H100 SXM: 3350 GB/s, 989.4 dense bf16 TFLOP/s (the whitepaper's figures).
+        let h100 = text
+            .lines()
+            .find(|l| l.contains("h100-sxm"))
+            .expect("h100-sxm row");
+        assert!(h100.contains("3350") && h100.contains("989.4"), "{h100}");
+        let json = serde_json::to_value(GpuList {
+            schema_version: SCHEMA_VERSION,
+            gpus: &gpus,
+        })
+        .expect("json");
+        assert_eq!(json["gpus"].as_array().map(Vec::len), Some(gpus.len()));
+    }
+}
