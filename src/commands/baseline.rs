@@ -324,6 +324,33 @@ fn export(args: &BaselineExportArgs) -> Result<Outcome, Error> {
     Ok(Outcome::Passed)
 }
 
+/// What identifies the run an exported baseline came from: commit, branch, time, and how and
+/// why its baseline moved.
+type SourceRun = (Option<String>, Option<String>, String, String, String);
+
+/// A stored result from an exported baseline, with every figure the export kept.
+fn imported_result(b: &ExportedBaseline) -> NewResult {
+    NewResult {
+        key: b.key.clone(),
+        verdict: b.verdict,
+        error: None,
+        floor_ms: b.floor_ms,
+        floor_json: b.floor.clone(),
+        median_ms: b.median_ms,
+        utilisation: b.utilisation,
+        mbu: b.mbu,
+        mfu: b.mfu,
+        summary_json: b.summary.clone(),
+        decision_json: None,
+        repeats_ms: b.repeats_ms.clone(),
+        warmup_ms: Vec::new(),
+        env: b.env.clone(),
+        gpu_state_json: None,
+        stderr_tail: None,
+        promote: false,
+    }
+}
+
 fn import(args: &BaselineImportArgs) -> Result<Outcome, Error> {
     // Read and check every file before touching the store.
     let mut files = Vec::new();
@@ -338,56 +365,58 @@ fn import(args: &BaselineImportArgs) -> Result<Outcome, Error> {
     let now = crate::commands::now();
     let mut out = String::new();
     for (path, file) in files {
-        if file.baselines.is_empty() {
-            continue;
+        // One imported run per source run (commit, branch, time, and why its baseline moved),
+        // so every field the export wrote comes back: `baseline list` shows the commit.
+        let mut groups: BTreeMap<SourceRun, Vec<&ExportedBaseline>> = BTreeMap::new();
+        for b in &file.baselines {
+            groups
+                .entry((
+                    b.git_sha.clone(),
+                    b.branch.clone(),
+                    b.measured_at.clone(),
+                    b.how.clone(),
+                    b.reason.clone(),
+                ))
+                .or_default()
+                .push(b);
         }
-        let results = file
-            .baselines
-            .iter()
-            .map(|b| NewResult {
-                key: b.key.clone(),
-                verdict: b.verdict,
-                error: None,
-                floor_ms: b.floor_ms,
-                floor_json: b.floor.clone(),
-                median_ms: b.median_ms,
-                utilisation: b.utilisation,
-                mbu: b.mbu,
-                mfu: b.mfu,
-                summary_json: b.summary.clone(),
-                decision_json: None,
-                repeats_ms: b.repeats_ms.clone(),
-                warmup_ms: Vec::new(),
-                env: b.env.clone(),
-                gpu_state_json: None,
-                stderr_tail: None,
-                promote: false,
-            })
-            .collect();
-        let run = NewRun {
-            started_at: now,
-            finished_at: now,
-            git_sha: None,
-            branch: None,
-            trigger: Some("import".into()),
-            pr_number: None,
-            gpu_sku: file.gpu_sku.clone(),
-            gpu_json: None,
-            host: None,
-            utilgate_version: env!("CARGO_PKG_VERSION").to_owned(),
-            config_json: Some(serde_json::json!({ "imported_from": path.display().to_string() })),
-            promote_reason: String::new(),
-            results,
-        };
-        let reason = format!("imported from {}", path.display());
-        let id = store.import_run(&run, &reason, now)?;
-        let _ = writeln!(
-            out,
-            "imported {} baseline(s) for {} from {} as run {id}",
-            file.baselines.len(),
-            file.gpu_sku,
-            path.display()
-        );
+        for ((git_sha, branch, measured_at, how, reason), baselines) in groups {
+            let results = baselines.iter().map(|b| imported_result(b)).collect();
+            let started_at = measured_at.parse::<jiff::Timestamp>().unwrap_or(now);
+            let run = NewRun {
+                started_at,
+                finished_at: started_at,
+                git_sha,
+                branch,
+                trigger: Some("import".into()),
+                pr_number: None,
+                gpu_sku: file.gpu_sku.clone(),
+                gpu_json: None,
+                host: None,
+                utilgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+                config_json: Some(
+                    serde_json::json!({ "imported_from": path.display().to_string() }),
+                ),
+                promote_reason: String::new(),
+                results,
+            };
+            let reason = if reason.is_empty() {
+                format!("imported from {}", path.display())
+            } else {
+                format!(
+                    "imported from {} (moved by {how}: {reason})",
+                    path.display()
+                )
+            };
+            let id = store.import_run(&run, &reason, now)?;
+            let _ = writeln!(
+                out,
+                "imported {} baseline(s) for {} from {} as run {id}",
+                baselines.len(),
+                file.gpu_sku,
+                path.display()
+            );
+        }
     }
     output::emit(&out)?;
     Ok(Outcome::Passed)

@@ -532,6 +532,16 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         Format::Human => output::emit(&report::render_human(&report, output::color_stdout()))?,
         Format::Json => output::emit(&report::render_json(&report)?)?,
     }
+    if let Some(note) = compare::unpromoted_note(
+        &verdicts,
+        &config.gate.fail_on,
+        meta.branch.as_deref(),
+        &config.gate.baseline_branch,
+        args.no_promote,
+        run_id.0,
+    ) {
+        output::warn(&note);
+    }
     if let Some(publishing) = publishing {
         publishing.finish(&store, &report, gate_failed, meta.head_sha.as_deref())?;
     }

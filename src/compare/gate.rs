@@ -41,6 +41,44 @@ pub fn run_promotes(
         && !verdicts.contains(&Verdict::Error)
 }
 
+/// Why a run moved no baseline, and what to do, when that matters: some case has no baseline
+/// yet (a first run), so "baselines unchanged" alone would leave it never judged. `None` when
+/// the run promoted or every case already has a baseline. Pure.
+#[must_use]
+pub fn unpromoted_note(
+    verdicts: &[Verdict],
+    fail_on: &[Verdict],
+    branch: Option<&str>,
+    baseline_branch: &str,
+    no_promote: bool,
+    run_id: i64,
+) -> Option<String> {
+    let on_branch = branch == Some(baseline_branch);
+    if !verdicts.contains(&Verdict::New) || run_promotes(verdicts, fail_on, on_branch, no_promote) {
+        return None;
+    }
+    let accept =
+        format!("`utilgate baseline accept \"\" --run {run_id} --reason \"first baseline\"`");
+    let why = if no_promote {
+        "--no-promote was given".to_owned()
+    } else if gate_failed(verdicts.iter().copied(), fail_on) || verdicts.contains(&Verdict::Error) {
+        return Some(
+            "baselines unchanged: a case failed or errored, and a failed run never sets baselines; fix it and run again".to_owned(),
+        );
+    } else if let Some(branch) = branch {
+        format!(
+            "this run is on branch {branch:?}, and baselines move only on passing runs of the baseline branch {baseline_branch:?} ([gate] baseline_branch)"
+        )
+    } else {
+        format!(
+            "this run has no branch (not a git checkout, and no --branch), and baselines move only on passing runs of the baseline branch {baseline_branch:?}"
+        )
+    };
+    Some(format!(
+        "baselines unchanged, so the new cases have none yet: {why}. To set them, run with --branch {baseline_branch}, or accept this run's results: {accept}"
+    ))
+}
+
 /// Whether a result may be accepted by hand, with a reason, as the new baseline: anything that
 /// measured something physically possible. An `error`, `missing` or `invalid` result never can.
 #[must_use]
@@ -210,5 +248,36 @@ mod tests {
             true,
             false
         ));
+    }
+
+    #[test]
+    fn a_first_run_that_sets_no_baseline_says_why_and_what_to_do() {
+        let fail_on = [Verdict::Regressed, Verdict::Invalid];
+        let new = [Verdict::New, Verdict::New];
+        let off =
+            unpromoted_note(&new, &fail_on, Some("feature"), "main", false, 3).expect("a note");
+        assert!(off.contains("branch \"feature\""), "{off}");
+        assert!(off.contains("--branch main"), "{off}");
+        assert!(off.contains("baseline accept \"\" --run 3"), "{off}");
+        let none = unpromoted_note(&new, &fail_on, None, "main", false, 3).expect("a note");
+        assert!(none.contains("no branch"), "{none}");
+        assert!(
+            unpromoted_note(&new, &fail_on, Some("main"), "main", false, 3).is_none(),
+            "it promoted"
+        );
+        assert!(
+            unpromoted_note(
+                &[Verdict::Pass],
+                &fail_on,
+                Some("feature"),
+                "main",
+                false,
+                3
+            )
+            .is_none(),
+            "every case has a baseline: a pull request run needs no note"
+        );
+        let flag = unpromoted_note(&new, &fail_on, Some("main"), "main", true, 3).expect("note");
+        assert!(flag.contains("--no-promote"), "{flag}");
     }
 }

@@ -51,6 +51,9 @@ pub struct GateInfo {
     pub passed: bool,
     pub fail_on: Vec<Verdict>,
     pub counts: BTreeMap<Verdict, usize>,
+    /// Cases that could not be measured (exit 2 unless the gate failed): a report with errors
+    /// is never headed as a clean pass.
+    pub errors: usize,
     pub baselines_promoted: bool,
 }
 
@@ -243,6 +246,7 @@ impl RunReport {
             gate: GateInfo {
                 passed: !crate::compare::gate_failed(verdicts.iter().copied(), fail_on),
                 fail_on: fail_on.to_vec(),
+                errors: counts.get(&Verdict::Error).copied().unwrap_or(0),
                 counts,
                 baselines_promoted,
             },
@@ -293,6 +297,7 @@ impl RunReport {
             gate: GateInfo {
                 passed: !cases.iter().any(|c| c.fails_gate),
                 fail_on: self.gate.fail_on.clone(),
+                errors: cases.iter().filter(|c| c.verdict == Verdict::Error).count(),
                 counts: count(&cases),
                 baselines_promoted: self.gate.baselines_promoted,
             },
@@ -372,6 +377,16 @@ pub fn summary_line(cases: &[&CaseReport], gpu_sku: &str) -> String {
         return format!(
             "Gate failed on {gpu_sku}: {} of {}{detail}.",
             parts.join(", "),
+            plural(n, "case")
+        );
+    }
+    if let Some(k) = counts.get(&Verdict::Error) {
+        let first = cases
+            .iter()
+            .find(|c| c.verdict == Verdict::Error)
+            .map_or_else(String::new, |c| format!("; first: {}", c.case));
+        return format!(
+            "Not measured on {gpu_sku}: {k} of {} could not be measured{first}.",
             plural(n, "case")
         );
     }

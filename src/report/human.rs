@@ -166,7 +166,10 @@ fn details(out: &mut String, c: &CaseReport) {
     for reason in &c.decision.reasons {
         let _ = writeln!(out, "  {reason}");
     }
-    if !c.env_changes.is_empty() {
+    // A regressed or inconclusive case's reasons already name the changes as the likely cause
+    // (`compare::with_env_causes`); listing them again printed every upgrade twice.
+    let named_in_reasons = matches!(c.verdict, Verdict::Regressed | Verdict::Inconclusive);
+    if !c.env_changes.is_empty() && !named_in_reasons {
         let _ = writeln!(
             out,
             "  environment changed since the baseline (the likely cause):"

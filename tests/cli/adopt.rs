@@ -216,3 +216,108 @@ fn config_check_computes_every_floor_and_speaks_json() {
     assert_eq!(json["ok"], false);
     assert_eq!(json["problems"].as_array().expect("problems").len(), 2);
 }
+
+#[test]
+fn a_first_run_that_sets_no_baseline_says_why_and_what_to_do() {
+    let env = TestEnv::new();
+    let out = env.run("feature", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("baselines unchanged, so the new cases have none yet"),
+        "{err}"
+    );
+    assert!(err.contains("branch \"feature\""), "{err}");
+    assert!(err.contains("--branch main"), "{err}");
+    assert!(
+        err.contains("utilgate baseline accept \"\" --run 1"),
+        "{err}"
+    );
+    // Outside a git checkout and without --branch: no branch at all.
+    let out = env.cmd().arg("run").output().expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("this run has no branch"),
+        "{}",
+        stderr(&out)
+    );
+    // Once the baseline branch has set them, a pull request run needs no note.
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    let out = env.run("feature", &[]);
+    assert!(
+        !stderr(&out).contains("baselines unchanged"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn an_all_error_report_is_not_headed_as_a_pass() {
+    let env = TestEnv::new();
+    let out = env.run("main", &[("FAIL_MODE", "exit3")]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let md = env
+        .cmd()
+        .args(["report", "--format", "markdown"])
+        .output()
+        .expect("runs");
+    let text = stdout(&md);
+    assert!(!text.contains('✅'), "{text}");
+    assert!(!text.contains("Gate passed"), "{text}");
+    assert!(
+        text.contains("⚠️ utilgate: Not measured on h100-sxm: 2 of 2 cases"),
+        "{text}"
+    );
+    let junit = env
+        .cmd()
+        .args(["report", "--format", "junit"])
+        .output()
+        .expect("runs");
+    assert!(!stdout(&junit).contains("–-bound"), "{}", stdout(&junit));
+}
+
+#[test]
+fn an_imported_baseline_keeps_its_commit_and_an_upgrade_is_named_once() {
+    let env = TestEnv::new();
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    let out = env
+        .cmd()
+        .args(["baseline", "export", "--out", "b.json"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let fresh = TestEnv::new();
+    std::fs::copy(env.path().join("b.json"), fresh.path().join("b.json")).expect("copy");
+    let out = fresh
+        .cmd()
+        .args(["baseline", "import", "b.json"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listed = fresh.json(&["baseline", "list"]);
+    assert!(listed.to_string().contains("0123456789"), "{listed}");
+    let show = fresh
+        .cmd()
+        .args(["baseline", "show", "decode/seed-8b/bf16/decode/b1/c4096"])
+        .output()
+        .expect("runs");
+    let text = stdout(&show);
+    assert!(text.contains("@ 0123456789 on main"), "{text}");
+    assert!(
+        text.contains("passed the gate on main"),
+        "the reason is kept: {text}"
+    );
+
+    // A slower run after a torch upgrade: the change is named once, as the likely cause.
+    let out = fresh.run(
+        "feature",
+        &[("STEP_MS", "11.5"), ("TORCH_VERSION", "2.6.0")],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    let per_case = text.matches("torch 2.5.1 -> 2.6.0").count();
+    assert_eq!(
+        per_case, 2,
+        "once for each of the two regressed cases: {text}"
+    );
+}
