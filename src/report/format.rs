@@ -27,7 +27,9 @@ pub fn short_sha(sha: &str) -> &str {
 /// An optional commit id shortened, or [`MISSING`].
 #[must_use]
 pub fn short_sha_or_missing(sha: Option<&str>) -> String {
-    sha.filter(|s| !s.is_empty()).map_or(MISSING, short_sha).to_owned()
+    sha.filter(|s| !s.is_empty())
+        .map_or(MISSING, short_sha)
+        .to_owned()
 }
 
 /// `x` with `decimals` decimals, or [`MISSING`] when it is not finite.
