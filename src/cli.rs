@@ -334,7 +334,8 @@ pub struct BaselineAcceptArgs {
 
 #[derive(Debug, Args)]
 pub struct BaselineExportArgs {
-    /// Output file (default: baselines/<gpu>.json beside the config).
+    /// Output file, or a directory (ending in /) for one file per GPU (default:
+    /// baselines/<gpu>.json beside the config).
     #[arg(long)]
     pub out: Option<PathBuf>,
     #[arg(long)]

@@ -45,7 +45,7 @@ pub enum Error {
     CommandTemplate {
         suite: String,
         #[source]
-        source: minijinja::Error,
+        source: crate::case::TemplateError,
     },
     #[error("{name} is not set")]
     ProtocolVarMissing { name: String, harness: String },
@@ -188,11 +188,7 @@ impl Error {
                 || "`utilgate config check` lists the config's suites".to_owned(),
                 |s| format!("did you mean `--suite {s}`?"),
             )),
-            Error::CommandTemplate { .. } => Some(
-                "template variables: model, precision, kv_dtype, phase, batch, context, suite, \
-                 warmup_steps, steps, repeat, utilgate, config_dir"
-                    .into(),
-            ),
+            Error::CommandTemplate { source, .. } => Some(source.hint()),
             Error::ProtocolVarMissing { harness, .. } => Some(format!(
                 "`utilgate harness {harness}` is started by `utilgate run` as a suite's harness"
             )),
@@ -218,7 +214,10 @@ impl Error {
             Error::NothingToExport => {
                 Some("a passing run on the baseline branch sets them".into())
             }
-            Error::ExportNeedsGpu { .. } => Some("pass --gpu with --out".into()),
+            Error::ExportNeedsGpu { .. } => Some(
+                "pass --gpu with a file --out, or an --out directory (ending in /) for one file per GPU"
+                    .into(),
+            ),
             Error::DifferentGpus { .. } => Some(
                 "compare runs of the same GPU: `utilgate runs list` shows each run's GPU".into(),
             ),

@@ -280,25 +280,30 @@ fn export(args: &BaselineExportArgs) -> Result<Outcome, Error> {
     if by_sku.is_empty() {
         return Err(Error::NothingToExport);
     }
-    if args.out.is_some() && by_sku.len() > 1 {
+    // `--out DIR/` (or an existing directory) takes one file per GPU, as the default does.
+    let out_dir = args.out.as_deref().filter(|p| is_directory_arg(p));
+    let out_file = args.out.as_deref().filter(|p| !is_directory_arg(p));
+    if out_file.is_some() && by_sku.len() > 1 {
         return Err(Error::ExportNeedsGpu {
             gpus: by_sku.keys().cloned().collect(),
         });
     }
-    let base_dir = args
-        .config
-        .config
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .join("baselines");
+    let base_dir = out_dir.map_or_else(
+        || {
+            args.config
+                .config
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .join("baselines")
+        },
+        Path::to_path_buf,
+    );
     let mut written = String::new();
     for (sku, mut baselines) in by_sku {
         baselines.sort_by(|a, b| a.key.cmp(&b.key));
-        let path: PathBuf = args
-            .out
-            .clone()
-            .unwrap_or_else(|| base_dir.join(format!("{sku}.json")));
+        let path: PathBuf =
+            out_file.map_or_else(|| base_dir.join(format!("{sku}.json")), Path::to_path_buf);
         let text = render_export(&ExportFile {
             schema_version: EXPORT_SCHEMA_VERSION,
             gpu_sku: sku.clone(),
@@ -322,6 +327,15 @@ fn export(args: &BaselineExportArgs) -> Result<Outcome, Error> {
     }
     output::emit(&written)?;
     Ok(Outcome::Passed)
+}
+
+/// Whether `--out` names a directory: one that exists, or a path ending in a separator.
+fn is_directory_arg(path: &Path) -> bool {
+    path.is_dir()
+        || path
+            .as_os_str()
+            .to_string_lossy()
+            .ends_with(std::path::MAIN_SEPARATOR)
 }
 
 /// What identifies the run an exported baseline came from: commit, branch, time, and how and

@@ -140,13 +140,13 @@ pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
             return first;
         };
         let mut problems = vec![Problem {
-            hint: parse_hint(&key),
+            hint: parse_hint(&key, &message),
             key,
             message,
         }];
         for (key, message) in more.into_iter().skip(1) {
             problems.push(Problem {
-                hint: parse_hint(&key),
+                hint: parse_hint(&key, &message),
                 key,
                 message,
             });

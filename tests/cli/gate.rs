@@ -261,3 +261,34 @@ fn compare_judges_a_promoted_run_against_the_baseline_it_ran_against() {
     );
     assert_eq!(again["cases"][0]["drop_pct"], first["cases"][0]["drop_pct"]);
 }
+
+#[test]
+fn export_of_a_store_with_two_gpus_writes_one_file_each_into_an_out_directory() {
+    // The nightly example exports with `--out DIR/`; a store that has seen two GPUs used to
+    // refuse (exit 2) instead of writing both.
+    let env = TestEnv::new();
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    env.write_config(&TestEnv::config_with("").replace("h100-sxm", "h200"));
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+
+    let out = env
+        .cmd()
+        .args(["baseline", "export", "--out", "exported/"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for sku in ["h100-sxm", "h200"] {
+        let text = std::fs::read_to_string(env.path().join(format!("exported/{sku}.json")))
+            .unwrap_or_else(|e| panic!("{sku}: {e}: {}", stdout(&out)));
+        assert!(text.contains(sku), "{text}");
+    }
+
+    // One file for two GPUs still cannot be: exit 2 with the way out.
+    let out = env
+        .cmd()
+        .args(["baseline", "export", "--out", "both.json"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--out directory"), "{}", stderr(&out));
+}
