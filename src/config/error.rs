@@ -65,8 +65,15 @@ impl ConfigError {
                 path.display()
             )),
             ConfigError::Parse { key, message, .. } => Some(parse_hint(key, message)),
-            ConfigError::ParseAll { .. } => {
-                Some("fix each key above; `utilgate config default` prints every key with its type and meaning".to_owned())
+            ConfigError::ParseAll { problems, .. } => {
+                // A misspelt key also leaves its real key missing: lead with the suggestion.
+                let mut hints: Vec<&str> = problems
+                    .iter()
+                    .map(|p| p.hint.as_str())
+                    .filter(|h| h.contains("did you mean"))
+                    .collect();
+                hints.push("fix each key above; `utilgate config default` prints every key with its type and meaning");
+                Some(hints.join("; "))
             }
             ConfigError::Invalid { .. } => {
                 Some("`utilgate config default` prints every key with its meaning".to_owned())

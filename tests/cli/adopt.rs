@@ -302,7 +302,7 @@ fn an_imported_baseline_keeps_its_commit_and_an_upgrade_is_named_once() {
         .output()
         .expect("runs");
     let text = stdout(&show);
-    assert!(text.contains("@ 0123456789 on main"), "{text}");
+    assert!(text.contains("@ 0123456 on main"), "{text}");
     assert!(
         text.contains("passed the gate on main"),
         "the reason is kept: {text}"
