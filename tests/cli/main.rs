@@ -8,7 +8,6 @@
 mod adopt;
 mod checks;
 mod env;
-mod example;
 mod failures;
 mod floor;
 mod front;
