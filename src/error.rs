@@ -8,6 +8,7 @@ use thiserror::Error;
 use crate::catalog::CatalogError;
 use crate::config::ConfigError;
 use crate::evidence::TraceFileError;
+use crate::evidence::classify::RuleError;
 use crate::floor::FloorError;
 use crate::github::GithubError;
 use crate::gpu::GpuError;
@@ -37,6 +38,8 @@ pub enum Error {
     Gpu(#[from] GpuError),
     #[error(transparent)]
     Trace(#[from] TraceFileError),
+    #[error(transparent)]
+    EvidenceRule(#[from] RuleError),
     #[error("failed to access {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -76,6 +79,7 @@ impl Error {
             Error::NoSuites { .. } => Some(
                 "add a [[suite]] table with name, command, models, precisions, phases, batches and contexts (`utilgate config default` shows one)".into(),
             ),
+            Error::EvidenceRule(e) => e.hint(),
             Error::NoDeviceSpec => Some(
                 "add [gpu] name = \"h100-sxm\" (a catalogue name) or declare mem_bandwidth_gb_s and dense_tflops in the config".into(),
             ),

@@ -93,6 +93,9 @@ pub struct CaseReport {
     pub gpu_notes: Vec<String>,
     /// The case's recent results on this GPU, oldest first, this run last.
     pub trend: Vec<TrendPoint>,
+    /// What the case's profiler trace says, diffed against the baseline's (when traced).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<super::evidence::CaseEvidence>,
 }
 
 /// One point of a case's history, for trend lines and charts.
@@ -216,6 +219,7 @@ impl RunReport {
                         .map(gpu_notes)
                         .unwrap_or_default(),
                     trend: Vec::new(),
+                    evidence: None,
                 }
             })
             .collect();

@@ -5,6 +5,7 @@
 mod baselines;
 mod db;
 mod error;
+mod evidence;
 pub mod export;
 pub mod meta;
 mod probes;
@@ -20,6 +21,7 @@ mod tests;
 
 pub use db::Store;
 pub use error::StoreError;
+pub use evidence::{NewEvidence, StoredEvidence};
 pub use probes::{NewProbe, StoredProbe};
 pub use publish::{MissingCase, PublishFacts};
 pub use samples::SampleError;
