@@ -147,6 +147,10 @@ pub struct TraceDiffArgs {
 }
 
 #[derive(Debug, Args)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent command-line switches"
+)]
 pub struct RunArgs {
     #[command(flatten)]
     pub config: ConfigArgs,

@@ -2,6 +2,7 @@
 //! files a harness wrote; reads evidence from the store). The analysis and the report's evidence
 //! are pure (`evidence`, `report::evidence`); a bad trace becomes a warning, never an error.
 
+use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::path::Path;
 
@@ -103,7 +104,10 @@ pub fn capture(
         }
         Ok(bytes) => {
             let sha = Sha256::digest(&bytes);
-            let hex: String = sha.iter().map(|b| format!("{b:02x}")).collect();
+            let hex = sha.iter().fold(String::with_capacity(64), |mut acc, b| {
+                let _ = write!(acc, "{b:02x}");
+                acc
+            });
             evidence.blob = Some((hex, bytes));
         }
         Err(e) => evidence.warning = Some(format!("the trace could not be stored: {e}")),
