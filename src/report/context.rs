@@ -94,7 +94,8 @@ pub struct CaseReport {
     /// The case's recent results on this GPU, oldest first, this run last.
     pub trend: Vec<TrendPoint>,
     /// What the case's profiler trace says, diffed against the baseline's (when traced).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Always serialised (null without a trace): templates see the name defined.
+    #[serde(default)]
     pub evidence: Option<super::evidence::CaseEvidence>,
 }
 
