@@ -144,8 +144,14 @@ pub enum TraceCommand {
 
 #[derive(Debug, Args)]
 pub struct TraceShowArgs {
-    /// A trace file (.json or .json.gz) or a directory holding *.pt.trace.json[.gz] (the newest is read).
+    /// A trace file (.json or .json.gz), a directory holding *.pt.trace.json[.gz] (the newest
+    /// is read), or a stored run's id with `--case`.
     pub trace: PathBuf,
+    /// With a run id: the case key, as `runs show` prints it (suite/model/precision/phase/bN/cN).
+    #[arg(long)]
+    pub case: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
     #[command(flatten)]
     pub format: FormatArgs,
     /// How many kernels or operators to list.
@@ -159,6 +165,11 @@ pub struct TraceDiffArgs {
     pub then: PathBuf,
     /// The later trace.
     pub now: PathBuf,
+    /// With run ids: the case key whose stored analyses are compared.
+    #[arg(long)]
+    pub case: Option<String>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
     #[command(flatten)]
     pub format: FormatArgs,
     /// How many changed kernels and operators to list.
@@ -216,6 +227,10 @@ pub struct RunArgs {
     /// the checkout's git config). Without it, `run` refuses: a harness could read them.
     #[arg(long)]
     pub trusted: bool,
+    /// Record a profiler trace of every case in one extra repeat after the timed ones (as a
+    /// suite's `trace = true`); regressed cases get the diff against the baseline's trace.
+    #[arg(long)]
+    pub trace: bool,
 }
 
 #[derive(Debug, Args)]

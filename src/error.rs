@@ -8,6 +8,7 @@ use thiserror::Error;
 use crate::catalog::CatalogError;
 use crate::config::ConfigError;
 use crate::evidence::TraceFileError;
+use crate::evidence::classify::RuleError;
 use crate::floor::FloorError;
 use crate::github::GithubError;
 use crate::gpu::GpuError;
@@ -125,6 +126,8 @@ pub enum Error {
     },
     #[error(transparent)]
     Trace(#[from] TraceFileError),
+    #[error(transparent)]
+    EvidenceRule(#[from] RuleError),
     #[error("failed to access {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -145,6 +148,12 @@ pub enum Error {
     Json(#[from] serde_json::Error),
     #[error("failed to read baselines file {}: {message}", path.display())]
     BaselineFile { path: PathBuf, message: String },
+    #[error("{run} is a run id: name the case with --case SUITE/MODEL/PRECISION/PHASE/bB/cC")]
+    TraceNeedsCase { run: i64 },
+    #[error("run {run} has no case {case:?}")]
+    NoSuchCase { run: i64, case: String },
+    #[error("run {run} holds no analysed trace for {case}")]
+    NoTrace { run: i64, case: String },
 }
 
 impl Error {
@@ -177,6 +186,7 @@ impl Error {
             Error::NoSuites { .. } => Some(
                 "add a [[suite]] table with name, command, models, precisions, phases, batches and contexts (`utilgate config default` shows one)".into(),
             ),
+            Error::EvidenceRule(e) => e.hint(),
             Error::NoDeviceSpec => Some(
                 "add [gpu] name = \"h100-sxm\" (a catalogue name) or declare mem_bandwidth_gb_s and dense_tflops in the config".into(),
             ),
@@ -206,6 +216,12 @@ impl Error {
             Error::EmptyReason => Some(
                 "say why the change is intended: --reason \"...\"; it is kept in the baseline history"
                     .into(),
+            ),
+            Error::TraceNeedsCase { run } | Error::NoSuchCase { run, .. } => {
+                Some(format!("`utilgate runs show {run}` lists its cases"))
+            }
+            Error::NoTrace { .. } => Some(
+                "traces are captured by suites with trace = true or `utilgate run --trace`".into(),
             ),
             Error::NoMatchingResult { run, .. } => {
                 Some(format!("`utilgate runs show {run}` lists its cases"))

@@ -14,6 +14,13 @@ harness never imports it.
 monotonic clock on the CPU), writes the warm-up steps marked `"warmup": true` and the timed ones
 plain, and first writes an `{"env": {...}}` line with the versions the step depends on. It never
 writes to stdout: utilgate reads only `$UTILGATE_OUT`.
+
+When utilgate asks for a trace (suite `trace = true` or `utilgate run --trace`), it sets
+`$UTILGATE_TRACE_DIR` for one extra repeat after the timed ones; `run` then profiles a few more
+steps with torch.profiler (CPU and, with a GPU, CUDA activities; `record_shapes`; a
+wait/warmup/active schedule; each step inside `record_function("decode_step")` or
+`"prefill_step"`), writes a Chrome trace there and reports it with a `{"trace": path}` line. The
+timed steps are never profiled (the observer effect).
 """
 
 import json
@@ -24,6 +31,10 @@ import time
 
 __version__ = "1.0.0"
 PROTOCOL = "1"
+
+TRACE_DIR_VAR = "UTILGATE_TRACE_DIR"
+# torch.profiler schedule of the traced steps: skipped, warm-up (profiled, discarded), recorded.
+TRACE_WAIT, TRACE_WARMUP, TRACE_ACTIVE = 1, 1, 3
 
 # Libraries whose versions are reported when the harness has imported them.
 KEY_LIBRARIES = (
@@ -209,4 +220,41 @@ def run(step, case=None, device="auto", extra_env=None):
             out.step(ms, warmup=warm)
             if not warm:
                 timed.append(ms)
+        trace_dir = os.environ.get(TRACE_DIR_VAR)
+        if trace_dir:
+            path = profile(step, case, trace_dir, start=case.warmup_steps + case.steps)
+            if path is not None:
+                out.trace(path)
     return timed
+
+
+def profile(step, case, trace_dir, start=0):
+    """Profile `TRACE_WAIT + TRACE_WARMUP + TRACE_ACTIVE` calls of `step` with torch.profiler and
+    export a Chrome trace into `trace_dir`. Returns its path, or None (with a note on stderr)
+    when PyTorch is not installed."""
+    try:
+        import torch
+        from torch.profiler import ProfilerActivity, record_function, schedule
+    except ImportError:
+        sys.stderr.write("utilgate_harness: no PyTorch, so no trace (%s is set)\n" % TRACE_DIR_VAR)
+        return None
+    activities = [ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(ProfilerActivity.CUDA)
+    os.makedirs(trace_dir, exist_ok=True)
+    path = os.path.join(trace_dir, "utilgate.%d.pt.trace.json" % case.repeat)
+    label = "%s_step" % case.phase
+    total = TRACE_WAIT + TRACE_WARMUP + TRACE_ACTIVE
+    with torch.profiler.profile(
+        activities=activities,
+        schedule=schedule(wait=TRACE_WAIT, warmup=TRACE_WARMUP, active=TRACE_ACTIVE, repeat=1),
+        record_shapes=True,
+        on_trace_ready=lambda prof: prof.export_chrome_trace(path),
+    ) as prof:
+        for i in range(total):
+            with record_function(label):
+                step(start + i)
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            prof.step()
+    return path

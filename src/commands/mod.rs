@@ -6,6 +6,7 @@ pub mod compare;
 pub mod config;
 pub mod credentials;
 pub mod device;
+pub mod evidence;
 pub mod floor;
 pub mod gpu_run;
 pub mod gpus;

@@ -258,7 +258,8 @@ pub fn stored_report(
         .baselines(Some(&run.summary.gpu_sku))?
         .iter()
         .any(|b| b.run_id == run.summary.id);
-    let report = RunReport::build(run, &judgements, &fail_on, promoted);
+    let mut report = RunReport::build(run, &judgements, &fail_on, promoted);
+    crate::commands::evidence::attach(store, &mut report);
     let report_config = config.map_or_else(ReportConfig::default, |c| c.report.clone());
     let branch = facts.as_ref().map_or_else(
         || {

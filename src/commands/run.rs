@@ -61,6 +61,8 @@ struct Measured {
     error: Option<String>,
     /// NVML readings taken while the repeats ran (empty without NVML).
     gpu_samples: Vec<GpuSample>,
+    /// Trace paths the harness reported.
+    traces: Vec<String>,
 }
 
 struct Runner<'a> {
@@ -75,22 +77,77 @@ struct Runner<'a> {
 }
 
 impl Runner<'_> {
+    fn harness_cwd(&self, suite: &SuiteConfig) -> PathBuf {
+        suite
+            .cwd
+            .as_ref()
+            .map_or_else(|| self.loaded.dir.clone(), |c| self.loaded.dir.join(c))
+    }
+
     fn measure(
         &self,
         plan: &CasePlan<'_>,
         repeats: std::ops::Range<u32>,
         into: &mut Measured,
     ) -> Result<(), Error> {
+        self.measure_with(plan, repeats, into, None)
+    }
+
+    /// One extra repeat with `UTILGATE_TRACE_DIR` set, after the timed ones: its step times are
+    /// not counted; what it yields is the trace, analysed and packed for the store.
+    fn trace(
+        &self,
+        plan: &CasePlan<'_>,
+        options: &crate::evidence::Options,
+    ) -> Result<crate::store::NewEvidence, Error> {
+        let dir = tempfile::tempdir().map_err(|source| Error::Io {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+        let repeat = plan.suite.repeats + self.loaded.config.gate.confirm_repeats;
+        let mut traced = Measured::default();
+        self.measure_with(plan, repeat..repeat + 1, &mut traced, Some(dir.path()))?;
+        let cfg = &self.loaded.config.evidence;
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "a validated, positive size in MB"
+        )]
+        let max_bytes = (cfg.max_trace_mb.max(0.0) * 1e6) as u64;
+        let mut evidence = crate::commands::evidence::capture(
+            &plan.key,
+            &traced.traces,
+            &self.harness_cwd(plan.suite),
+            dir.path(),
+            max_bytes,
+            options,
+        );
+        if let Some(err) = traced.error {
+            evidence.warning = Some(format!("the traced repeat failed: {err}"));
+        }
+        Ok(evidence)
+    }
+
+    fn measure_with(
+        &self,
+        plan: &CasePlan<'_>,
+        repeats: std::ops::Range<u32>,
+        into: &mut Measured,
+        trace_dir: Option<&Path>,
+    ) -> Result<(), Error> {
         let suite = plan.suite;
-        let cwd = suite
-            .cwd
-            .as_ref()
-            .map_or_else(|| self.loaded.dir.clone(), |c| self.loaded.dir.join(c));
-        let extra_env: Vec<(String, String)> = suite
+        let cwd = self.harness_cwd(suite);
+        let mut extra_env: Vec<(String, String)> = suite
             .env
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
+        if let Some(dir) = trace_dir {
+            extra_env.push((
+                crate::commands::evidence::TRACE_DIR_ENV.to_owned(),
+                dir.display().to_string(),
+            ));
+        }
         let config_dir = absolute(&self.loaded.dir);
         for repeat in repeats {
             let vars = CommandVars {
@@ -154,6 +211,7 @@ impl Runner<'_> {
                     into.repeats_ms.push(out.report.steps_ms);
                     into.warmup_ms.push(out.report.warmup_ms);
                     into.env.extend(out.report.env);
+                    into.traces.extend(out.report.traces);
                     if !out.stderr_tail.is_empty() {
                         into.stderr_tail = Some(out.stderr_tail);
                     }
@@ -353,6 +411,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         args.resume,
     )?;
     let started_at = journal.started_at.unwrap_or_else(crate::commands::now);
+    let evidence_options = crate::commands::evidence::options(&config.evidence)?;
+    let mut evidence: Vec<crate::store::NewEvidence> = Vec::new();
     let mut inputs = Vec::with_capacity(plans.len());
     let mut measured_all = Vec::with_capacity(plans.len());
     for plan in &plans {
@@ -364,6 +424,9 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
             match &plan.floor {
                 Err(message) => measured.error = Some(format!("floor: {message}")),
                 Ok(_) => runner.measure(plan, 0..plan.suite.repeats, &mut measured)?,
+            }
+            if (args.trace || plan.suite.trace) && measured.error.is_none() && plan.floor.is_ok() {
+                evidence.push(runner.trace(plan, &evidence_options)?);
             }
             if measured.error.is_none() && measured.repeats_ms.iter().all(Vec::is_empty) {
                 measured.error = Some("the harness reported no counted steps".to_owned());
@@ -526,8 +589,16 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     if let Err(err) = journal.journal.finish() {
         output::warn(&err.to_string());
     }
+    if !evidence.is_empty() {
+        // Evidence never fails the gate: a store error here is a warning.
+        if let Err(e) = store.add_evidence(run_id.0, &evidence, config.evidence.keep_runs) {
+            output::warn(&format!("traces were not stored: {e}"));
+        }
+    }
     let stored = store.run(run_id)?.ok_or(Error::NoSuchRun(run_id.0))?;
-    let report = report::RunReport::build(&stored, &judgements, &config.gate.fail_on, promote_run);
+    let mut report =
+        report::RunReport::build(&stored, &judgements, &config.gate.fail_on, promote_run);
+    crate::commands::evidence::attach(&store, &mut report);
     match args.format.format {
         Format::Human => output::emit(&report::render_human(&report, output::color_stdout()))?,
         Format::Json => output::emit(&report::render_json(&report)?)?,

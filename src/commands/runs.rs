@@ -180,7 +180,8 @@ pub fn show(args: &RunsShowArgs) -> Result<Outcome, Error> {
         .baselines(Some(&run.summary.gpu_sku))?
         .iter()
         .any(|b| b.run_id == run.summary.id);
-    let report = RunReport::build(&run, &judgements, &fail_on(config.as_ref()), promoted);
+    let mut report = RunReport::build(&run, &judgements, &fail_on(config.as_ref()), promoted);
+    crate::commands::evidence::attach(&store, &mut report);
     print_report(&report, args.format.format)?;
     Ok(Outcome::Passed)
 }

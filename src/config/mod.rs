@@ -19,8 +19,8 @@ pub use error::{ConfigError, Problem};
 pub use load::{LoadedConfig, load, resolve_model};
 pub use parse::parse;
 pub use types::{
-    CaseOverride, Config, DEFAULT_CONFIG, DEFAULT_CONFIG_PATH, DEFAULT_STATUS_CONTEXT,
-    DEFAULT_STORE_PATH, GateConfig, GithubConfig, GpuConfig, LimitsConfig, ModelConfig,
-    ReportConfig, StoreConfig, SuiteConfig, Workload,
+    CaseOverride, ClassifyRule, Config, DEFAULT_CONFIG, DEFAULT_CONFIG_PATH,
+    DEFAULT_STATUS_CONTEXT, DEFAULT_STORE_PATH, EvidenceConfig, GateConfig, GithubConfig,
+    GpuConfig, LimitsConfig, ModelConfig, ReportConfig, StoreConfig, SuiteConfig, Workload,
 };
 pub use validate::{ValidationContext, validate};

@@ -32,6 +32,8 @@ struct RawConfig {
     models: toml::Table,
     #[serde(default, rename = "suite")]
     suites: Vec<SuiteConfig>,
+    #[serde(default)]
+    evidence: super::EvidenceConfig,
 }
 
 /// The keys that make a table a model description rather than a level of a dotted name.
@@ -164,6 +166,7 @@ pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         github: raw.github,
         models,
         suites: raw.suites,
+        evidence: raw.evidence,
     })
 }
 

@@ -31,6 +31,48 @@ pub struct Config {
     pub models: BTreeMap<String, ModelConfig>,
     #[serde(rename = "suite")]
     pub suites: Vec<SuiteConfig>,
+    pub evidence: EvidenceConfig,
+}
+
+/// `[evidence]`: profiler traces stored with results (docs/traces.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvidenceConfig {
+    /// Largest compressed trace stored, MB; a larger one keeps only its analysis, with a warning.
+    #[serde(default = "default_max_trace_mb")]
+    pub max_trace_mb: f64,
+    /// Raw traces are kept for current baselines and for the results of this many latest runs.
+    #[serde(default = "default_keep_runs")]
+    pub keep_runs: u32,
+    /// Kernel-name rules tried before the built-in classifier.
+    #[serde(default)]
+    pub classify: Vec<ClassifyRule>,
+}
+
+/// `[[evidence.classify]]`: a case-insensitive regex on kernel names and its category.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassifyRule {
+    pub pattern: String,
+    /// gemm, attention, normalisation, elementwise, reduction, memory, communication or other.
+    pub category: String,
+}
+
+impl Default for EvidenceConfig {
+    fn default() -> Self {
+        Self {
+            max_trace_mb: default_max_trace_mb(),
+            keep_runs: default_keep_runs(),
+            classify: Vec::new(),
+        }
+    }
+}
+
+fn default_max_trace_mb() -> f64 {
+    64.0
+}
+fn default_keep_runs() -> u32 {
+    30
 }
 
 /// `[github]`: how results show beside a pull request.
@@ -297,6 +339,9 @@ pub struct SuiteConfig {
     /// Per-case thresholds: the first matching entry wins.
     #[serde(default, rename = "case")]
     pub cases: Vec<CaseOverride>,
+    /// Record a profiler trace of each case in one extra repeat after the timed ones.
+    #[serde(default)]
+    pub trace: bool,
 }
 
 /// A built-in workload a suite can time instead of a harness command.

@@ -86,14 +86,33 @@ pub const BUILTIN_RULES: [(&str, Category); 7] = [
     ),
 ];
 
-/// A configured rule that could not be compiled.
+/// A configured rule that cannot be used.
 #[derive(Debug, thiserror::Error)]
-#[error("evidence.classify[{index}].pattern {pattern:?} is not a valid regex: {source}")]
-pub struct RuleError {
-    pub index: usize,
-    pub pattern: String,
-    #[source]
-    pub source: regex::Error,
+pub enum RuleError {
+    #[error("evidence.classify[{index}].pattern {pattern:?} is not a valid regex: {source}")]
+    Pattern {
+        index: usize,
+        pattern: String,
+        #[source]
+        source: regex::Error,
+    },
+    #[error("evidence.classify[{index}].category {category:?} is not a category")]
+    Category { index: usize, category: String },
+}
+
+impl RuleError {
+    #[must_use]
+    pub fn hint(&self) -> Option<String> {
+        Some(match self {
+            RuleError::Pattern { .. } => {
+                "write a Rust regex, e.g. pattern = \"my_fused_attn\"".into()
+            }
+            RuleError::Category { .. } => format!(
+                "write one of: {}",
+                Category::ALL.map(Category::label).join(", ")
+            ),
+        })
+    }
 }
 
 /// Compiled rules: the user's first, then the built-ins.
@@ -117,7 +136,7 @@ impl Classifier {
     pub fn new(extra: &[(String, Category)]) -> Result<Self, RuleError> {
         let mut rules = Vec::with_capacity(extra.len() + BUILTIN_RULES.len());
         for (index, (pattern, cat)) in extra.iter().enumerate() {
-            let re = compile(pattern).map_err(|source| RuleError {
+            let re = compile(pattern).map_err(|source| RuleError::Pattern {
                 index,
                 pattern: pattern.clone(),
                 source,
@@ -195,7 +214,7 @@ mod tests {
         );
         let err = Classifier::new(&[("ok".into(), Category::Gemm), ("(".into(), Category::Gemm)])
             .expect_err("bad");
-        assert_eq!(err.index, 1);
+        assert!(matches!(err, RuleError::Pattern { index: 1, .. }));
         assert!(err.to_string().contains("evidence.classify[1]"));
         assert_eq!(Category::from_label("gemm"), Some(Category::Gemm));
     }

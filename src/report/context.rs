@@ -96,6 +96,10 @@ pub struct CaseReport {
     pub gpu_notes: Vec<String>,
     /// The case's recent results on this GPU, oldest first, this run last.
     pub trend: Vec<TrendPoint>,
+    /// What the case's profiler trace says, diffed against the baseline's (when traced).
+    /// Always serialised (null without a trace): templates see the name defined.
+    #[serde(default)]
+    pub evidence: Option<super::evidence::CaseEvidence>,
 }
 
 /// One point of a case's history, for trend lines and charts.
@@ -219,6 +223,7 @@ impl RunReport {
                         .map(gpu_notes)
                         .unwrap_or_default(),
                     trend: Vec::new(),
+                    evidence: None,
                 }
             })
             .collect();

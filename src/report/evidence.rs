@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::evidence::hta::shorten_name;
@@ -150,4 +151,109 @@ pub fn diff_json(then: &str, now: &str, d: &TraceDiff) -> serde_json::Value {
         "now": now,
         "diff": d,
     })
+}
+
+/// One segment of a stacked category bar.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Segment {
+    pub category: String,
+    /// Share of GPU time, percent, one decimal.
+    pub pct: f64,
+    /// A CSS colour for the category.
+    pub color: String,
+}
+
+/// A stacked category bar: "then" (the baseline's trace) or "now".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Bar {
+    pub label: String,
+    pub segments: Vec<Segment>,
+}
+
+/// What a case's profiler trace says, as every report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseEvidence {
+    /// The trace file's name as the harness reported it.
+    pub trace: String,
+    /// Why the evidence is partial or missing (the verdict stands regardless).
+    pub warning: Option<String>,
+    pub diagnosis: Vec<String>,
+    /// The diff's headline lines against the baseline's trace (at most [`DIFF_LINES`]).
+    pub diff_lines: Vec<String>,
+    pub bars: Vec<Bar>,
+    pub gpu_idle_share_then: Option<f64>,
+    pub gpu_idle_share_now: Option<f64>,
+    /// The whole diff, for JSON readers.
+    pub diff: Option<TraceDiff>,
+}
+
+/// Headline lines of the diff in reports (the PR comment shows these, collapsed).
+pub const DIFF_LINES: usize = 5;
+
+fn color(c: Category) -> &'static str {
+    match c {
+        Category::Gemm => "#4e79a7",
+        Category::Attention => "#e15759",
+        Category::Normalisation => "#76b7b2",
+        Category::Elementwise => "#59a14f",
+        Category::Reduction => "#edc948",
+        Category::Memory => "#b07aa1",
+        Category::Communication => "#ff9da7",
+        Category::Other => "#bab0ac",
+    }
+}
+
+fn bar(label: &str, a: &Analysis) -> Bar {
+    let total: f64 = a.categories.values().sum();
+    Bar {
+        label: label.to_owned(),
+        segments: Category::ALL
+            .iter()
+            .filter_map(|c| {
+                let t = *a.categories.get(c)?;
+                (total > 0.0).then(|| Segment {
+                    category: c.label().to_owned(),
+                    pct: (1000.0 * t / total).round() / 10.0,
+                    color: color(*c).to_owned(),
+                })
+            })
+            .collect(),
+    }
+}
+
+/// The evidence of one case: `now` is this run's analysis, `then` the baseline result's.
+#[must_use]
+pub fn case_evidence(
+    trace: &str,
+    warning: Option<String>,
+    now: Option<&Analysis>,
+    then: Option<&Analysis>,
+    mbu: Option<f64>,
+) -> CaseEvidence {
+    let diff = match (then, now) {
+        (Some(t), Some(n)) => Some(crate::evidence::diff(t, n)),
+        _ => None,
+    };
+    let mut bars = Vec::new();
+    if let (Some(t), Some(_)) = (then, now) {
+        bars.push(bar("then", t));
+    }
+    if let Some(n) = now {
+        bars.push(bar("now", n));
+    }
+    CaseEvidence {
+        trace: trace.to_owned(),
+        warning,
+        diagnosis: now
+            .map(|a| crate::evidence::diagnose(a, mbu))
+            .unwrap_or_default(),
+        diff_lines: diff
+            .as_ref()
+            .map(|d| d.lines(DIFF_LINES))
+            .unwrap_or_default(),
+        bars,
+        gpu_idle_share_then: then.map(|a| a.step.gpu_idle_share),
+        gpu_idle_share_now: now.map(|a| a.step.gpu_idle_share),
+        diff,
+    }
 }

@@ -178,6 +178,20 @@ fn details(out: &mut String, c: &CaseReport) {
             let _ = writeln!(out, "    {change}");
         }
     }
+    if let Some(ev) = &c.evidence {
+        if let Some(w) = &ev.warning {
+            let _ = writeln!(out, "  trace {}: warning: {w}", ev.trace);
+        }
+        if !ev.diff_lines.is_empty() {
+            let _ = writeln!(out, "  trace diff against the baseline's ({}):", ev.trace);
+            for line in &ev.diff_lines {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+        for d in &ev.diagnosis {
+            let _ = writeln!(out, "  trace: {d}");
+        }
+    }
     // An error's reason already carries the harness's stderr tail.
 }
 

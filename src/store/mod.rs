@@ -6,6 +6,7 @@ mod baselines;
 mod db;
 mod error;
 mod estimate;
+mod evidence;
 pub mod export;
 pub mod journal;
 pub mod meta;
@@ -22,6 +23,7 @@ mod tests;
 
 pub use db::Store;
 pub use error::StoreError;
+pub use evidence::{NewEvidence, StoredEvidence};
 pub use probes::{NewProbe, StoredProbe};
 pub use publish::{MissingCase, PublishFacts};
 pub use samples::SampleError;

@@ -132,8 +132,28 @@ const V4_PUBLISH: &str = r"
 ALTER TABLE runs ADD COLUMN publish_json TEXT;
 ";
 
+/// Evidence attached to results (see `evidence.rs`): analyses per result, and raw traces stored
+/// once per content address (pruned by retention, so `evidence.sha256` may outlive its blob).
+const V5_EVIDENCE: &str = r"
+CREATE TABLE evidence_blobs (
+    sha256 TEXT PRIMARY KEY,
+    bytes  INTEGER NOT NULL,
+    data   BLOB NOT NULL
+) STRICT;
+CREATE TABLE evidence (
+    id            INTEGER PRIMARY KEY,
+    result_id     INTEGER NOT NULL REFERENCES results (id),
+    kind          TEXT NOT NULL,
+    name          TEXT NOT NULL,
+    sha256        TEXT,
+    analysis_json TEXT,
+    warning       TEXT
+) STRICT;
+CREATE INDEX evidence_by_result ON evidence (result_id, id);
+";
+
 /// The ordered migrations; the store's version is how many of them it has applied.
-pub(crate) const MIGRATIONS: &[&str] = &[V1_TABLES, V2_INDEXES, V3_PROBES, V4_PUBLISH];
+pub(crate) const MIGRATIONS: &[&str] = &[V1_TABLES, V2_INDEXES, V3_PROBES, V4_PUBLISH, V5_EVIDENCE];
 
 /// The schema version this build writes and reads.
 #[expect(
@@ -203,7 +223,15 @@ mod tests {
         migrate(&mut conn, &path, LATEST).expect("a second run is a no-op");
         assert_eq!(
             table_names(&conn, "table"),
-            ["baseline_moves", "probes", "results", "runs", "series"]
+            [
+                "baseline_moves",
+                "evidence",
+                "evidence_blobs",
+                "probes",
+                "results",
+                "runs",
+                "series"
+            ]
         );
         assert_eq!(table_names(&conn, "view"), ["current_baselines"]);
         assert!(table_names(&conn, "index").contains(&"results_by_series_time".to_owned()));

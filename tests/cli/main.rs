@@ -22,5 +22,6 @@ mod python;
 mod report;
 mod run;
 mod standin;
+mod trace;
 mod trust;
 mod workflows;

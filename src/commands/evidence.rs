@@ -1,0 +1,150 @@
+//! Traces in `utilgate run` and the stored-run reports (I/O: reads, compresses and hashes the
+//! files a harness wrote; reads evidence from the store). The analysis and the report's evidence
+//! are pure (`evidence`, `report::evidence`); a bad trace becomes a warning, never an error.
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::case::CaseKey;
+use crate::config::EvidenceConfig;
+use crate::error::Error;
+use crate::evidence::classify::RuleError;
+use crate::evidence::{Analysis, Category, Classifier, Options, analyse, source};
+use crate::report::RunReport;
+use crate::report::evidence::case_evidence;
+use crate::store::{NewEvidence, Store};
+
+/// The variable that asks a harness for a trace and says where to write it.
+pub const TRACE_DIR_ENV: &str = "UTILGATE_TRACE_DIR";
+
+/// Analysis options from `[evidence]`: the configured classifier rules before the built-ins.
+pub fn options(cfg: &EvidenceConfig) -> Result<Options, Error> {
+    let mut rules = Vec::with_capacity(cfg.classify.len());
+    for (index, rule) in cfg.classify.iter().enumerate() {
+        let category = Category::from_label(&rule.category).ok_or_else(|| RuleError::Category {
+            index,
+            category: rule.category.clone(),
+        })?;
+        rules.push((rule.pattern.clone(), category));
+    }
+    Ok(Options {
+        classifier: Classifier::new(&rules)?,
+        ..Options::default()
+    })
+}
+
+/// The gzip of `file` (kept as is when it is gzip already).
+fn compressed(file: &Path) -> std::io::Result<Vec<u8>> {
+    let mut f = std::fs::File::open(file)?;
+    let mut head = [0u8; 2];
+    let n = f.read(&mut head)?;
+    let mut input = std::io::Cursor::new(head[..n].to_vec()).chain(f);
+    if head[..n] == [0x1f, 0x8b] {
+        let mut out = Vec::new();
+        input.read_to_end(&mut out)?;
+        return Ok(out);
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::copy(&mut input, &mut gz)?;
+    gz.flush()?;
+    gz.finish()
+}
+
+/// Reads, analyses and packs the trace a traced repeat wrote: the path it reported (relative to
+/// the harness's working directory), else the trace directory (its newest trace).
+#[must_use]
+pub fn capture(
+    key: &CaseKey,
+    reported: &[String],
+    cwd: &Path,
+    trace_dir: &Path,
+    max_bytes: u64,
+    options: &Options,
+) -> NewEvidence {
+    let path = reported
+        .last()
+        .map_or_else(|| trace_dir.to_path_buf(), |p| cwd.join(p));
+    let mut evidence = NewEvidence {
+        key: key.clone(),
+        kind: "trace".into(),
+        name: reported
+            .last()
+            .cloned()
+            .unwrap_or_else(|| "(trace directory)".into()),
+        blob: None,
+        analysis: None,
+        warning: None,
+    };
+    let (file, trace) = match source::load(&path) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            evidence.warning = Some(format!("trace not analysed: {e}"));
+            return evidence;
+        }
+    };
+    if let Some(name) = file.file_name() {
+        evidence.name = name.to_string_lossy().into_owned();
+    }
+    let analysis = analyse(&trace, options);
+    drop(trace);
+    if !analysis.has_gpu && analysis.operators.is_empty() {
+        evidence.warning = Some("the trace holds no GPU rows and no host operators".into());
+    }
+    evidence.analysis = serde_json::to_value(&analysis).ok();
+    match compressed(&file) {
+        Ok(bytes) if bytes.len() as u64 > max_bytes => {
+            evidence.warning = Some(format!(
+                "the trace is {:.1} MB compressed, over [evidence] max_trace_mb = {:.1}: only its analysis is stored",
+                bytes.len() as f64 / 1e6,
+                max_bytes as f64 / 1e6
+            ));
+        }
+        Ok(bytes) => {
+            let sha = Sha256::digest(&bytes);
+            let hex = sha.iter().fold(String::with_capacity(64), |mut acc, b| {
+                let _ = write!(acc, "{b:02x}");
+                acc
+            });
+            evidence.blob = Some((hex, bytes));
+        }
+        Err(e) => evidence.warning = Some(format!("the trace could not be stored: {e}")),
+    }
+    evidence
+}
+
+fn first_analysis(
+    store: &Store,
+    run_id: i64,
+    key: &CaseKey,
+) -> Option<(String, Option<String>, Option<Analysis>)> {
+    let ev = store.evidence_for(run_id, key).ok()?.into_iter().next()?;
+    let analysis = ev.analysis.and_then(|v| serde_json::from_value(v).ok());
+    Some((ev.name, ev.warning, analysis))
+}
+
+/// Attaches to every case of `report` the evidence stored with its result, diffed against the
+/// evidence of the case's baseline result.
+pub fn attach(store: &Store, report: &mut RunReport) {
+    let run_id = report.run.id;
+    for case in &mut report.cases {
+        let Some((name, warning, now)) = first_analysis(store, run_id, &case.key) else {
+            continue;
+        };
+        let then = case
+            .baseline
+            .as_ref()
+            .filter(|b| b.run_id != run_id)
+            .and_then(|b| first_analysis(store, b.run_id, &case.key))
+            .and_then(|(_, _, a)| a);
+        case.evidence = Some(case_evidence(
+            &name,
+            warning,
+            now.as_ref(),
+            then.as_ref(),
+            case.mbu,
+        ));
+    }
+}

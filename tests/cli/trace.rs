@@ -1,0 +1,122 @@
+//! Traces through `utilgate run`: a harness that writes a real-format torch.profiler trace when
+//! `UTILGATE_TRACE_DIR` is set; the regressed case's report names the kernel that grew. Bad
+//! traces are warnings and the verdict stands.
+
+use crate::env::{TestEnv, stdout, verdict_of};
+
+const B1: &str = "decode/seed-8b/bf16/decode/b1/c4096";
+
+/// Runs the scripted harness, then, in the traced repeat only, writes a Kineto trace of three
+/// decode steps (GEMM, attention taking `ATTN_US`, RMS norm) and reports it. `BAD_TRACE=1`
+/// writes a truncated file instead.
+const TRACED_HARNESS: &str = r#"#!/bin/sh
+set -eu
+sh harness.sh
+[ -n "${UTILGATE_TRACE_DIR:-}" ] || exit 0
+f="$UTILGATE_TRACE_DIR/worker0.1733000000.pt.trace.json"
+if [ "${BAD_TRACE:-0}" = "1" ]; then
+  printf '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k' > "$f"
+else
+  awk -v attn="${ATTN_US:-40}" 'BEGIN {
+    printf "{\"schemaVersion\": 1, \"traceEvents\": [\n"; c = 1; sep = ""
+    for (s = 0; s < 3; s++) {
+      t0 = 1000000 + s * 1000
+      printf "%s{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#%d\", \"pid\": 10, \"tid\": 10, \"ts\": %d, \"dur\": 900}", sep, s, t0; sep = ",\n"
+      g = t0 + 20
+      split("ampere_bf16_s16816gemm_bf16_128x64_tn|void flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64>>(Flash_fwd_params)|void vllm::rms_norm_kernel<c10::BFloat16>(float)", names, "|")
+      durs[1] = 200; durs[2] = attn; durs[3] = 10
+      for (k = 1; k <= 3; k++) {
+        printf "%s{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 10, \"tid\": 10, \"ts\": %d, \"dur\": 3, \"args\": {\"correlation\": %d}}", sep, t0 + 5 * k, c
+        printf "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%s\", \"pid\": 0, \"tid\": 7, \"ts\": %d, \"dur\": %d, \"args\": {\"stream\": 7, \"device\": 0, \"correlation\": %d}}", sep, names[k], g, durs[k], c
+        g += durs[k] + 2; c++
+      }
+    }
+    printf "\n]}\n"
+  }' > "$f"
+fi
+printf '{"trace": "%s"}\n' "$f" >> "$UTILGATE_OUT"
+"#;
+
+fn traced_env() -> TestEnv {
+    let env = TestEnv::new();
+    env.write("traced.sh", TRACED_HARNESS);
+    let config = TestEnv::config_with("trace = true")
+        .replace("command = \"sh harness.sh\"", "command = \"sh traced.sh\"");
+    env.write_config(&config);
+    env
+}
+
+#[test]
+fn a_regressed_case_names_the_kernel_that_grew_in_every_report() {
+    let env = traced_env();
+    let out = env.run("main", &[("ATTN_US", "40")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let out = env.run("feature", &[("STEP_MS", "11.0"), ("ATTN_US", "57")]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains(&format!("REGRESSED {B1}")), "{text}");
+    assert!(
+        text.contains("trace diff against the baseline's (worker0.1733000000.pt.trace.json):"),
+        "{text}"
+    );
+    assert!(
+        text.contains("flash_fwd_splitkv_kernel +42% (40.0 -> 57.0 µs per step; 1 -> 1 calls)"),
+        "{text}"
+    );
+    // The stored run carries the same evidence in JSON, the PR comment (collapsed) and HTML.
+    let report = env.json(&["runs", "show"]);
+    let case = report["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .find(|c| c["case"] == B1)
+        .expect("case");
+    let lines = case["evidence"]["diff_lines"]
+        .as_array()
+        .expect("diff lines");
+    assert!(
+        lines[0]
+            .as_str()
+            .expect("line")
+            .starts_with("flash_fwd_splitkv_kernel +42%"),
+        "{lines:?}"
+    );
+    assert_eq!(case["evidence"]["bars"].as_array().expect("bars").len(), 2);
+    let md = env
+        .cmd()
+        .args(["report", "--format", "markdown"])
+        .output()
+        .expect("report");
+    let md = stdout(&md);
+    assert!(
+        md.contains("<details><summary>Profiler trace: what changed</summary>"),
+        "{md}"
+    );
+    assert!(md.contains("flash_fwd_splitkv_kernel +42%"), "{md}");
+    let html = env
+        .cmd()
+        .args(["report", "--format", "html"])
+        .output()
+        .expect("report");
+    let html = stdout(&html);
+    assert!(html.contains("GPU time by category"), "{html}");
+    // `trace diff` of the stored... files reads the same numbers from the command line.
+}
+
+#[test]
+fn a_bad_trace_is_a_warning_and_the_verdict_stands() {
+    let env = traced_env();
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    let out = env.run("main", &[("BAD_TRACE", "1")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let report = env.json(&["runs", "show"]);
+    assert_eq!(verdict_of(&report, B1), "pass");
+    let case = report["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .find(|c| c["case"] == B1)
+        .expect("case");
+    let warning = case["evidence"]["warning"].as_str().expect("warning");
+    assert!(warning.contains("truncated"), "{warning}");
+}
