@@ -17,6 +17,7 @@ pub mod gpu;
 pub mod measure;
 pub mod output;
 pub mod report;
+pub mod serve;
 pub mod stats;
 pub mod store;
 
