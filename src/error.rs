@@ -12,6 +12,7 @@ use crate::github::GithubError;
 use crate::gpu::GpuError;
 use crate::measure::harness::HarnessError;
 use crate::report::RenderError;
+use crate::serve::ServeError;
 use crate::store::StoreError;
 
 #[derive(Debug, Error)]
@@ -34,6 +35,8 @@ pub enum Error {
     Render(#[from] RenderError),
     #[error(transparent)]
     Gpu(#[from] GpuError),
+    #[error(transparent)]
+    Serve(#[from] ServeError),
     #[error("failed to access {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -67,6 +70,7 @@ impl Error {
             Error::Github(e) => e.hint(),
             Error::Render(e) => e.hint(),
             Error::Gpu(e) => e.hint(),
+            Error::Serve(e) => e.hint(),
             Error::NoDeviceSpec => Some(
                 "add [gpu] name = \"h100-sxm\" (a catalogue name) or declare mem_bandwidth_gb_s and dense_tflops in the config".into(),
             ),

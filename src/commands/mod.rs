@@ -15,13 +15,14 @@ pub mod reference;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod serve;
 
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::Error;
-use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, RunsCommand};
+use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, ImportCommand, RunsCommand};
 use crate::store::Store;
 
 /// What a command concluded.
@@ -70,6 +71,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
             reference::reference_harness(args).map(|()| Outcome::Passed)
         }
         Command::Probe(args) => probe::probe(args),
+        Command::Import(ImportCommand::Serve(args)) => serve::import_serve(args),
     }
 }
 

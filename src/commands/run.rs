@@ -71,7 +71,7 @@ pub fn resolve_meta(
 }
 
 /// Ask git about the checkout the config lives in; silence when it is not one.
-fn git(dir: &Path, args: &[&str]) -> Option<String> {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> Option<String> {
     #[expect(
         clippy::disallowed_methods,
         reason = "edge: reading the checkout's commit"

@@ -40,6 +40,11 @@ pub enum ServeError {
         expected: &'static str,
         found: String,
     },
+    #[error("{origin}: the result names no model (this {schema} output has no `model_id`)")]
+    NoModel {
+        origin: String,
+        schema: &'static str,
+    },
     #[error("{origin}: holds {count} results, but one repeat writes exactly one")]
     SeveralResults { origin: String, count: usize },
 }
@@ -62,6 +67,9 @@ impl ServeError {
                 "the file looks truncated or hand-edited; re-run the load generator with --save-result"
             }
             ServeError::BadValue { .. } => "the value must be what the load generator writes there",
+            ServeError::NoModel { .. } => {
+                "pass --model NAME to name the model the cases are keyed by"
+            }
             ServeError::SeveralResults { .. } => {
                 "SGLang appends to --output-file: give each repeat a fresh file ($UTILGATE_RESULT_FILE is one)"
             }

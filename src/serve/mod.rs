@@ -4,14 +4,14 @@
 //! estimates a service result implies. Pure but [`read`], which reads a file.
 
 mod error;
-
+mod estimate;
 mod key;
 mod model;
 mod parse;
 mod read;
 
 pub use error::ServeError;
-
+pub use estimate::{ServeEstimate, SplitPoint, estimate, latency_split};
 pub use key::{ServeKey, format_rate};
 pub use model::{Direction, Samples, Schema, ServeResult, Settings, direction_of};
 pub use parse::parse;

@@ -10,6 +10,7 @@ mod results;
 mod runs;
 pub mod samples;
 mod schema;
+mod serve;
 mod types;
 
 #[cfg(test)]
@@ -20,6 +21,7 @@ pub use error::StoreError;
 pub use probes::{NewProbe, StoredProbe};
 pub use samples::SampleError;
 pub use schema::LATEST as SCHEMA_VERSION;
+pub use serve::{NewServeCase, NewServeRepeat, StoredServeCase, StoredServeRepeat};
 pub use types::{
     BaselineEntry, BaselineEvent, BaselineMove, BaselineMoveKind, CaseFilter, NewResult, NewRun,
     RunFilter, RunId, RunSummary, StoredResult, StoredRun,

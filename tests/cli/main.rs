@@ -15,3 +15,4 @@ mod gpu;
 mod python;
 mod report;
 mod run;
+mod serve;
