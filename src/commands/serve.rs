@@ -7,8 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::case::Verdict;
-use crate::cli::{Format, ImportServeArgs, RunArgs};
-use crate::commands::run::{RunMeta, resolve_meta};
+use crate::cli::{Format, ImportServeArgs};
 use crate::commands::{Outcome, env_lookup, open_store};
 use crate::compare::{self, ServeDecision, ServePolicy};
 use crate::config::GateConfig;
@@ -16,6 +15,7 @@ use crate::error::Error;
 use crate::output;
 use crate::report::{self, ServeCaseReport, ServeRepeatReport, ServeReport};
 use crate::serve::{self, ServeEstimate, ServeKey, ServeResult, SplitPoint};
+use crate::store::meta::{MetaFlags, RunMeta, resolve_meta};
 use crate::store::{NewRun, NewServeCase, NewServeRepeat, Store, StoredServeCase};
 
 /// One service case as measured or imported: its repeats (source name and parsed result), or
@@ -117,7 +117,8 @@ pub fn judge_and_store(
     let gate_failed = compare::gate_failed(verdicts.iter().copied(), &plan.gate.fail_on);
     let on_branch = plan.meta.branch.as_deref() == Some(plan.gate.baseline_branch.as_str());
     let any_error = verdicts.contains(&Verdict::Error);
-    let promote_run = on_branch && !gate_failed && !any_error && !plan.no_promote;
+    let promote_run =
+        compare::run_promotes(&verdicts, &plan.gate.fail_on, on_branch, plan.no_promote);
 
     let cases: Vec<NewServeCase> = inputs
         .iter()
@@ -293,29 +294,6 @@ fn read_inputs(args: &ImportServeArgs) -> Result<Vec<ServeCaseInput>, Error> {
     Ok(groups)
 }
 
-fn run_args_for(args: &ImportServeArgs) -> RunArgs {
-    RunArgs {
-        config: crate::cli::ConfigArgs {
-            config: args
-                .config
-                .clone()
-                .unwrap_or_else(|| crate::config::DEFAULT_CONFIG_PATH.into()),
-            db: args.db.clone(),
-        },
-        format: crate::cli::FormatArgs {
-            format: args.format.format,
-        },
-        suites: Vec::new(),
-        git_sha: args.git_sha.clone(),
-        branch: args.branch.clone(),
-        trigger: Some(args.trigger.clone().unwrap_or_else(|| "import".to_owned())),
-        pr: args.pr,
-        no_promote: args.no_promote,
-        report_dir: None,
-        github: false,
-    }
-}
-
 /// `utilgate import serve FILE...`.
 pub fn import_serve(args: &ImportServeArgs) -> Result<Outcome, Error> {
     let loaded = match &args.config {
@@ -343,11 +321,20 @@ pub fn import_serve(args: &ImportServeArgs) -> Result<Outcome, Error> {
         .as_ref()
         .map_or_else(|| Path::new(".").to_path_buf(), |l| l.dir.clone());
     let meta = resolve_meta(
-        &run_args_for(args),
+        &MetaFlags {
+            git_sha: args.git_sha.clone(),
+            branch: args.branch.clone(),
+            trigger: args.trigger.clone(),
+            pr_number: args.pr,
+        },
         &env_lookup(),
         crate::commands::run::git(&dir, &["rev-parse", "HEAD"]),
         crate::commands::run::git(&dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
     );
+    let mut meta = meta;
+    if meta.trigger == "manual" {
+        "import".clone_into(&mut meta.trigger);
+    }
     let stats = compare::Policy {
         family_alpha: gate.family_alpha,
         ..compare::Policy::default()
