@@ -286,12 +286,12 @@ mod tests {
                 "probes",
                 "results",
                 "runs",
+                "series",
                 "serve_baseline_moves",
                 "serve_metrics",
                 "serve_repeats",
                 "serve_results",
-                "serve_series",
-                "series"
+                "serve_series"
             ]
         );
         assert_eq!(table_names(&conn, "view"), ["current_baselines"]);
