@@ -20,6 +20,7 @@ pub mod report;
 pub mod serve;
 pub mod stats;
 pub mod store;
+pub mod trust;
 
 pub use commands::{Outcome, run};
 pub use error::Error;

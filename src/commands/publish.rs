@@ -21,9 +21,11 @@ use crate::github::{
 };
 use crate::output;
 use crate::report::{
-    self, BUILTIN_TEMPLATES, GITHUB_COMMENT_LIMIT, Renderer, ReportFormat, RunReport, TrendPoint,
+    self, BUILTIN_TEMPLATES, GITHUB_COMMENT_LIMIT, Judgement, Renderer, ReportFormat, RunReport,
+    TrendPoint,
 };
 use crate::store::{Store, StoredRun};
+use crate::trust;
 
 const GITHUB_TOKEN: &str = "GITHUB_TOKEN";
 const GITHUB_API_URL: &str = "GITHUB_API_URL";
@@ -79,12 +81,38 @@ impl GithubEnv {
     }
 }
 
-/// Flags that override what the event payload says.
+/// Flags that override what the event payload says, and what the stored run says about
+/// where it belongs and how its statuses are named.
 #[derive(Debug, Clone, Default)]
 pub struct PublishOptions {
     pub event_file: Option<PathBuf>,
     pub pr: Option<u64>,
     pub sha: Option<String>,
+    /// The pull request head commit the run measured (stored with it), when it measured one.
+    pub run_head_sha: Option<String>,
+    /// The status name template (default: `utilgate/{suite}`).
+    pub status_context: Option<String>,
+    /// Where the statuses link (default: this Actions run).
+    pub target_url: Option<String>,
+}
+
+/// The `pull_request` (or `pull_request_target`) event this process runs for, when it runs
+/// for one: its number and head commit, recorded with a run.
+pub fn pull_request_event(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<github::EventInfo>, Error> {
+    let genv = GithubEnv::from_env(env);
+    if !genv
+        .event_name
+        .as_deref()
+        .is_some_and(|n| n.starts_with("pull_request"))
+    {
+        return Ok(None);
+    }
+    if genv.event_path.is_none() {
+        return Ok(None);
+    }
+    read_event(&genv, &PublishOptions::default()).map(Some)
 }
 
 #[expect(
@@ -179,22 +207,60 @@ pub fn trends(
     Ok(out)
 }
 
-/// The report of a stored run as `runs show` builds it, with trends.
+/// The report of a stored run with the verdicts and the gate stored with it (`fail_on`,
+/// thresholds, missing cases, the baseline branch in force when it ran), never re-judged;
+/// `config` (the publishing side's) only fills in for runs stored before these were kept,
+/// and sets the trend length.
 pub fn stored_report(
     store: &Store,
     run: &StoredRun,
     config: Option<&Config>,
 ) -> Result<RunReport, Error> {
-    let judgements = runs::stored_judgements(store, run, config)?;
+    let facts = store.publish_facts(run.summary.id)?;
+    let mut judgements = runs::stored_judgements(store, run, config)?;
+    if let Some(facts) = &facts {
+        for j in &mut judgements {
+            if let Some(t) = facts.thresholds_pct.get(&j.key.to_string()) {
+                j.threshold_pct = *t;
+            }
+        }
+        for missing in &facts.missing {
+            let baseline = crate::commands::judge::baseline_before(
+                store,
+                &missing.key,
+                &run.summary.gpu_sku,
+                run.summary.started_at,
+            )?;
+            judgements.push(Judgement {
+                key: missing.key.clone(),
+                decision: missing.decision.clone(),
+                baseline: baseline.as_ref().map(crate::commands::judge::baseline_ref),
+                env_changes: Vec::new(),
+                threshold_pct: facts
+                    .thresholds_pct
+                    .get(&missing.key.to_string())
+                    .copied()
+                    .unwrap_or_else(|| GateConfig::default().max_drop_pct),
+            });
+        }
+    }
+    let fail_on = facts
+        .as_ref()
+        .map_or_else(|| runs::fail_on(config), |f| f.fail_on.clone());
     let promoted = store
         .baselines(Some(&run.summary.gpu_sku))?
         .iter()
         .any(|b| b.run_id == run.summary.id);
-    let report = RunReport::build(run, &judgements, &runs::fail_on(config), promoted);
+    let report = RunReport::build(run, &judgements, &fail_on, promoted);
     let report_config = config.map_or_else(ReportConfig::default, |c| c.report.clone());
-    let branch = config.map_or_else(
-        || GateConfig::default().baseline_branch,
-        |c| c.gate.baseline_branch.clone(),
+    let branch = facts.as_ref().map_or_else(
+        || {
+            config.map_or_else(
+                || GateConfig::default().baseline_branch,
+                |c| c.gate.baseline_branch.clone(),
+            )
+        },
+        |f| f.baseline_branch.clone(),
     );
     let trends = trends(store, &report, report_config.trend_runs, Some(&branch))?;
     Ok(report.with_trends(&trends))
@@ -288,6 +354,33 @@ fn check_ready(genv: &GithubEnv, opts: &PublishOptions) -> Result<Option<GithubT
     Ok(Some(GithubTarget::new(&genv.api_url, repository, token)?))
 }
 
+/// The run must have been measured for the pull request and commit it is posted to
+/// (DESIGN.md §13): its stored head commit, else its measured one.
+fn check_belongs(
+    report: &RunReport,
+    opts: &PublishOptions,
+    pr: Option<u64>,
+    sha: Option<&str>,
+) -> Result<(), GithubError> {
+    let head = opts
+        .run_head_sha
+        .as_deref()
+        .or(report.run.git_sha.as_deref());
+    trust::check_target(
+        &trust::RunFacts {
+            id: report.run.id,
+            pr_number: report.run.pr_number,
+            head_sha: head,
+            branch: report.run.branch.as_deref(),
+        },
+        &trust::Target { pr_number: pr, sha },
+    )
+    .map_err(|m| GithubError::RunMismatch {
+        run: report.run.id,
+        reason: m.to_string(),
+    })
+}
+
 /// Step summary, annotations, then (unless a fork's read-only token) comments and statuses.
 pub fn publish_report(
     renderer: &Renderer,
@@ -320,6 +413,12 @@ pub fn publish_report(
         .or(event.head_sha)
         .or_else(|| genv.sha.clone())
         .or_else(|| report.run.git_sha.clone());
+    check_belongs(report, opts, pr, sha.as_deref())?;
+    let template = opts
+        .status_context
+        .as_deref()
+        .unwrap_or(crate::config::DEFAULT_STATUS_CONTEXT);
+    let target_url = opts.target_url.clone().or_else(|| genv.run_url.clone());
     let mut publication = Publication {
         pr_number: pr,
         ..Publication::default()
@@ -336,9 +435,9 @@ pub fn publish_report(
             publication.statuses.push(StatusPost {
                 sha: sha.clone(),
                 state,
-                context: report::status_context(&suite.name, &report.run.gpu_sku),
+                context: report::status_context(template, &suite.name, &report.run.gpu_sku),
                 description,
-                target_url: genv.run_url.clone(),
+                target_url: target_url.clone(),
             });
         }
     }
@@ -374,7 +473,7 @@ pub fn publish_report(
 }
 
 /// The exit a stored run's report stands for: the gate first, then cases that failed to run.
-fn outcome_of(report: &RunReport) -> Outcome {
+pub(crate) fn outcome_of(report: &RunReport) -> Outcome {
     if !report.gate.passed {
         Outcome::GateFailed
     } else if report.gate.counts.contains_key(&Verdict::Error) {
@@ -386,7 +485,10 @@ fn outcome_of(report: &RunReport) -> Outcome {
 
 /// A publishing error after the run is stored: exit 2, unless the gate failed (exit 1 wins);
 /// then it is printed and the gate's outcome stands.
-fn unless_gate_failed(result: Result<(), Error>, gate_failed: bool) -> Result<(), Error> {
+pub(crate) fn unless_gate_failed(
+    result: Result<(), Error>,
+    gate_failed: bool,
+) -> Result<(), Error> {
     match result {
         Err(err) if gate_failed => {
             let _ = output::report_error(&err);
@@ -396,18 +498,43 @@ fn unless_gate_failed(result: Result<(), Error>, gate_failed: bool) -> Result<()
     }
 }
 
+/// The status name: the publishing side's config when it has one (the default branch's, in
+/// the publishing workflow), else the one stored with the run.
+#[must_use]
+pub fn status_context(
+    config: Option<&Config>,
+    stored: Option<&crate::store::PublishFacts>,
+) -> String {
+    config.map_or_else(
+        || {
+            stored.map_or_else(
+                || crate::config::DEFAULT_STATUS_CONTEXT.to_owned(),
+                |f| f.status_context.clone(),
+            )
+        },
+        |c| c.report.status_context.clone(),
+    )
+}
+
 /// `utilgate publish [RUN]`.
 pub fn publish(args: &PublishArgs) -> Result<Outcome, Error> {
+    if args.workflow_run {
+        return crate::commands::publish_check::publish_after_check(args);
+    }
     let loaded = runs::optional_config(&args.config)?;
     let renderer = renderer(loaded.as_ref())?;
     let (store, config) = runs::store_from(&args.config)?;
     let run = runs::load_run(&store, args.run)?;
     let report = stored_report(&store, &run, config.as_ref())?;
     let outcome = outcome_of(&report);
+    let facts = store.publish_facts(run.summary.id)?;
     let opts = PublishOptions {
         event_file: args.event.clone(),
         pr: args.pr,
         sha: args.sha.clone(),
+        run_head_sha: facts.as_ref().and_then(|f| f.pr_head_sha.clone()),
+        status_context: Some(status_context(config.as_ref(), facts.as_ref())),
+        target_url: None,
     };
     let genv = GithubEnv::from_env(&env_lookup());
     let result = (|| {
@@ -427,6 +554,7 @@ pub struct RunPublishing {
     github: Option<GithubEnv>,
     trend_runs: usize,
     baseline_branch: String,
+    status_context: String,
 }
 
 /// Validate `--report-dir` and `--github` before the first harness starts: the directory is
@@ -452,6 +580,7 @@ pub fn prepare_run(args: &RunArgs, loaded: &LoadedConfig) -> Result<Option<RunPu
         github,
         trend_runs: loaded.config.report.trend_runs,
         baseline_branch: loaded.config.gate.baseline_branch.clone(),
+        status_context: loaded.config.report.status_context.clone(),
     }))
 }
 
@@ -462,6 +591,7 @@ impl RunPublishing {
         store: &Store,
         report: &RunReport,
         gate_failed: bool,
+        head_sha: Option<&str>,
     ) -> Result<(), Error> {
         let result = (|| {
             let trends = trends(store, report, self.trend_runs, Some(&self.baseline_branch))?;
@@ -470,7 +600,12 @@ impl RunPublishing {
                 write_report_dir(&self.renderer, &report, dir)?;
             }
             if let Some(genv) = &self.github {
-                publish_report(&self.renderer, &report, genv, &PublishOptions::default())?;
+                let opts = PublishOptions {
+                    run_head_sha: head_sha.map(str::to_owned),
+                    status_context: Some(self.status_context.clone()),
+                    ..PublishOptions::default()
+                };
+                publish_report(&self.renderer, &report, genv, &opts)?;
             }
             Ok(())
         })();

@@ -225,7 +225,12 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         .iter()
         .filter(|s| args.suites.is_empty() || args.suites.contains(&s.name))
         .collect();
+    // A harness could read a token from utilgate's own environment (DESIGN.md §13).
+    if !args.trusted {
+        crate::commands::credentials::refuse_near_harness(&loaded.dir)?;
+    }
     let publishing = crate::commands::publish::prepare_run(args, &loaded)?;
+    let pr_event = crate::commands::publish::pull_request_event(&env_lookup())?;
     let store_path = loaded.store_path(args.config.db.as_deref());
     gpu_run::check_workloads(&suites)?;
     let mut store = open_store(&store_path, config.store.busy_timeout_s)?;
@@ -251,7 +256,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     }
 
     let env = env_lookup();
-    let meta = resolve_meta(
+    let mut meta = resolve_meta(
         &MetaFlags {
             git_sha: args.git_sha.clone(),
             branch: args.branch.clone(),
@@ -262,6 +267,10 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         git(&loaded.dir, &["rev-parse", "HEAD"]),
         git(&loaded.dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
     );
+    if let Some(event) = pr_event {
+        meta.pr_number = meta.pr_number.or(event.pr_number);
+        meta.head_sha = event.head_sha;
+    }
 
     let cancel = Arc::new(AtomicBool::new(false));
     {
@@ -431,7 +440,26 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     if cancel.load(Ordering::SeqCst) {
         return Err(Error::Interrupted);
     }
-    let run_id = store.insert_run(&new_run)?;
+    let facts = crate::store::PublishFacts {
+        fail_on: config.gate.fail_on.clone(),
+        gate_passed: !gate_failed,
+        baseline_branch: config.gate.baseline_branch.clone(),
+        thresholds_pct: judgements
+            .iter()
+            .map(|j| (j.key.to_string(), j.threshold_pct))
+            .collect(),
+        status_context: config.report.status_context.clone(),
+        pr_head_sha: meta.head_sha.clone(),
+        missing: judgements
+            .iter()
+            .skip(plans.len())
+            .map(|j| crate::store::MissingCase {
+                key: j.key.clone(),
+                decision: j.decision.clone(),
+            })
+            .collect(),
+    };
+    let run_id = store.insert_run_with(&new_run, Some(&facts))?;
     let stored = store.run(run_id)?.ok_or(Error::NoSuchRun(run_id.0))?;
     let report = report::RunReport::build(&stored, &judgements, &config.gate.fail_on, promote_run);
     match args.format.format {
@@ -439,7 +467,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         Format::Json => output::emit(&report::render_json(&report)?)?,
     }
     if let Some(publishing) = publishing {
-        publishing.finish(&store, &report, gate_failed)?;
+        publishing.finish(&store, &report, gate_failed, meta.head_sha.as_deref())?;
     }
     Ok(if gate_failed {
         Outcome::GateFailed

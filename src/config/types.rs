@@ -62,6 +62,11 @@ pub struct ReportConfig {
     /// Earlier results of a case shown in its trend (Markdown sparkline, HTML chart).
     #[serde(default = "default_trend_runs")]
     pub trend_runs: usize,
+    /// The commit status name per suite: `{suite}` and `{gpu}` are filled in. Without
+    /// `{gpu}` (the default) the name stays the same across a mixed runner pool, so a
+    /// required status check can name it.
+    #[serde(default = "default_status_context")]
+    pub status_context: String,
 }
 
 impl Default for ReportConfig {
@@ -69,12 +74,20 @@ impl Default for ReportConfig {
         Self {
             templates: None,
             trend_runs: default_trend_runs(),
+            status_context: default_status_context(),
         }
     }
 }
 
 fn default_trend_runs() -> usize {
     10
+}
+
+/// The default commit status name: `utilgate/decode`.
+pub const DEFAULT_STATUS_CONTEXT: &str = "utilgate/{suite}";
+
+fn default_status_context() -> String {
+    DEFAULT_STATUS_CONTEXT.to_owned()
 }
 
 fn default_store_path() -> String {

@@ -10,8 +10,8 @@ pub const STATUS_DESCRIPTION_LIMIT: usize = 140;
 
 /// The status context of a suite on a GPU: one check line per suite beside the pull request.
 #[must_use]
-pub fn status_context(suite: &str, gpu_sku: &str) -> String {
-    format!("utilgate/{suite} ({gpu_sku})")
+pub fn status_context(template: &str, suite: &str, gpu_sku: &str) -> String {
+    template.replace("{suite}", suite).replace("{gpu}", gpu_sku)
 }
 
 /// A suite's commit status: failure when the gate fails, error when a case could not be
@@ -133,8 +133,12 @@ mod tests {
         assert!(text.chars().count() <= STATUS_DESCRIPTION_LIMIT);
         assert_eq!(suite_status(&by_name("prefill")).0, CommitState::Success);
         assert_eq!(
-            status_context("decode", "h100-sxm"),
-            "utilgate/decode (h100-sxm)"
+            status_context("utilgate/{suite}", "decode", "h100-sxm"),
+            "utilgate/decode"
+        );
+        assert_eq!(
+            status_context("perf/{suite} ({gpu})", "decode", "h100-sxm"),
+            "perf/decode (h100-sxm)"
         );
     }
 

@@ -126,14 +126,20 @@ CREATE TRIGGER probes_append_only_update BEFORE UPDATE ON probes
     BEGIN SELECT RAISE(ABORT, 'probes are append-only'); END;
 ";
 
-/// Service cases (DESIGN.md §12; `serve.rs`): their own series (a service case is keyed by
+/// What `utilgate publish` needs from a run, stored with it (see `publish.rs`): the gate in
+/// force, the pull request's head commit, the status name. NULL for older runs.
+const V4_PUBLISH: &str = r"
+ALTER TABLE runs ADD COLUMN publish_json TEXT;
+";
+
+/// Service cases (DESIGN.md §12; `serve.rs`), after the publish column: their own series (a service case is keyed by
 /// offered load and lengths, not by phase, batch and context), one result per case per run,
 /// and per repeat the load generator's result object exactly as it was written (so verdicts can
 /// be recomputed by re-reading it) plus its metrics as rows of a generalised metric table: a
 /// file holds whichever percentiles its generator was asked for (`p50`, `p90`, `p99.9`, ...),
 /// so one row per (result, repeat, metric) holds any set and makes history one indexed query.
 /// Baseline moves of service cases are a table of their own, append-only like the others.
-const V4_SERVE: &str = r"
+const V5_SERVE: &str = r"
 CREATE TABLE serve_series (
     id              INTEGER PRIMARY KEY,
     suite           TEXT NOT NULL,
@@ -211,7 +217,13 @@ CREATE TRIGGER serve_baseline_moves_append_only_delete BEFORE DELETE ON serve_ba
 ";
 
 /// The ordered migrations; the store's version is how many of them it has applied.
-pub(crate) const MIGRATIONS: &[&str] = &[V1_TABLES, V2_INDEXES, V3_PROBES, V4_SERVE];
+pub(crate) const MIGRATIONS: &[&str] = &[
+    V1_TABLES,
+    V2_INDEXES,
+    V3_PROBES,
+    V4_PUBLISH,
+    V5_SERVE,
+];
 
 /// The schema version this build writes and reads.
 #[expect(

@@ -1,4 +1,4 @@
-//! Service cases in the store (migration 4, see `schema.rs`): writing a run of service results
+//! Service cases in the store (migration 5, see `schema.rs`): writing a run of service results
 //! with their repeats' raw result objects and metric rows, promoting their baselines in the same
 //! transaction, and reading a case's baseline lineage and a run's service results back. Does I/O
 //! on the store; decides nothing (verdicts and promotions arrive from the caller).

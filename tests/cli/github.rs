@@ -196,12 +196,28 @@ fn publish(env: &TestEnv, actions: &Actions, extra: &[&str]) -> Output {
     cmd.output().expect("runs")
 }
 
-/// A stored baseline on main, then (optionally slower) a run of the pull request.
+/// A stored baseline on main, then (optionally slower) a run of pull request #2 measured as
+/// the PR check measures it: in its `pull_request` event, with no token.
 fn baseline_then_pr(env: &TestEnv, pr_step_ms: &str) {
     let out = env.run("main", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let out = env.run("feature", &[("STEP_MS", pr_step_ms)]);
+    let out = pr_run(env, pr_step_ms);
     assert!(out.status.code().is_some(), "{}", stderr(&out));
+}
+
+/// A run of pull request #2 (head `HEAD_SHA`) in its `pull_request` event, without a token.
+fn pr_run(env: &TestEnv, pr_step_ms: &str) -> Output {
+    let event = env.write(
+        "gh/pr-run-event.json",
+        &fixture("pull_request__opened.payload.json"),
+    );
+    clean(env)
+        .args(["run", "--branch", "feature", "--git-sha", MERGE_SHA])
+        .env("GITHUB_EVENT_NAME", "pull_request")
+        .env("GITHUB_EVENT_PATH", event)
+        .env("STEP_MS", pr_step_ms)
+        .output()
+        .expect("runs")
 }
 
 #[test]
@@ -258,7 +274,7 @@ fn the_first_publish_creates_the_comment_and_the_second_updates_it() {
         assert_eq!(s.url.path(), format!("/repos/{REPO}/statuses/{HEAD_SHA}"));
         let body: Value = s.body_json().expect("json");
         assert_eq!(body["state"], "success");
-        assert_eq!(body["context"], "utilgate/decode (h100-sxm)");
+        assert_eq!(body["context"], "utilgate/decode");
         assert_eq!(
             body["target_url"],
             "https://github.com/Codertocat/Hello-World/actions/runs/4242"
@@ -287,6 +303,7 @@ fn a_regression_fails_the_status_and_annotates_from_run() {
     let out = cmd
         .args([
             "run",
+            "--trusted",
             "--github",
             "--branch",
             "feature",
@@ -353,7 +370,7 @@ fn a_403_explains_the_permissions_block_and_the_gate_still_decides_the_exit() {
     assert_eq!(listed["runs"].as_array().expect("runs").len(), 2);
 
     // A failed gate keeps exit 1 even when the upload fails.
-    let out = env.run("feature", &[("STEP_MS", "11.5")]);
+    let out = pr_run(&env, "11.5");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let out = publish(&env, &actions, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -399,6 +416,7 @@ fn a_fork_pull_request_gets_files_and_a_warning_and_exits_as_the_gate_says() {
     let out = cmd
         .args([
             "run",
+            "--trusted",
             "--github",
             "--report-dir",
             "out",
@@ -442,6 +460,7 @@ fn a_fork_pull_request_gets_files_and_a_warning_and_exits_as_the_gate_says() {
     let out = cmd
         .args([
             "run",
+            "--trusted",
             "--github",
             "--branch",
             "feature",
@@ -491,6 +510,7 @@ fn the_token_never_appears_in_any_output_report_or_the_store() {
         actions.apply(&mut cmd);
         cmd.args([
             "run",
+            "--trusted",
             "--github",
             "--report-dir",
             "out",

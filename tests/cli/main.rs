@@ -16,3 +16,6 @@ mod python;
 mod report;
 mod run;
 mod serve;
+mod standin;
+mod trust;
+mod workflows;
