@@ -217,13 +217,7 @@ CREATE TRIGGER serve_baseline_moves_append_only_delete BEFORE DELETE ON serve_ba
 ";
 
 /// The ordered migrations; the store's version is how many of them it has applied.
-pub(crate) const MIGRATIONS: &[&str] = &[
-    V1_TABLES,
-    V2_INDEXES,
-    V3_PROBES,
-    V4_PUBLISH,
-    V5_SERVE,
-];
+pub(crate) const MIGRATIONS: &[&str] = &[V1_TABLES, V2_INDEXES, V3_PROBES, V4_PUBLISH, V5_SERVE];
 
 /// The schema version this build writes and reads.
 #[expect(
