@@ -369,6 +369,8 @@ pub enum ConfigCommand {
 pub struct ConfigCheckArgs {
     #[arg(long, short = 'c', env = "UTILGATE_CONFIG", default_value = crate::config::DEFAULT_CONFIG_PATH)]
     pub config: PathBuf,
+    #[command(flatten)]
+    pub format: FormatArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -14,9 +14,20 @@ use octocrab::models::StatusState;
 use serde::Deserialize;
 use thiserror::Error;
 
+mod checks;
+
+pub use checks::{
+    ANNOTATIONS_PER_REQUEST, AnnotationLevel, CHECK_OUTPUT_LIMIT, CHECK_TITLE_LIMIT,
+    CheckAnnotation, CheckConclusion, CheckOutput, CheckRunPost, CheckRunStart, ChecksMode,
+};
+
 /// The `permissions:` block a workflow needs for `utilgate publish`.
 pub const PERMISSIONS_BLOCK: &str =
     "permissions:\n  contents: read\n  pull-requests: write\n  statuses: write";
+
+/// The `permissions:` block a workflow needs when `[github] checks` posts check runs.
+pub const CHECKS_PERMISSIONS_BLOCK: &str =
+    "permissions:\n  contents: read\n  pull-requests: write\n  statuses: write\n  checks: write";
 
 /// A GitHub token. Never printed: `Debug` shows `***` and there is no `Display`.
 #[derive(Clone, PartialEq, Eq)]
@@ -112,6 +123,8 @@ pub struct Publication {
     pub pr_number: Option<u64>,
     pub comments: Vec<CommentPost>,
     pub statuses: Vec<StatusPost>,
+    /// Check runs to complete (or create completed), one per suite (`[github] checks`).
+    pub check_runs: Vec<CheckRunPost>,
 }
 
 /// What happened to one comment.
@@ -126,6 +139,7 @@ pub enum CommentAction {
 pub struct Published {
     pub comments: Vec<CommentAction>,
     pub statuses: usize,
+    pub check_runs: usize,
 }
 
 #[derive(Debug, Error)]
@@ -141,6 +155,9 @@ pub enum GithubError {
     Client { api_url: String, message: String },
     #[error("GitHub refused to {action} (403 Forbidden): {message}")]
     Forbidden { action: String, message: String },
+    /// A 403 on a check run: the token lacks `checks: write` (or is not an app token).
+    #[error("GitHub refused to {action} (403 Forbidden): {message}")]
+    ChecksForbidden { action: String, message: String },
     #[error("GitHub could not find where to {action} (404 Not Found): {message}")]
     NotFound { action: String, message: String },
     #[error("GitHub rejected the token while trying to {action} (401): {message}")]
@@ -170,6 +187,9 @@ impl GithubError {
         match self {
             GithubError::Forbidden { .. } => Some(format!(
                 "give the workflow's GITHUB_TOKEN write access to comments and statuses; add to the job:\n{PERMISSIONS_BLOCK}\n(a pull request from a fork never gets a write token: use the two-workflow pattern in the README, under Pull requests from forks)"
+            )),
+            GithubError::ChecksForbidden { .. } => Some(format!(
+                "check runs need `checks: write`; add to the job:\n{CHECKS_PERMISSIONS_BLOCK}\n(only the workflow's GITHUB_TOKEN or a GitHub App token can write check runs, a personal access token cannot; or set [github] checks = \"status\")"
             )),
             GithubError::NotFound { .. } => Some(
                 "check GITHUB_REPOSITORY and the pull-request number; a token without access to the repository also gets 404".to_owned(),
@@ -223,7 +243,7 @@ fn describe(err: &octocrab::Error) -> String {
     parts.join(": ")
 }
 
-fn api_error(action: &str, err: &octocrab::Error) -> GithubError {
+pub(crate) fn api_error(action: &str, err: &octocrab::Error) -> GithubError {
     let message = describe(err);
     let action = action.to_owned();
     match err {
@@ -244,29 +264,48 @@ fn api_error(action: &str, err: &octocrab::Error) -> GithubError {
 /// Post the comments (create once, then update the comment that holds the marker) and the
 /// statuses. Stops at the first failure, which names what it was doing.
 pub fn publish(target: &GithubTarget, publication: &Publication) -> Result<Published, GithubError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(GithubError::Runtime)?;
-    runtime.block_on(publish_async(target, publication))
+    runtime()?.block_on(publish_async(target, publication))
 }
 
-async fn publish_async(
-    target: &GithubTarget,
-    publication: &Publication,
-) -> Result<Published, GithubError> {
+/// The octocrab client for a target, with the token and timeouts.
+fn client(target: &GithubTarget) -> Result<Octocrab, GithubError> {
     let client_error = |err: &octocrab::Error| GithubError::Client {
         api_url: target.api_url.clone(),
         message: describe(err),
     };
-    let octo = Octocrab::builder()
+    Octocrab::builder()
         .base_uri(target.api_url.as_str())
         .map_err(|e| client_error(&e))?
         .personal_token(target.token.0.clone())
         .set_connect_timeout(Some(Duration::from_secs(10)))
         .set_read_timeout(Some(Duration::from_secs(30)))
         .build()
-        .map_err(|e| client_error(&e))?;
+        .map_err(|e| client_error(&e))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, GithubError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(GithubError::Runtime)
+}
+
+/// Create the `in_progress` check runs a run shows while it measures; their ids, in order.
+pub fn start_check_runs(
+    target: &GithubTarget,
+    starts: &[CheckRunStart],
+) -> Result<Vec<u64>, GithubError> {
+    runtime()?.block_on(async {
+        let octo = client(target)?;
+        checks::start(&octo, target, starts).await
+    })
+}
+
+async fn publish_async(
+    target: &GithubTarget,
+    publication: &Publication,
+) -> Result<Published, GithubError> {
+    let octo = client(target)?;
     let mut done = Published::default();
     if let Some(pr) = publication.pr_number {
         let issues = octo.issues(&target.owner, &target.repo);
@@ -296,8 +335,14 @@ async fn publish_async(
                 .min_by_key(|c| c.id.0);
             let action = if let Some(old) = found {
                 let what = format!("update comment {} on pull request #{pr}", old.id);
-                let new = issues
-                    .update_comment(old.id, &comment.body)
+                // GitHub documents PATCH for this endpoint; octocrab's `update_comment`
+                // sends POST, which a server implementing only the documented verb refuses.
+                let route = format!(
+                    "/repos/{}/{}/issues/comments/{}",
+                    target.owner, target.repo, old.id
+                );
+                let new: octocrab::models::issues::Comment = octo
+                    .patch(route, Some(&serde_json::json!({ "body": comment.body })))
                     .await
                     .map_err(|e| api_error(&what, &e))?;
                 CommentAction::Updated {
@@ -340,6 +385,7 @@ async fn publish_async(
         request.send().await.map_err(|e| api_error(&what, &e))?;
         done.statuses += 1;
     }
+    done.check_runs = checks::complete(&octo, target, &publication.check_runs).await?;
     Ok(done)
 }
 
@@ -479,22 +525,6 @@ pub struct PullHead {
     pub sha: String,
     /// `owner/name` of the repository the pull request merges into.
     pub base_repository: Option<String>,
-}
-
-/// A client for the reads below (the same settings as [`publish`]'s).
-fn client(target: &GithubTarget) -> Result<Octocrab, GithubError> {
-    let client_error = |err: &octocrab::Error| GithubError::Client {
-        api_url: target.api_url.clone(),
-        message: describe(err),
-    };
-    Octocrab::builder()
-        .base_uri(target.api_url.as_str())
-        .map_err(|e| client_error(&e))?
-        .personal_token(target.token.0.clone())
-        .set_connect_timeout(Some(Duration::from_secs(10)))
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .build()
-        .map_err(|e| client_error(&e))
 }
 
 /// One GET of a JSON document, on a current-thread runtime.

@@ -5,6 +5,7 @@ pub mod baseline;
 pub mod compare;
 pub mod config;
 pub mod credentials;
+pub mod device;
 pub mod floor;
 pub mod gpu_run;
 pub mod judge;

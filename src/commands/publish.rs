@@ -17,7 +17,8 @@ use crate::commands::{Outcome, env_lookup, runs};
 use crate::config::{Config, GateConfig, LoadedConfig, ReportConfig};
 use crate::error::Error;
 use crate::github::{
-    self, CommentAction, CommentPost, GithubError, GithubTarget, Publication, StatusPost, Token,
+    self, CHECK_OUTPUT_LIMIT, CheckOutput, CheckRunPost, CheckRunStart, ChecksMode, CommentAction,
+    CommentPost, GithubError, GithubTarget, Publication, StatusPost, Token,
 };
 use crate::output;
 use crate::report::{
@@ -88,6 +89,12 @@ pub struct PublishOptions {
     pub event_file: Option<PathBuf>,
     pub pr: Option<u64>,
     pub sha: Option<String>,
+    /// Statuses, check runs or both (`[github] checks`).
+    pub checks: ChecksMode,
+    /// Check runs created `in_progress` when the run started, by name.
+    pub check_run_ids: BTreeMap<String, u64>,
+    /// The file check-run annotations point at (the config, as the repository names it).
+    pub annotation_path: Option<String>,
     /// The pull request head commit the run measured (stored with it), when it measured one.
     pub run_head_sha: Option<String>,
     /// The status name template (default: `utilgate/{suite}`).
@@ -407,12 +414,7 @@ pub fn publish_report(
         return Ok(());
     };
     let pr = opts.pr.or(event.pr_number).or(report.run.pr_number);
-    let sha = opts
-        .sha
-        .clone()
-        .or(event.head_sha)
-        .or_else(|| genv.sha.clone())
-        .or_else(|| report.run.git_sha.clone());
+    let sha = head_sha(genv, opts, &event).or_else(|| report.run.git_sha.clone());
     check_belongs(report, opts, pr, sha.as_deref())?;
     let template = opts
         .status_context
@@ -430,7 +432,22 @@ pub fn publish_report(
                 body: renderer.comment(report, &suite.name, GITHUB_COMMENT_LIMIT)?,
             });
         }
-        if let Some(sha) = &sha {
+        if let Some(sha) = &sha
+            && opts.checks.check_runs()
+        {
+            let name = report::status_context(template, &suite.name, &report.run.gpu_sku);
+            let details = target_url.clone();
+            publication.check_runs.push(check_run(
+                renderer,
+                report,
+                suite,
+                (name, sha, details),
+                opts,
+            )?);
+        }
+        if let Some(sha) = &sha
+            && opts.checks.statuses()
+        {
             let (state, description) = report::suite_status(suite);
             publication.statuses.push(StatusPost {
                 sha: sha.clone(),
@@ -441,7 +458,10 @@ pub fn publish_report(
             });
         }
     }
-    if publication.comments.is_empty() && publication.statuses.is_empty() {
+    if publication.comments.is_empty()
+        && publication.statuses.is_empty()
+        && publication.check_runs.is_empty()
+    {
         output::warn(
             "nothing to publish: no pull request and no commit (set GITHUB_SHA or pass --sha)",
         );
@@ -468,8 +488,51 @@ pub fn publish_report(
             done.statuses
         );
     }
+    if let Some(sha) = &sha
+        && done.check_runs > 0
+    {
+        let _ = writeln!(text, "published: {} check run(s) on {sha}", done.check_runs);
+    }
     note(text.trim_end());
     Ok(())
+}
+
+/// The head commit a pull request's checks belong to: `--sha`, the event's head (for
+/// `pull_request` events `GITHUB_SHA` is a merge commit), then `GITHUB_SHA`.
+fn head_sha(genv: &GithubEnv, opts: &PublishOptions, event: &github::EventInfo) -> Option<String> {
+    opts.sha
+        .clone()
+        .or_else(|| event.head_sha.clone())
+        .or_else(|| genv.sha.clone())
+}
+
+/// A suite's completed check run: conclusion, title, the summary table and the full report
+/// (evidence) as its output, cut to GitHub's limits, and an annotation per failing case.
+/// `run` names the check run (as the status is named), the head commit and the details link.
+fn check_run(
+    renderer: &Renderer,
+    report: &RunReport,
+    suite: &report::SuiteReport,
+    (name, sha, details_url): (String, &str, Option<String>),
+    opts: &PublishOptions,
+) -> Result<CheckRunPost, Error> {
+    let one = report.for_suite(&suite.name);
+    let summary = renderer.render(ReportFormat::Summary, &one)?;
+    let text = renderer.render(ReportFormat::Markdown, &one)?;
+    let path = opts.annotation_path.as_deref().unwrap_or("utilgate.toml");
+    Ok(CheckRunPost {
+        id: opts.check_run_ids.get(&name).copied(),
+        head_sha: sha.to_owned(),
+        details_url,
+        conclusion: report::suite_conclusion(suite),
+        output: CheckOutput {
+            title: report::check_title(suite),
+            summary: report::fit_comment(&summary, CHECK_OUTPUT_LIMIT),
+            text: Some(report::fit_comment(&text, CHECK_OUTPUT_LIMIT)),
+            annotations: report::check_annotations(report, &suite.name, path, 1),
+        },
+        name,
+    })
 }
 
 /// The exit a stored run's report stands for: the gate first, then cases that failed to run.
@@ -535,6 +598,9 @@ pub fn publish(args: &PublishArgs) -> Result<Outcome, Error> {
         run_head_sha: facts.as_ref().and_then(|f| f.pr_head_sha.clone()),
         status_context: Some(status_context(config.as_ref(), facts.as_ref())),
         target_url: None,
+        checks: config.as_ref().map(|c| c.github.checks).unwrap_or_default(),
+        annotation_path: loaded.as_ref().map(annotation_path),
+        ..PublishOptions::default()
     };
     let genv = GithubEnv::from_env(&env_lookup());
     let result = (|| {
@@ -555,6 +621,15 @@ pub struct RunPublishing {
     trend_runs: usize,
     baseline_branch: String,
     status_context: String,
+    /// Check runs, the ids of those started `in_progress`, and where annotations point.
+    checks: PublishOptions,
+}
+
+/// The config file as the repository names it (relative to the working directory, which in
+/// Actions is the checkout), for check-run annotations.
+fn annotation_path(loaded: &LoadedConfig) -> String {
+    let path = loaded.path.strip_prefix("./").unwrap_or(&loaded.path);
+    path.to_string_lossy().replace('\\', "/")
 }
 
 /// Validate `--report-dir` and `--github` before the first harness starts: the directory is
@@ -581,10 +656,48 @@ pub fn prepare_run(args: &RunArgs, loaded: &LoadedConfig) -> Result<Option<RunPu
         trend_runs: loaded.config.report.trend_runs,
         baseline_branch: loaded.config.gate.baseline_branch.clone(),
         status_context: loaded.config.report.status_context.clone(),
+        checks: PublishOptions {
+            checks: loaded.config.github.checks,
+            annotation_path: Some(annotation_path(loaded)),
+            ..PublishOptions::default()
+        },
     }))
 }
 
 impl RunPublishing {
+    /// With `[github] checks` asking for check runs: create one `in_progress` check run per
+    /// suite on the pull request's head commit, so the pull request shows the gate running.
+    /// A fork's read-only token gets none (the warning comes at the end).
+    pub fn start(&mut self, gpu_sku: &str, suites: &[&str]) -> Result<(), Error> {
+        let Some(genv) = &self.github else {
+            return Ok(());
+        };
+        if !self.checks.checks.check_runs() {
+            return Ok(());
+        }
+        let event = read_event(genv, &self.checks)?;
+        let Some(target) = check_ready(genv, &self.checks)? else {
+            return Ok(());
+        };
+        let Some(sha) = head_sha(genv, &self.checks, &event) else {
+            output::warn("no commit to show the gate running on (set GITHUB_SHA)");
+            return Ok(());
+        };
+        let starts: Vec<CheckRunStart> = suites
+            .iter()
+            .map(|suite| CheckRunStart {
+                name: report::status_context(&self.status_context, suite, gpu_sku),
+                head_sha: sha.clone(),
+                details_url: genv.run_url.clone(),
+            })
+            .collect();
+        let ids = github::start_check_runs(&target, &starts)?;
+        for (start, id) in starts.into_iter().zip(ids) {
+            self.checks.check_run_ids.insert(start.name, id);
+        }
+        Ok(())
+    }
+
     /// Write the report files and publish, after the run is stored.
     pub fn finish(
         &self,
@@ -603,7 +716,7 @@ impl RunPublishing {
                 let opts = PublishOptions {
                     run_head_sha: head_sha.map(str::to_owned),
                     status_context: Some(self.status_context.clone()),
-                    ..PublishOptions::default()
+                    ..self.checks.clone()
                 };
                 publish_report(&self.renderer, &report, genv, &opts)?;
             }

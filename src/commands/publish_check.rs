@@ -123,6 +123,7 @@ fn mark_not_measured(
                 pr_number: None,
                 comments: Vec::new(),
                 statuses,
+                check_runs: Vec::new(),
             },
         )?;
     }
@@ -291,6 +292,8 @@ pub fn publish_after_check(args: &PublishArgs) -> Result<Outcome, Error> {
         run_head_sha: run_head,
         status_context: Some(publish::status_context(config, facts.as_ref())),
         target_url: check.event.html_url.clone(),
+        checks: config.map(|c| c.github.checks).unwrap_or_default(),
+        ..PublishOptions::default()
     };
     let result = (|| {
         if let Some(dir) = &args.report_dir {

@@ -20,7 +20,7 @@ pub use load::{LoadedConfig, load, resolve_model};
 pub use parse::parse;
 pub use types::{
     CaseOverride, Config, DEFAULT_CONFIG, DEFAULT_CONFIG_PATH, DEFAULT_STATUS_CONTEXT,
-    DEFAULT_STORE_PATH, GateConfig, GpuConfig, ModelConfig, ReportConfig, StoreConfig, SuiteConfig,
-    Workload,
+    DEFAULT_STORE_PATH, GateConfig, GithubConfig, GpuConfig, ModelConfig, ReportConfig,
+    StoreConfig, SuiteConfig, Workload,
 };
 pub use validate::{ValidationContext, validate};

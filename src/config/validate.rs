@@ -117,13 +117,8 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
         }
     }
 
-    if config.suites.is_empty() {
-        push(
-            "suite".into(),
-            "no suite is defined".into(),
-            "add a [[suite]] table with name, command, models, precisions, phases, batches and contexts",
-        );
-    }
+    // No suite is fine here: `floor`, `runs`, `baseline` and `report` need none; `run`
+    // refuses an empty grid itself (`Error::NoSuites`) and `config check` notes it.
     let mut names = BTreeSet::new();
     for (i, suite) in config.suites.iter().enumerate() {
         let at = |field: &str| format!("suite[{i}].{field}");

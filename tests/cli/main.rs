@@ -5,6 +5,8 @@
     reason = "tests start processes and read the environment"
 )]
 
+mod adopt;
+mod checks;
 mod env;
 mod example;
 mod failures;

@@ -9,7 +9,7 @@ use std::process::Output;
 use serde_json::{Value, json};
 
 use crate::env::{SCRIPT_HARNESS, TestEnv, stderr};
-use crate::standin::{HEAD_SHA, REPO, StandIn, TOKEN, fixture_json, workflow_run_event};
+use crate::standin::{HEAD_SHA, REPO, StandIn, fixture_json, workflow_run_event};
 
 const MERGE_SHA: &str = "1111111111111111111111111111111111111111";
 const MAIN_SHA: &str = "2222222222222222222222222222222222222222";
@@ -61,25 +61,32 @@ fn step<'a>(wf: &'a Value, job: &str, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no step {name:?} in job {job}"))
 }
 
+/// Each scanning test's own token: tests run in parallel, and a harness scanning `/proc` sees
+/// every other test's processes too.
+const PR_CHECK_TOKEN: &str = "ghs_WorkflowsPrCheckToken0123456789SECRET";
+const ATTACK_TOKEN: &str = "ghs_WorkflowsAttackToken0123456789SECRET";
+const NIGHTLY_TOKEN: &str = "ghs_WorkflowsNightlyToken0123456789SECRET";
+const PUBLISH_TOKEN: &str = "ghs_WorkflowsPublishToken0123456789SECRET";
+
 /// Fill in the expressions a step's `env:` may hold, as GitHub would.
-fn expand(value: &str, runner_temp: &Path) -> String {
+fn expand(value: &str, runner_temp: &Path, token: &str) -> String {
     value
-        .replace("${{ secrets.GITHUB_TOKEN }}", TOKEN)
-        .replace("${{ github.token }}", TOKEN)
+        .replace("${{ secrets.GITHUB_TOKEN }}", token)
+        .replace("${{ github.token }}", token)
         .replace("${{ runner.temp }}", &runner_temp.to_string_lossy())
         .replace("${{ github.repository }}", REPO)
 }
 
 /// The environment a step of `job` gets from the YAML: the workflow's, the job's and the
 /// step's `env:`, later ones winning.
-fn yaml_env(wf: &Value, job: &str, step: &Value, runner_temp: &Path) -> Vec<(String, String)> {
+fn yaml_env(wf: &Value, job: &str, step: &Value, runner: &Runner) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for level in [&wf["env"], &wf["jobs"][job]["env"], &step["env"]] {
         if let Some(map) = level.as_object() {
             for (k, v) in map {
                 let v = v.as_str().map_or_else(|| v.to_string(), str::to_owned);
                 out.retain(|(name, _)| name != k);
-                out.push((k.clone(), expand(&v, runner_temp)));
+                out.push((k.clone(), expand(&v, &runner.temp, &runner.token)));
             }
         }
     }
@@ -95,6 +102,8 @@ struct Runner {
     head_ref: &'static str,
     temp: PathBuf,
     api: String,
+    /// What `secrets.GITHUB_TOKEN` holds.
+    token: String,
 }
 
 /// Run a step's `run:` script with bash as GitHub does (`bash --noprofile --norc -eo pipefail`),
@@ -108,6 +117,7 @@ fn run_step(
     extra: &[(&str, &str)],
     append: &str,
 ) -> Output {
+    std::fs::create_dir_all(&runner.temp).expect("the runner's temp directory");
     let step = step(wf, job, name);
     let script = format!("{}{append}", step["run"].as_str().expect("a run step"));
     let bin = assert_cmd::cargo::cargo_bin("utilgate");
@@ -136,7 +146,7 @@ fn run_step(
         .env("GITHUB_SERVER_URL", "https://github.com")
         .env("GITHUB_RUN_ID", "999")
         .env("GITHUB_STEP_SUMMARY", runner.temp.join("summary.md"));
-    for (k, v) in yaml_env(wf, job, step, &runner.temp) {
+    for (k, v) in yaml_env(wf, job, step, runner) {
         cmd.env(k, v);
     }
     for (k, v) in extra {
@@ -146,11 +156,11 @@ fn run_step(
 }
 
 /// A checkout whose harness is the scanner, and main's store (a nightly that passed).
-fn checkout() -> TestEnv {
+fn checkout(token: &str) -> TestEnv {
     let env = TestEnv::new();
     env.write("harness.sh", SCRIPT_HARNESS);
     env.write("scan.sh", SCAN_HARNESS);
-    env.write("needle", TOKEN);
+    env.write("needle", token);
     env.write_config(
         &TestEnv::config_with("env = { SCAN_DIR = \".\" }").replace("sh harness.sh", "sh scan.sh"),
     );
@@ -188,7 +198,7 @@ fn labeled_event(env: &TestEnv) -> PathBuf {
     env.write("runner/labeled.json", &event.to_string())
 }
 
-fn pr_runner(env: &TestEnv, api: &str) -> Runner {
+fn pr_runner(env: &TestEnv, api: &str, token: &str) -> Runner {
     Runner {
         event_name: "pull_request",
         event: labeled_event(env),
@@ -197,6 +207,7 @@ fn pr_runner(env: &TestEnv, api: &str) -> Runner {
         head_ref: "changes",
         temp: env.path().join("runner/temp"),
         api: api.to_owned(),
+        token: token.to_owned(),
     }
 }
 
@@ -209,6 +220,7 @@ fn publish_runner(env: &TestEnv, api: &str, event: &Value) -> Runner {
         head_ref: "",
         temp: env.path().join("runner/temp"),
         api: api.to_owned(),
+        token: PUBLISH_TOKEN.to_owned(),
     }
 }
 
@@ -243,10 +255,10 @@ fn the_pr_check_job_holds_no_token_and_leaves_none_in_git_config() {
 
 #[test]
 fn a_harness_started_by_the_pr_check_finds_no_token_and_the_publish_half_posts_its_verdicts() {
-    let env = checkout();
+    let env = checkout(PR_CHECK_TOKEN);
     let gh = StandIn::start(HEAD_SHA, &[]);
     let check = workflow("pr-check.yml");
-    let runner = pr_runner(&env, &gh.uri());
+    let runner = pr_runner(&env, &gh.uri(), PR_CHECK_TOKEN);
     let out = run_step(&check, "gate", "Run the gate", &runner, env.path(), &[], "");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let scans = scans(&env);
@@ -288,7 +300,7 @@ fn a_harness_started_by_the_pr_check_finds_no_token_and_the_publish_half_posts_i
     );
     let out = run_step(&publish, "publish", "Publish", &runner, env.path(), &[], "");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(!stderr(&out).contains(TOKEN));
+    assert!(!stderr(&out).contains(PUBLISH_TOKEN));
     let comments = gh.writes("/issues/2/comments");
     assert_eq!(comments.len(), 1, "{comments:?}");
     let statuses = gh.writes("/statuses/");
@@ -306,10 +318,10 @@ fn a_harness_started_by_the_pr_check_finds_no_token_and_the_publish_half_posts_i
 
 #[test]
 fn the_attack_the_refusal_stops_a_token_in_utilgates_own_environment() {
-    let env = checkout();
+    let env = checkout(ATTACK_TOKEN);
     let gh = StandIn::start(HEAD_SHA, &[]);
     let check = workflow("pr-check.yml");
-    let runner = pr_runner(&env, &gh.uri());
+    let runner = pr_runner(&env, &gh.uri(), ATTACK_TOKEN);
     // The old example put the token in the step's env: utilgate now refuses to start.
     let out = run_step(
         &check,
@@ -317,14 +329,14 @@ fn the_attack_the_refusal_stops_a_token_in_utilgates_own_environment() {
         "Run the gate",
         &runner,
         env.path(),
-        &[("GITHUB_TOKEN", TOKEN)],
+        &[("GITHUB_TOKEN", ATTACK_TOKEN)],
         "",
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("GITHUB_TOKEN"), "{err}");
     assert!(err.contains("--trusted"), "{err}");
-    assert!(!err.contains(TOKEN), "{err}");
+    assert!(!err.contains(ATTACK_TOKEN), "{err}");
     assert!(scans(&env).is_empty(), "no harness started");
 
     // Told the job is trusted, utilgate starts it, and the scan does find the token in
@@ -335,7 +347,7 @@ fn the_attack_the_refusal_stops_a_token_in_utilgates_own_environment() {
         "Run the gate",
         &runner,
         env.path(),
-        &[("GITHUB_TOKEN", TOKEN)],
+        &[("GITHUB_TOKEN", ATTACK_TOKEN)],
         " --trusted",
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -346,7 +358,7 @@ fn the_attack_the_refusal_stops_a_token_in_utilgates_own_environment() {
 
 #[test]
 fn a_check_that_did_not_finish_is_not_measured_never_green() {
-    let env = checkout();
+    let env = checkout(PUBLISH_TOKEN);
     let publish = workflow("pr-publish.yml");
     for conclusion in ["cancelled", "timed_out", "skipped", "success"] {
         let gh = StandIn::start(HEAD_SHA, &[]);
@@ -419,4 +431,99 @@ fn every_permission_in_the_workflows_says_why() {
         }
     }
     assert!(checked >= 10, "{checked} permission lines");
+}
+
+#[test]
+fn the_nightly_measures_without_a_token_and_a_separate_job_posts_its_statuses() {
+    let wf = workflow("nightly.yml");
+    assert_eq!(wf["permissions"], json!({}));
+    assert_eq!(
+        wf["jobs"]["measure"]["permissions"],
+        json!({ "contents": "read" })
+    );
+    assert_eq!(
+        wf["jobs"]["publish"]["permissions"],
+        json!({ "statuses": "write" })
+    );
+    let measure = serde_json::to_string(&wf["jobs"]["measure"]).expect("json");
+    for forbidden in ["secrets.", "github.token", "GITHUB_TOKEN", "GH_TOKEN"] {
+        assert!(
+            !measure.contains(forbidden),
+            "{forbidden} in the measuring job"
+        );
+    }
+    let publish = serde_json::to_string(&wf["jobs"]["publish"]).expect("json");
+    assert!(
+        !publish.contains("actions/checkout"),
+        "the posting job runs no repository code"
+    );
+    let upload = step(&wf, "measure", "Upload the store (the durable history)");
+    assert_eq!(upload["with"]["retention-days"], json!(30));
+    assert_eq!(upload["with"]["name"], "utilgate-store");
+
+    let env = checkout(NIGHTLY_TOKEN);
+    std::fs::remove_file(env.db()).expect("a fresh store");
+    let gh = StandIn::start(HEAD_SHA, &[]);
+    let event = env.write("runner/schedule.json", r#"{"schedule": "17 3 * * *"}"#);
+    let runner = Runner {
+        event_name: "schedule",
+        event,
+        sha: MAIN_SHA,
+        git_ref: "refs/heads/main",
+        head_ref: "",
+        temp: env.path().join("runner/temp"),
+        api: gh.uri(),
+        token: NIGHTLY_TOKEN.to_owned(),
+    };
+    let out = run_step(
+        &wf,
+        "measure",
+        "Run the gate",
+        &runner,
+        env.path(),
+        &[("GITHUB_REF_NAME", "main")],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        scans(&env)
+            .iter()
+            .all(|(_, bytes, found)| *bytes > 0 && *found == 0)
+    );
+    assert!(gh.requests().is_empty(), "the measuring job posts nothing");
+    let out = run_step(
+        &wf,
+        "measure",
+        "Export the baselines",
+        &runner,
+        env.path(),
+        &[],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let exported = std::fs::read_dir(env.path().join("utilgate-report"))
+        .expect("report dir")
+        .filter_map(Result::ok)
+        .any(|e| e.file_name().to_string_lossy().contains("baselines"));
+    assert!(exported, "the reviewed export is uploaded with the reports");
+
+    // The publish job downloads the uploaded store into store/ and posts from it.
+    let job = env.path().join("publish-job");
+    std::fs::create_dir_all(job.join("store")).expect("mkdir");
+    std::fs::copy(env.db(), job.join("store/utilgate.db")).expect("artifact");
+    let out = run_step(
+        &wf,
+        "publish",
+        "Publish the statuses",
+        &runner,
+        &job,
+        &[],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let statuses = gh.writes("/statuses/");
+    assert_eq!(statuses.len(), 1);
+    assert_eq!(statuses[0].0, format!("/repos/{REPO}/statuses/{MAIN_SHA}"));
+    assert_eq!(statuses[0].1["state"], "success");
+    assert_eq!(statuses[0].1["context"], "utilgate/decode");
 }
