@@ -96,6 +96,10 @@ pub enum Command {
     /// Record results produced elsewhere as a run, judged and promoted as `run` does.
     #[command(subcommand)]
     Import(ImportCommand),
+    /// Analyse profiler traces (torch.profiler / Kineto JSON, .json.gz, or a
+    /// `tensorboard_trace_handler` directory): per-step breakdown, diagnosis, and the diff of two.
+    #[command(subcommand)]
+    Trace(TraceCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -150,6 +154,42 @@ pub struct ImportServeArgs {
     pub no_promote: bool,
     #[command(flatten)]
     pub format: FormatArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Per-step analysis of one trace and what it suggests.
+    ///
+    /// Example: utilgate trace show traces/worker0.1733000000.pt.trace.json.gz
+    Show(TraceShowArgs),
+    /// What changed from one trace to another, largest time change first.
+    ///
+    /// Example: utilgate trace diff baseline.json.gz now.json.gz --format json
+    Diff(TraceDiffArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TraceShowArgs {
+    /// A trace file (.json or .json.gz) or a directory holding *.pt.trace.json[.gz] (the newest is read).
+    pub trace: PathBuf,
+    #[command(flatten)]
+    pub format: FormatArgs,
+    /// How many kernels or operators to list.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct TraceDiffArgs {
+    /// The earlier trace (the last good run's).
+    pub then: PathBuf,
+    /// The later trace.
+    pub now: PathBuf,
+    #[command(flatten)]
+    pub format: FormatArgs,
+    /// How many changed kernels and operators to list.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
 }
 
 #[derive(Debug, Args)]

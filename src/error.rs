@@ -7,6 +7,7 @@ use thiserror::Error;
 
 use crate::catalog::CatalogError;
 use crate::config::ConfigError;
+use crate::evidence::TraceFileError;
 use crate::floor::FloorError;
 use crate::github::GithubError;
 use crate::gpu::GpuError;
@@ -37,6 +38,8 @@ pub enum Error {
     Gpu(#[from] GpuError),
     #[error(transparent)]
     Serve(#[from] ServeError),
+    #[error(transparent)]
+    Trace(#[from] TraceFileError),
     #[error("failed to access {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -73,6 +76,7 @@ impl Error {
             Error::Render(e) => e.hint(),
             Error::Gpu(e) => e.hint(),
             Error::Serve(e) => e.hint(),
+            Error::Trace(e) => e.hint(),
             Error::NoSuites { .. } => Some(
                 "add a [[suite]] table with name, command, models, precisions, phases, batches and contexts (`utilgate config default` shows one)".into(),
             ),

@@ -11,6 +11,7 @@ pub mod commands;
 pub mod compare;
 pub mod config;
 pub mod error;
+pub mod evidence;
 pub mod floor;
 pub mod github;
 pub mod gpu;

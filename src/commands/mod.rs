@@ -16,13 +16,16 @@ pub mod report;
 pub mod run;
 pub mod runs;
 pub mod serve;
+pub mod trace;
 
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::Error;
-use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, ImportCommand, RunsCommand};
+use crate::cli::{
+    Cli, Command, ConfigCommand, HarnessCommand, ImportCommand, RunsCommand, TraceCommand,
+};
 use crate::store::Store;
 
 /// What a command concluded.
@@ -72,6 +75,8 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         }
         Command::Probe(args) => probe::probe(args),
         Command::Import(ImportCommand::Serve(args)) => serve::import_serve(args),
+        Command::Trace(TraceCommand::Show(args)) => trace::show(args),
+        Command::Trace(TraceCommand::Diff(args)) => trace::diff_cmd(args),
     }
 }
 

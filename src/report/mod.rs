@@ -2,6 +2,7 @@
 //! minijinja templates: PR comment, step summary, HTML, `JUnit`).
 
 mod context;
+pub mod evidence;
 pub mod floor;
 mod github_text;
 mod human;
