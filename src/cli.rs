@@ -131,6 +131,64 @@ pub struct ManArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// Record load-generator result files (`vllm bench serve --save-result`, vLLM's
+    /// `benchmark_serving.py`, `SGLang`'s `bench_serving` JSONL) as one run of service cases.
+    ///
+    /// Cases are keyed by the file's model, request rate (and max concurrency) and configured
+    /// lengths; several files of one case are its repeats. No config is needed: without one the
+    /// store is .utilgate/utilgate.db and the gate's defaults apply.
+    ///
+    /// Example: utilgate import serve results/rate4-r*.json --suite nightly-serve
+    #[command(after_help = EXIT_CODES)]
+    Serve(ImportServeArgs),
+    /// Store a run that `utilgate run` could not write, from the rescue file it printed.
+    ///
+    /// Example: utilgate import run .utilgate/utilgate.db.rescue-20260101T020000Z.json
+    Run(ImportRunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ImportServeArgs {
+    /// Result files (JSON, or JSON lines with one result per line).
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The config, when there is one: its store, gate and `[serve]` settings are used.
+    #[arg(long, short = 'c', env = "UTILGATE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// The `SQLite` store (default: `[store] path` in the config, else .utilgate/utilgate.db).
+    #[arg(long, env = "UTILGATE_DB")]
+    pub db: Option<PathBuf>,
+    /// Suite name the cases are stored under.
+    #[arg(long, default_value = "serve")]
+    pub suite: String,
+    /// Model name for the case key (default: the file's `model_id`; required where the file
+    /// has none, as in older `SGLang` output).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// GPU SKU the results were measured on (results are compared within one SKU).
+    #[arg(long, default_value = "unknown")]
+    pub gpu: String,
+    /// Commit the results measure (default: `GITHUB_SHA`, else git).
+    #[arg(long)]
+    pub git_sha: Option<String>,
+    /// Branch the results measure (default: `GITHUB_HEAD_REF` or `GITHUB_REF_NAME`, else git).
+    #[arg(long)]
+    pub branch: Option<String>,
+    /// What produced them (default: `GITHUB_EVENT_NAME`, else "import").
+    #[arg(long)]
+    pub trigger: Option<String>,
+    /// Pull-request number (default: from `GITHUB_REF`).
+    #[arg(long)]
+    pub pr: Option<u64>,
+    /// Never move baselines, even on the baseline branch.
+    #[arg(long)]
+    pub no_promote: bool,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Debug, Subcommand)]
 pub enum TraceCommand {
     /// Per-step analysis of one trace and what it suggests.
     ///
@@ -414,14 +472,6 @@ pub struct ConfigCheckArgs {
     pub config: PathBuf,
     #[command(flatten)]
     pub format: FormatArgs,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ImportCommand {
-    /// Store a run that `utilgate run` could not write, from the rescue file it printed.
-    ///
-    /// Example: utilgate import run .utilgate/utilgate.db.rescue-20260101T020000Z.json
-    Run(ImportRunArgs),
 }
 
 #[derive(Debug, Args)]

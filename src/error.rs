@@ -14,6 +14,7 @@ use crate::github::GithubError;
 use crate::gpu::GpuError;
 use crate::measure::harness::HarnessError;
 use crate::report::RenderError;
+use crate::serve::ServeError;
 use crate::store::StoreError;
 
 /// The process's exit status: the one list of what each code means (`--help` prints it).
@@ -125,6 +126,8 @@ pub enum Error {
         file: PathBuf,
     },
     #[error(transparent)]
+    Serve(#[from] ServeError),
+    #[error(transparent)]
     Trace(#[from] TraceFileError),
     #[error(transparent)]
     EvidenceRule(#[from] RuleError),
@@ -182,6 +185,7 @@ impl Error {
                 source.hint().map_or_else(String::new, |h| format!("{h}; then ")),
                 file.display()
             )),
+            Error::Serve(e) => e.hint(),
             Error::Trace(e) => e.hint(),
             Error::NoSuites { .. } => Some(
                 "add a [[suite]] table with name, command, models, precisions, phases, batches and contexts (`utilgate config default` shows one)".into(),

@@ -19,6 +19,7 @@ pub mod measure;
 pub mod output;
 pub mod redact;
 pub mod report;
+pub mod serve;
 pub mod stats;
 pub mod store;
 pub mod suggest;

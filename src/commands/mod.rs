@@ -19,6 +19,7 @@ pub mod report;
 pub mod resume;
 pub mod run;
 pub mod runs;
+pub mod serve;
 pub mod trace;
 
 use std::path::Path;
@@ -95,6 +96,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Gpus(args) => gpus::gpus(args),
         Command::Completions(args) => gpus::completions(args),
         Command::Man(args) => gpus::man(args),
+        Command::Import(ImportCommand::Serve(args)) => serve::import_serve(args),
         Command::Trace(TraceCommand::Show(args)) => trace::show(args),
         Command::Trace(TraceCommand::Diff(args)) => trace::diff_cmd(args),
     }

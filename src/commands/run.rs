@@ -28,7 +28,7 @@ use crate::store::meta::{MetaFlags, resolve_meta};
 use crate::store::{NewResult, NewRun};
 
 /// Ask git about the checkout the config lives in; silence when it is not one.
-fn git(dir: &Path, args: &[&str]) -> Option<String> {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> Option<String> {
     #[expect(
         clippy::disallowed_methods,
         reason = "edge: reading the checkout's commit"

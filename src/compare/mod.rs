@@ -8,10 +8,15 @@
 mod decide;
 mod env;
 mod gate;
+mod service;
 
 pub use decide::{Decision, Estimator, Evidence, Policy, decide, error_decision, missing_decision};
 pub use env::{EnvChange, env_diff, with_env_causes};
 pub use gate::{
     acceptable, gate_failed, missing_keys, promotable, run_promotes, should_confirm,
     unpromoted_note,
+};
+pub use service::{
+    DEFAULT_GATED, MetricDecision, ServeDecision, ServePolicy, decide_serve, invalid_reason,
+    settings_diff,
 };

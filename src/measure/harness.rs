@@ -27,7 +27,13 @@ use crate::measure::cgroup;
 use crate::measure::protocol::{self, HarnessReport, ProtocolError, sanitize};
 
 mod process;
+mod serve;
 use process::{Group, TailReader};
+pub use serve::{
+    ServeRepeatOutput, ServeRepeatSpec, UTILGATE_INPUT_LEN, UTILGATE_MAX_CONCURRENCY,
+    UTILGATE_NUM_PROMPTS, UTILGATE_OUTPUT_LEN, UTILGATE_REQUEST_RATE, UTILGATE_RESULT_FILE,
+    UTILGATE_SEED, run_serve_repeat,
+};
 
 /// Protocol version; `UTILGATE_PROTOCOL` is set to it.
 pub const PROTOCOL_VERSION: &str = "1";

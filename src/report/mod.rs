@@ -10,6 +10,7 @@ pub mod gpus;
 mod human;
 pub mod probe;
 mod render;
+mod serve;
 
 pub use context::{
     BaselineRef, CaseReport, Judgement, RunReport, SCHEMA_VERSION, SuiteReport, TrendPoint,
@@ -23,4 +24,7 @@ pub use human::{render_human, render_json};
 pub use render::{
     BUILTIN_TEMPLATES, GITHUB_COMMENT_LIMIT, RenderError, Renderer, ReportFormat, comment_marker,
     fit_comment, history_svg, sparkline,
+};
+pub use serve::{
+    ServeCaseReport, ServeRepeatReport, ServeReport, render_serve_human, render_serve_json,
 };

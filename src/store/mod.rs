@@ -16,6 +16,7 @@ mod results;
 mod runs;
 pub mod samples;
 mod schema;
+mod serve;
 mod types;
 
 #[cfg(test)]
@@ -28,6 +29,7 @@ pub use probes::{NewProbe, StoredProbe};
 pub use publish::{MissingCase, PublishFacts};
 pub use samples::SampleError;
 pub use schema::LATEST as SCHEMA_VERSION;
+pub use serve::{NewServeCase, NewServeRepeat, StoredServeCase, StoredServeRepeat};
 pub use types::{
     BaselineEntry, BaselineEvent, BaselineMove, BaselineMoveKind, CaseFilter, NewResult, NewRun,
     RunFilter, RunId, RunSummary, StoredResult, StoredRun,

@@ -21,6 +21,7 @@ mod processes;
 mod python;
 mod report;
 mod run;
+mod serve;
 mod standin;
 mod trace;
 mod trust;

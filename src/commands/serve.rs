@@ -1,0 +1,360 @@
+//! Service cases (DESIGN.md §12): `utilgate import serve` records load-generator result files as
+//! one run, and [`judge_and_store`] judges, stores and reports service cases for it and for a
+//! suite of `kind = "serve"`. Sequences I/O (files, store, stdout); the verdicts come from
+//! `compare::decide_serve`, the readers from `serve`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::case::Verdict;
+use crate::cli::{Format, ImportServeArgs};
+use crate::commands::{Outcome, env_lookup, open_store};
+use crate::compare::{self, ServeDecision, ServePolicy};
+use crate::config::GateConfig;
+use crate::error::Error;
+use crate::output;
+use crate::report::{self, ServeCaseReport, ServeRepeatReport, ServeReport};
+use crate::serve::{self, ServeEstimate, ServeKey, ServeResult, SplitPoint};
+use crate::store::meta::{MetaFlags, RunMeta, resolve_meta};
+use crate::store::{NewRun, NewServeCase, NewServeRepeat, Store, StoredServeCase};
+
+/// One service case as measured or imported: its repeats (source name and parsed result), or
+/// the error that kept it from producing any.
+#[derive(Debug, Clone)]
+pub struct ServeCaseInput {
+    pub key: ServeKey,
+    pub repeats: Vec<(String, ServeResult)>,
+    pub error: Option<String>,
+    pub stderr_tail: Option<String>,
+    pub estimate: Option<ServeEstimate>,
+}
+
+/// How a service run is judged and recorded.
+pub struct ServeRunPlan<'a> {
+    pub gpu_sku: &'a str,
+    pub suite_label: &'a str,
+    pub gate: &'a GateConfig,
+    pub policy: &'a dyn Fn(&ServeKey) -> ServePolicy,
+    pub meta: &'a RunMeta,
+    pub no_promote: bool,
+    pub started_at: jiff::Timestamp,
+    pub config_json: Option<serde_json::Value>,
+    pub host: Option<String>,
+}
+
+/// Re-reads the repeats of a stored service result (their raw objects are stored as written).
+fn stored_repeats(case: &StoredServeCase) -> Vec<ServeResult> {
+    case.repeats
+        .iter()
+        .filter_map(|r| {
+            serve::parse(&r.raw_json, &r.source)
+                .ok()?
+                .into_iter()
+                .next()
+        })
+        .collect()
+}
+
+fn means(repeats: &[ServeResult]) -> BTreeMap<String, f64> {
+    let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
+    for r in repeats {
+        for (k, v) in &r.metrics {
+            let e = sums.entry(k.clone()).or_default();
+            e.0 += v;
+            e.1 += 1;
+        }
+    }
+    sums.into_iter()
+        .map(|(k, (s, n))| (k, s / n as f64))
+        .collect()
+}
+
+/// Each case's decision against its baseline lineage, with the baseline's result id.
+fn decide_all(
+    store: &Store,
+    inputs: &[ServeCaseInput],
+    plan: &ServeRunPlan<'_>,
+) -> Result<Vec<(ServeDecision, Option<i64>)>, Error> {
+    let mut decided: Vec<(ServeDecision, Option<i64>)> = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        if let Some(message) = &input.error {
+            let mut d = ServeDecision {
+                verdict: Verdict::Error,
+                metrics: Vec::new(),
+                reasons: vec![format!("The case failed to run: {message}")],
+            };
+            d.reasons.dedup();
+            decided.push((d, None));
+            continue;
+        }
+        let (baseline, history) =
+            store.serve_lineage(&input.key, plan.gpu_sku, plan.gate.history_runs)?;
+        let base = baseline.as_ref().map(stored_repeats);
+        let hist: Vec<Vec<ServeResult>> = history.iter().map(stored_repeats).collect();
+        let hist_refs: Vec<&[ServeResult]> = hist.iter().map(Vec::as_slice).collect();
+        let current: Vec<ServeResult> = input.repeats.iter().map(|(_, r)| r.clone()).collect();
+        let d = compare::decide_serve(
+            base.as_deref(),
+            &current,
+            &hist_refs,
+            &(plan.policy)(&input.key),
+            inputs.len(),
+        );
+        decided.push((d, baseline.map(|b| b.result_id)));
+    }
+    Ok(decided)
+}
+
+/// Judges every case against its baseline lineage, stores the run in one transaction
+/// (promoting on the baseline branch as `run` does), and returns the report and the outcome.
+pub fn judge_and_store(
+    store: &mut Store,
+    inputs: &[ServeCaseInput],
+    plan: &ServeRunPlan<'_>,
+) -> Result<(ServeReport, Outcome), Error> {
+    let decided = decide_all(store, inputs, plan)?;
+    let verdicts: Vec<Verdict> = decided.iter().map(|(d, _)| d.verdict).collect();
+    let gate_failed = compare::gate_failed(verdicts.iter().copied(), &plan.gate.fail_on);
+    let on_branch = plan.meta.branch.as_deref() == Some(plan.gate.baseline_branch.as_str());
+    let any_error = verdicts.contains(&Verdict::Error);
+    let promote_run =
+        compare::run_promotes(&verdicts, &plan.gate.fail_on, on_branch, plan.no_promote);
+
+    let cases: Vec<NewServeCase> = inputs
+        .iter()
+        .zip(&decided)
+        .map(|(input, (d, _))| NewServeCase {
+            key: input.key.clone(),
+            verdict: Some(d.verdict),
+            error: input.error.clone(),
+            settings_json: input
+                .repeats
+                .first()
+                .and_then(|(_, r)| serde_json::to_value(&r.settings).ok()),
+            decision_json: serde_json::to_value(d).ok(),
+            estimate_json: input
+                .estimate
+                .as_ref()
+                .and_then(|e| serde_json::to_value(e).ok()),
+            stderr_tail: input.stderr_tail.clone(),
+            repeats: input
+                .repeats
+                .iter()
+                .map(|(source, r)| NewServeRepeat {
+                    source: source.clone(),
+                    schema: r.schema.as_str().to_owned(),
+                    raw_json: serde_json::Value::Object(r.fields.clone()).to_string(),
+                    metrics: r.metrics.clone(),
+                })
+                .collect(),
+            promote: promote_run
+                && matches!(d.verdict, Verdict::Pass | Verdict::Improved | Verdict::New),
+        })
+        .collect();
+    let run = NewRun {
+        started_at: plan.started_at,
+        finished_at: crate::commands::now(),
+        git_sha: plan.meta.git_sha.clone(),
+        branch: plan.meta.branch.clone(),
+        trigger: Some(plan.meta.trigger.clone()),
+        pr_number: plan.meta.pr_number,
+        gpu_sku: plan.gpu_sku.to_owned(),
+        gpu_json: None,
+        host: plan.host.clone(),
+        utilgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+        config_json: plan.config_json.clone(),
+        promote_reason: format!("run passed the gate on {}", plan.gate.baseline_branch),
+        results: Vec::new(),
+    };
+    let run_id = store.insert_serve_run(&run, &cases)?;
+
+    let report_cases = case_reports(inputs, &decided);
+    let readings = readings(&report_cases);
+    let report = ServeReport {
+        schema_version: report::SCHEMA_VERSION,
+        kind: "serve",
+        run_id: run_id.0,
+        suite: plan.suite_label.to_owned(),
+        gpu_sku: plan.gpu_sku.to_owned(),
+        git_sha: plan.meta.git_sha.clone(),
+        branch: plan.meta.branch.clone(),
+        gate_failed,
+        promoted: promote_run,
+        cases: report_cases,
+        readings,
+    };
+    let outcome = if gate_failed {
+        Outcome::GateFailed
+    } else if any_error {
+        Outcome::CasesFailed
+    } else {
+        Outcome::Passed
+    };
+    Ok((report, outcome))
+}
+
+/// The reported cases: decision, settings, means, estimates and every file field.
+fn case_reports(
+    inputs: &[ServeCaseInput],
+    decided: &[(ServeDecision, Option<i64>)],
+) -> Vec<ServeCaseReport> {
+    inputs
+        .iter()
+        .zip(decided)
+        .map(|(input, (d, base))| {
+            let repeats: Vec<ServeResult> = input.repeats.iter().map(|(_, r)| r.clone()).collect();
+            let mut c = ServeCaseReport::new(input.key.clone(), d);
+            c.settings = repeats.first().map(|r| r.settings.clone());
+            c.means = means(&repeats);
+            c.estimate.clone_from(&input.estimate);
+            c.baseline_result = *base;
+            c.repeats = input
+                .repeats
+                .iter()
+                .map(|(source, r)| ServeRepeatReport {
+                    source: source.clone(),
+                    schema: r.schema.as_str().to_owned(),
+                    fields: serde_json::Value::Object(r.fields.clone()),
+                })
+                .collect();
+            c
+        })
+        .collect()
+}
+
+/// The latency-split readings per model and suite, over the grid's rates and lengths.
+fn readings(cases: &[ServeCaseReport]) -> Vec<String> {
+    let mut groups: BTreeMap<(String, String), Vec<SplitPoint>> = BTreeMap::new();
+    for c in cases.iter().filter(|c| c.verdict != Verdict::Error) {
+        let input = c
+            .key
+            .input_len
+            .map(|n| n as f64)
+            .or_else(|| c.estimate.as_ref().and_then(|e| e.mean_input_len));
+        groups
+            .entry((c.key.suite.clone(), c.key.model.clone()))
+            .or_default()
+            .push(SplitPoint {
+                request_rate: c.settings.as_ref().and_then(|s| s.request_rate),
+                input_len: input,
+                median_ttft_ms: c.means.get("median_ttft_ms").copied(),
+                median_itl_ms: c.means.get("median_itl_ms").copied(),
+            });
+    }
+    groups
+        .into_iter()
+        .filter(|(_, points)| points.len() > 1)
+        .flat_map(|((suite, model), points)| {
+            serve::latency_split(&points)
+                .into_iter()
+                .map(move |s| format!("{suite}/{model}: {s}"))
+        })
+        .collect()
+}
+
+/// Prints a service report in the chosen format.
+pub fn emit_report(report: &ServeReport, format: Format) -> Result<(), Error> {
+    match format {
+        Format::Human => output::emit(&report::render_serve_human(report, output::color_stdout())),
+        Format::Json => output::emit(&report::render_serve_json(report)?),
+    }
+}
+
+/// Reads every file first (a bad file fails before the store is touched), keyed and grouped.
+fn read_inputs(args: &ImportServeArgs) -> Result<Vec<ServeCaseInput>, Error> {
+    let mut groups: Vec<ServeCaseInput> = Vec::new();
+    for path in &args.files {
+        let results = serve::read_file(path)?;
+        let many = results.len() > 1;
+        for (i, result) in results.into_iter().enumerate() {
+            if result.settings.model.is_none() && args.model.is_none() {
+                return Err(Error::Serve(serve::ServeError::NoModel {
+                    origin: path.display().to_string(),
+                    schema: result.schema.as_str(),
+                }));
+            }
+            let key = ServeKey::of_result(&args.suite, &result, args.model.as_deref());
+            let source = if many {
+                format!("{}:{}", path.display(), i + 1)
+            } else {
+                path.display().to_string()
+            };
+            match groups.iter_mut().find(|g| g.key == key) {
+                Some(g) => g.repeats.push((source, result)),
+                None => groups.push(ServeCaseInput {
+                    key,
+                    repeats: vec![(source, result)],
+                    error: None,
+                    stderr_tail: None,
+                    estimate: None,
+                }),
+            }
+        }
+    }
+    Ok(groups)
+}
+
+/// `utilgate import serve FILE...`.
+pub fn import_serve(args: &ImportServeArgs) -> Result<Outcome, Error> {
+    let loaded = match &args.config {
+        Some(path) => Some(crate::config::load(path)?),
+        None if Path::new(crate::config::DEFAULT_CONFIG_PATH).is_file() => Some(
+            crate::config::load(Path::new(crate::config::DEFAULT_CONFIG_PATH))?,
+        ),
+        None => None,
+    };
+    let inputs = read_inputs(args)?;
+    let store_path = match &loaded {
+        Some(l) => l.store_path(args.db.as_deref()),
+        None => args
+            .db
+            .clone()
+            .unwrap_or_else(|| crate::config::DEFAULT_STORE_PATH.into()),
+    };
+    let default_gate = GateConfig::default();
+    let gate = loaded.as_ref().map_or(&default_gate, |l| &l.config.gate);
+    let busy = loaded
+        .as_ref()
+        .map_or(10.0, |l| l.config.store.busy_timeout_s);
+    let mut store = open_store(&store_path, busy)?;
+    let dir = loaded
+        .as_ref()
+        .map_or_else(|| Path::new(".").to_path_buf(), |l| l.dir.clone());
+    let meta = resolve_meta(
+        &MetaFlags {
+            git_sha: args.git_sha.clone(),
+            branch: args.branch.clone(),
+            trigger: args.trigger.clone(),
+            pr_number: args.pr,
+        },
+        &env_lookup(),
+        crate::commands::run::git(&dir, &["rev-parse", "HEAD"]),
+        crate::commands::run::git(&dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
+    );
+    let mut meta = meta;
+    if meta.trigger == "manual" {
+        "import".clone_into(&mut meta.trigger);
+    }
+    let stats = compare::Policy {
+        family_alpha: gate.family_alpha,
+        ..compare::Policy::default()
+    };
+    let policy = move |_: &ServeKey| ServePolicy {
+        stats: stats.clone(),
+        ..ServePolicy::default()
+    };
+    let plan = ServeRunPlan {
+        gpu_sku: &args.gpu,
+        suite_label: &args.suite,
+        gate,
+        policy: &policy,
+        meta: &meta,
+        no_promote: args.no_promote,
+        started_at: crate::commands::now(),
+        config_json: None,
+        host: None,
+    };
+    let (report, outcome) = judge_and_store(&mut store, &inputs, &plan)?;
+    emit_report(&report, args.format.format)?;
+    Ok(outcome)
+}

@@ -1,0 +1,195 @@
+//! The report of a run of service cases: the context every surface renders (terminal table,
+//! JSON, PR comment, HTML charts, `JUnit`), built from the stored results and their decisions.
+//! Pure: returns values and strings.
+
+use std::fmt::Write as _;
+
+use comfy_table::presets::UTF8_BORDERS_ONLY;
+use comfy_table::{Cell, CellAlignment, Color, ContentArrangement, Table};
+use serde::Serialize;
+
+use crate::case::Verdict;
+use crate::compare::{MetricDecision, ServeDecision};
+use crate::serve::{ServeEstimate, ServeKey, Settings};
+
+/// One repeat as reported: where it came from and every field of the file, unchanged.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServeRepeatReport {
+    pub source: String,
+    pub schema: String,
+    pub fields: serde_json::Value,
+}
+
+/// One service case as reported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServeCaseReport {
+    pub key: ServeKey,
+    pub case: String,
+    pub verdict: Verdict,
+    pub reasons: Vec<String>,
+    pub metrics: Vec<MetricDecision>,
+    pub settings: Option<Settings>,
+    /// Mean over repeats of every metric the files hold.
+    pub means: std::collections::BTreeMap<String, f64>,
+    pub estimate: Option<ServeEstimate>,
+    /// The baseline's result id, when there is one.
+    pub baseline_result: Option<i64>,
+    pub repeats: Vec<ServeRepeatReport>,
+}
+
+impl ServeCaseReport {
+    #[must_use]
+    pub fn new(key: ServeKey, decision: &ServeDecision) -> Self {
+        ServeCaseReport {
+            case: key.to_string(),
+            key,
+            verdict: decision.verdict,
+            reasons: decision.reasons.clone(),
+            metrics: decision.metrics.clone(),
+            settings: None,
+            means: std::collections::BTreeMap::new(),
+            estimate: None,
+            baseline_result: None,
+            repeats: Vec::new(),
+        }
+    }
+}
+
+/// A run of service cases as reported.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServeReport {
+    pub schema_version: u32,
+    pub kind: &'static str,
+    pub run_id: i64,
+    pub suite: String,
+    pub gpu_sku: String,
+    pub git_sha: Option<String>,
+    pub branch: Option<String>,
+    pub gate_failed: bool,
+    pub promoted: bool,
+    pub cases: Vec<ServeCaseReport>,
+    /// The latency-split reading over the grid's request rates (estimates; see
+    /// `serve::latency_split`).
+    pub readings: Vec<String>,
+}
+
+fn num(x: Option<f64>, digits: usize) -> String {
+    x.map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
+}
+
+fn verdict_color(v: Verdict) -> Color {
+    match v {
+        Verdict::Regressed | Verdict::Invalid | Verdict::Error => Color::Red,
+        Verdict::Inconclusive | Verdict::Missing => Color::Yellow,
+        Verdict::Improved => Color::Green,
+        Verdict::Pass | Verdict::New => Color::Reset,
+    }
+}
+
+/// The worst gated change of a case, as `+30.1% p99_ttft_ms`.
+fn worst(c: &ServeCaseReport) -> String {
+    c.metrics
+        .iter()
+        .filter_map(|m| m.worse_pct.map(|w| (w, &m.metric)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map_or_else(|| "-".to_owned(), |(w, m)| format!("{w:+.1}% {m}"))
+}
+
+/// The service table for a terminal, with the reasons of every case that needs attention.
+#[must_use]
+pub fn render_serve_human(report: &ServeReport, color: bool) -> String {
+    let mut table = Table::new();
+    table
+        .load_style(UTF8_BORDERS_ONLY)
+        .set_content_arrangement(ContentArrangement::Disabled);
+    if color {
+        table.enforce_styling();
+    } else {
+        table.force_no_tty();
+    }
+    table.set_header(vec![
+        "case",
+        "TTFT p50 ms",
+        "TTFT p99 ms",
+        "ITL p50 ms",
+        "ITL p99 ms",
+        "out tok/s",
+        "done/failed",
+        "worst change",
+        "verdict",
+    ]);
+    for c in &report.cases {
+        let m = |k: &str| c.means.get(k).copied();
+        let failed = m("failed").unwrap_or(0.0);
+        let verdict = Cell::new(c.verdict.as_str());
+        table.add_row(vec![
+            Cell::new(&c.case),
+            Cell::new(num(m("median_ttft_ms"), 1)).set_alignment(CellAlignment::Right),
+            Cell::new(num(m("p99_ttft_ms"), 1)).set_alignment(CellAlignment::Right),
+            Cell::new(num(m("median_itl_ms"), 2)).set_alignment(CellAlignment::Right),
+            Cell::new(num(m("p99_itl_ms"), 2)).set_alignment(CellAlignment::Right),
+            Cell::new(num(m("output_throughput"), 1)).set_alignment(CellAlignment::Right),
+            Cell::new(format!("{}/{failed:.0}", num(m("completed"), 0)))
+                .set_alignment(CellAlignment::Right),
+            Cell::new(worst(c)),
+            if color {
+                verdict.fg(verdict_color(c.verdict))
+            } else {
+                verdict
+            },
+        ]);
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "service run {} ({} cases, suite {}, GPU {}): means over repeats",
+        report.run_id,
+        report.cases.len(),
+        report.suite,
+        report.gpu_sku
+    );
+    let _ = writeln!(out, "{table}");
+    for c in report
+        .cases
+        .iter()
+        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::New))
+    {
+        let _ = writeln!(out, "\n{} — {}", c.case, c.verdict);
+        for r in &c.reasons {
+            let _ = writeln!(out, "  - {r}");
+        }
+    }
+    for c in &report.cases {
+        if let Some(e) = &c.estimate {
+            for line in e.lines() {
+                let _ = writeln!(out, "{}: {line}", c.case);
+            }
+        }
+    }
+    for r in &report.readings {
+        let _ = writeln!(out, "reading (estimate): {r}");
+    }
+    let _ = writeln!(
+        out,
+        "\ngate {}{}",
+        if report.gate_failed {
+            "FAILED"
+        } else {
+            "passed"
+        },
+        if report.promoted {
+            "; baselines moved for the passing cases"
+        } else {
+            ""
+        }
+    );
+    out
+}
+
+/// The service report as JSON (`"schema_version": 1`, `"kind": "serve"`), every file field
+/// included unchanged under `cases[].repeats[].fields`.
+pub fn render_serve_json(report: &ServeReport) -> Result<String, serde_json::Error> {
+    let mut s = serde_json::to_string_pretty(report)?;
+    s.push('\n');
+    Ok(s)
+}

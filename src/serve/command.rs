@@ -1,0 +1,82 @@
+//! The command of a service suite: the variables its template can use and their rendering for
+//! one grid point and repeat. Pure.
+
+use serde::Serialize;
+
+use super::key::format_rate;
+
+/// The values a service suite's `command` template can use. Every name is always defined
+/// (an unset limit or length renders as an empty string), so a typo is an error.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServeCommandVars<'a> {
+    pub suite: &'a str,
+    pub model: &'a str,
+    /// `"inf"` or a number, as `vllm bench serve --request-rate` takes it.
+    pub request_rate: String,
+    pub max_concurrency: String,
+    pub input_len: String,
+    pub output_len: String,
+    pub num_prompts: u64,
+    pub seed: u64,
+    pub burstiness: f64,
+    pub repeat: u32,
+    /// The file the load generator must write (`--result-filename`, `--output-file`).
+    pub result_file: &'a str,
+    pub utilgate: &'a str,
+    pub config_dir: &'a str,
+}
+
+fn env() -> minijinja::Environment<'static> {
+    let mut env = minijinja::Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+    env
+}
+
+/// Renders a service suite's command for one grid point and repeat.
+pub fn render_serve_command(
+    template: &str,
+    vars: &ServeCommandVars<'_>,
+) -> Result<String, minijinja::Error> {
+    env().render_str(template, minijinja::value::Serde(vars))
+}
+
+/// `Some(n)` as its number, `None` as the empty string (a template can test it).
+#[must_use]
+pub fn opt_text(v: Option<u64>) -> String {
+    v.map(|n| n.to_string()).unwrap_or_default()
+}
+
+/// Checks that a template compiles and uses only the service variables.
+pub fn check_serve_template(template: &str) -> Result<(), minijinja::Error> {
+    let vars = ServeCommandVars {
+        suite: "s",
+        model: "m",
+        request_rate: format_rate(Some(1.0)),
+        max_concurrency: String::new(),
+        input_len: "1".into(),
+        output_len: "1".into(),
+        num_prompts: 1,
+        seed: 0,
+        burstiness: 1.0,
+        repeat: 0,
+        result_file: "r.json",
+        utilgate: "utilgate",
+        config_dir: ".",
+    };
+    render_serve_command(template, &vars).map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vllm_command_renders_and_a_typo_is_an_error() {
+        let t = "vllm bench serve --model {{ model }} --request-rate {{ request_rate }} \
+                 --random-input-len {{ input_len }} --num-prompts {{ num_prompts }} \
+                 --seed {{ seed }} --save-result --result-filename {{ result_file }}";
+        check_serve_template(t).expect("valid");
+        let err = check_serve_template("x {{ reqest_rate }}").expect_err("typo");
+        assert!(err.to_string().contains("undefined"), "{err}");
+    }
+}

@@ -1,0 +1,79 @@
+//! Errors of the service-result readers: every variant names the file (and the line of a JSONL
+//! file) and the key, with a hint. No I/O.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ServeError {
+    #[error("failed to read the load-generator result {}", .path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{origin}: not a JSON result object: {source}")]
+    Json {
+        origin: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{origin}: holds no result (the file is empty)")]
+    Empty { origin: String },
+    #[error("{origin}: expected a JSON object, found {found}")]
+    NotAnObject { origin: String, found: &'static str },
+    #[error(
+        "{origin}: not a result of a known load generator (no `completed` and `duration` keys)"
+    )]
+    UnknownSchema { origin: String },
+    #[error("{origin}: missing required key `{key}` of the {schema} schema")]
+    MissingKey {
+        origin: String,
+        key: &'static str,
+        schema: &'static str,
+    },
+    #[error("{origin}: key `{key}`: expected {expected}, found {found}")]
+    BadValue {
+        origin: String,
+        key: String,
+        expected: &'static str,
+        found: String,
+    },
+    #[error("{origin}: the result names no model (this {schema} output has no `model_id`)")]
+    NoModel {
+        origin: String,
+        schema: &'static str,
+    },
+    #[error("{origin}: holds {count} results, but one repeat writes exactly one")]
+    SeveralResults { origin: String, count: usize },
+}
+
+impl ServeError {
+    /// A one-line suggestion printed after the error.
+    #[must_use]
+    pub fn hint(&self) -> Option<String> {
+        let hint = match self {
+            ServeError::Read { .. } => {
+                "check that the load generator wrote the file it was given ($UTILGATE_RESULT_FILE)"
+            }
+            ServeError::Json { .. } | ServeError::NotAnObject { .. } | ServeError::Empty { .. } => {
+                "pass the file written by `vllm bench serve --save-result` or `sglang.bench_serving --output-file`"
+            }
+            ServeError::UnknownSchema { .. } => {
+                "utilgate reads vLLM's `--save-result` files (both schemas) and SGLang's bench_serving JSONL"
+            }
+            ServeError::MissingKey { .. } => {
+                "the file looks truncated or hand-edited; re-run the load generator with --save-result"
+            }
+            ServeError::BadValue { .. } => "the value must be what the load generator writes there",
+            ServeError::NoModel { .. } => {
+                "pass --model NAME to name the model the cases are keyed by"
+            }
+            ServeError::SeveralResults { .. } => {
+                "SGLang appends to --output-file: give each repeat a fresh file ($UTILGATE_RESULT_FILE is one)"
+            }
+        };
+        Some(hint.to_owned())
+    }
+}

@@ -1,0 +1,100 @@
+//! The identity of a service case across runs: suite, model, offered load (request rate and/or
+//! maximum concurrency) and the configured input and output lengths. Pure.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::model::ServeResult;
+
+/// One point of a service grid. Lengths and concurrency are `None` where the run does not fix
+/// them (a `ShareGPT` dataset, no concurrency limit).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ServeKey {
+    pub suite: String,
+    pub model: String,
+    /// The request rate as written in the key: `"inf"` or a number (`"4"`, `"0.5"`), so that
+    /// equality never depends on float rounding.
+    pub request_rate: String,
+    pub max_concurrency: Option<u64>,
+    pub input_len: Option<u64>,
+    pub output_len: Option<u64>,
+}
+
+/// A rate as the key writes it: `None` (unlimited) is `"inf"`; whole numbers without a
+/// fraction; others with the shortest exact form.
+#[must_use]
+pub fn format_rate(rate: Option<f64>) -> String {
+    match rate {
+        None => "inf".to_owned(),
+        Some(r) if !r.is_finite() => "inf".to_owned(),
+        Some(r) if r.fract() == 0.0 && r.abs() < 1e15 => format!("{r:.0}"),
+        Some(r) => format!("{r}"),
+    }
+}
+
+impl ServeKey {
+    /// The key of a result imported without a suite: everything from the file.
+    #[must_use]
+    pub fn of_result(suite: &str, result: &ServeResult, model_override: Option<&str>) -> Self {
+        let s = &result.settings;
+        ServeKey {
+            suite: suite.to_owned(),
+            model: model_override
+                .map(str::to_owned)
+                .or_else(|| s.model.clone())
+                .unwrap_or_else(|| "unknown".to_owned()),
+            request_rate: format_rate(s.request_rate),
+            max_concurrency: s.max_concurrency,
+            input_len: s.input_len,
+            output_len: s.output_len,
+        }
+    }
+}
+
+impl fmt::Display for ServeKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}/{}/rate={}",
+            self.suite, self.model, self.request_rate
+        )?;
+        if let Some(c) = self.max_concurrency {
+            write!(f, "/conc={c}")?;
+        }
+        if let Some(i) = self.input_len {
+            write!(f, "/in={i}")?;
+        }
+        if let Some(o) = self.output_len {
+            write!(f, "/out={o}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_are_written_exactly() {
+        assert_eq!(format_rate(None), "inf");
+        assert_eq!(format_rate(Some(f64::INFINITY)), "inf");
+        assert_eq!(format_rate(Some(4.0)), "4");
+        assert_eq!(format_rate(Some(0.5)), "0.5");
+        assert_eq!(format_rate(Some(1.25)), "1.25");
+    }
+
+    #[test]
+    fn the_key_reads_like_a_path() {
+        let k = ServeKey {
+            suite: "serve".into(),
+            model: "m".into(),
+            request_rate: "4".into(),
+            max_concurrency: Some(16),
+            input_len: Some(1024),
+            output_len: None,
+        };
+        assert_eq!(k.to_string(), "serve/m/rate=4/conc=16/in=1024");
+    }
+}

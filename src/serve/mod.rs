@@ -1,0 +1,18 @@
+//! Service benchmarks (DESIGN.md §12): readers for load-generator result files (`vllm bench
+//! serve`, the older `benchmark_serving.py`, `SGLang`'s `bench_serving`), one model of a result
+//! with its metrics and their directions, the case key of a service case, and the utilisation
+//! estimates a service result implies. Pure but [`read`], which reads a file.
+
+mod error;
+mod estimate;
+mod key;
+mod model;
+mod parse;
+mod read;
+
+pub use error::ServeError;
+pub use estimate::{ServeEstimate, SplitPoint, estimate, latency_split};
+pub use key::{ServeKey, format_rate};
+pub use model::{Direction, Samples, Schema, ServeResult, Settings, direction_of};
+pub use parse::parse;
+pub use read::read_file;
