@@ -22,24 +22,7 @@ const SEGMENT_BYTES: usize = 4 << 20;
 /// Rounds over all segments; the fastest window counts (the achievable figure).
 const PROBE_ROUNDS: usize = 2;
 
-/// Read every word of `buf` and fold them so the compiler cannot skip the loads. Eight
-/// independent accumulators let the loop vectorise and keep many loads in flight.
-#[must_use]
-pub fn stream_read(buf: &[u64]) -> u64 {
-    let mut acc = [0u64; 8];
-    let chunks = buf.chunks_exact(8);
-    let tail = chunks.remainder();
-    for chunk in chunks {
-        for (a, w) in acc.iter_mut().zip(chunk) {
-            *a = a.wrapping_add(*w);
-        }
-    }
-    let mut sum = tail.iter().fold(0u64, |s, w| s.wrapping_add(*w));
-    for a in acc {
-        sum = sum.wrapping_add(a);
-    }
-    sum
-}
+pub use utilgate_stream::stream_read;
 
 /// A buffer of `bytes` (rounded up to whole words) filled with non-zero data, so that no
 /// page stays shared with the zero page and every read reaches memory.
@@ -129,13 +112,6 @@ fn keep_best(cache: &Path, fresh: HostBandwidth) -> Result<HostBandwidth, std::i
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stream_read_sums_every_word() {
-        let buf: Vec<u64> = (1..=21).collect();
-        assert_eq!(stream_read(&buf), 231);
-        assert_eq!(stream_read(&[]), 0);
-    }
 
     #[test]
     fn filled_buffer_has_no_zero_words_and_the_right_size() {

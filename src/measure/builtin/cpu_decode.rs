@@ -95,12 +95,7 @@ pub fn cpu_decode(args: &CpuDecodeArgs) -> Result<(), Error> {
         for cache in &mut kv {
             acc = acc.wrapping_add(stream_read(black_box(cache)));
             // Write this step's K/V for the sequence (the cache is a ring of the context).
-            if !cache.is_empty() {
-                for i in 0..new_kv_words {
-                    let at = (position + i) % cache.len();
-                    cache[at] = cache[at].wrapping_add(acc | 1);
-                }
-            }
+            utilgate_stream::ring_add(cache, position, new_kv_words, acc | 1);
         }
         black_box(acc);
         let ms = start.elapsed().as_secs_f64() * 1e3;
