@@ -228,12 +228,23 @@ fn template_env() -> minijinja::Environment<'static> {
 
 /// Render a suite's command template for one case and repeat, every value shell-quoted. Pure.
 pub fn render_command(template: &str, vars: &CommandVars<'_>) -> Result<String, TemplateError> {
+    render_shell_template(template, vars, &COMMAND_VARIABLES)
+}
+
+/// Render a command template over `vars`, whose field names are `names`, every value
+/// shell-quoted; a name outside `names` or a value inside the template's own quotes is an
+/// error. The step harness's and the load generator's commands both render through it. Pure.
+pub fn render_shell_template<T: serde::Serialize>(
+    template: &str,
+    vars: &T,
+    names: &'static [&'static str],
+) -> Result<String, TemplateError> {
     check_placement(template)?;
     let env = template_env();
     let compiled = env
         .template_from_str(template)
         .map_err(TemplateError::Syntax)?;
-    check_variables(&compiled)?;
+    check_variables(&compiled, names)?;
     compiled
         .render(minijinja::value::Serde(vars))
         .map_err(TemplateError::Syntax)
@@ -259,17 +270,20 @@ pub fn check_command_template(template: &str) -> Result<(), TemplateError> {
     render_command(template, &vars).map(drop)
 }
 
-fn check_variables(compiled: &minijinja::Template<'_, '_>) -> Result<(), TemplateError> {
+fn check_variables(
+    compiled: &minijinja::Template<'_, '_>,
+    names: &'static [&'static str],
+) -> Result<(), TemplateError> {
     let mut unknown: Vec<String> = compiled
         .undeclared_variables(false)
         .into_iter()
-        .filter(|name| !COMMAND_VARIABLES.contains(&name.as_str()))
+        .filter(|name| !names.contains(&name.as_str()))
         .collect();
     unknown.sort();
     match unknown.into_iter().next() {
         None => Ok(()),
         Some(name) => {
-            let suggestion = COMMAND_VARIABLES
+            let suggestion = names
                 .iter()
                 .map(|known| (strsim::levenshtein(&name, known), *known))
                 .filter(|(distance, _)| *distance <= 2)

@@ -157,6 +157,8 @@ pub enum Error {
     NoSuchCase { run: i64, case: String },
     #[error("run {run} holds no analysed trace for {case}")]
     NoTrace { run: i64, case: String },
+    #[error("{what} is not available for suites of kind = \"serve\" (selected: {})", suites.join(", "))]
+    ServeSuiteUnsupported { what: String, suites: Vec<String> },
 }
 
 impl Error {
@@ -221,15 +223,17 @@ impl Error {
                 "say why the change is intended: --reason \"...\"; it is kept in the baseline history"
                     .into(),
             ),
-            Error::TraceNeedsCase { run } | Error::NoSuchCase { run, .. } => {
+            Error::TraceNeedsCase { run }
+            | Error::NoSuchCase { run, .. }
+            | Error::NoMatchingResult { run, .. } => {
                 Some(format!("`utilgate runs show {run}` lists its cases"))
             }
+            Error::ServeSuiteUnsupported { .. } => Some(
+                "run the service suites in a `utilgate run --suite NAME` of their own without it; their report is printed (terminal or --format json) and stored".into(),
+            ),
             Error::NoTrace { .. } => Some(
                 "traces are captured by suites with trace = true or `utilgate run --trace`".into(),
             ),
-            Error::NoMatchingResult { run, .. } => {
-                Some(format!("`utilgate runs show {run}` lists its cases"))
-            }
             Error::NotAcceptable { .. } => Some("narrow the filter to valid results".into()),
             Error::NothingToExport => {
                 Some("a passing run on the baseline branch sets them".into())

@@ -48,6 +48,12 @@ pub fn check(args: &ConfigCheckArgs) -> Result<Outcome, Error> {
             "no suite is defined: `floor`, `runs`, `baseline` and `report` work; `run` needs a [[suite]]"
                 .to_owned(),
         );
+    } else if config
+        .suites
+        .iter()
+        .all(|s| s.kind == crate::config::SuiteKind::Serve)
+    {
+        // Service suites alone need no device: the server's GPU is `[gpu]` when declared.
     } else {
         // The device exactly as `run` resolves it; then every case's floor.
         let gpu_config = config.gpu.as_ref();
@@ -67,6 +73,13 @@ pub fn check(args: &ConfigCheckArgs) -> Result<Outcome, Error> {
                 cases = case_floors(&loaded, &gpu, &mut problems);
             }
         }
+    }
+    if config
+        .suites
+        .iter()
+        .any(|s| s.kind == crate::config::SuiteKind::Serve)
+    {
+        notes.push(service_note(config));
     }
     let report = CheckReport {
         schema_version: 1,
@@ -107,6 +120,27 @@ pub fn check(args: &ConfigCheckArgs) -> Result<Outcome, Error> {
         }
         .into())
     }
+}
+
+/// What the service suites of a config will run: they need no device of their own (the
+/// server's GPU is `[gpu]`, when declared, for the estimates only).
+fn service_note(config: &crate::config::Config) -> String {
+    let points: usize = config
+        .suites
+        .iter()
+        .filter(|s| s.kind == crate::config::SuiteKind::Serve)
+        .map(|s| {
+            let n = |v: usize| v.max(1);
+            s.models.len()
+                * n(s.request_rates.len())
+                * n(s.max_concurrencies.len())
+                * n(s.input_lens.len())
+                * n(s.output_lens.len())
+        })
+        .sum();
+    format!(
+        "{points} service case(s) of kind = \"serve\": the load generator runs against the server; no floor"
+    )
 }
 
 /// Every case's floor on `gpu`; a case without one is also a problem.

@@ -20,6 +20,7 @@ pub mod resume;
 pub mod run;
 pub mod runs;
 pub mod serve;
+pub mod serve_suite;
 pub mod trace;
 
 use std::path::Path;
@@ -45,6 +46,16 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The outcome of two runs together: a failed gate over failed cases over a pass.
+    #[must_use]
+    pub fn worst(self, other: Outcome) -> Outcome {
+        match (self, other) {
+            (Outcome::GateFailed, _) | (_, Outcome::GateFailed) => Outcome::GateFailed,
+            (Outcome::CasesFailed, _) | (_, Outcome::CasesFailed) => Outcome::CasesFailed,
+            _ => Outcome::Passed,
+        }
+    }
+
     #[must_use]
     pub fn exit_code(self) -> ExitCode {
         match self {

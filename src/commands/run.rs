@@ -303,6 +303,19 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     if !args.trusted {
         crate::commands::credentials::refuse_near_harness(&loaded.dir)?;
     }
+    // Suites of kind = "serve" run as a stored run of their own (commands/serve_suite.rs).
+    let (serve_suites, suites): (Vec<&SuiteConfig>, Vec<&SuiteConfig>) = suites
+        .into_iter()
+        .partition(|s| s.kind == crate::config::SuiteKind::Serve);
+    let serve_outcome = crate::commands::serve_suite::run_serve_suites(
+        &loaded,
+        &serve_suites,
+        !suites.is_empty(),
+        args,
+    )?;
+    if suites.is_empty() {
+        return Ok(serve_outcome.unwrap_or(Outcome::Passed));
+    }
     let mut publishing = crate::commands::publish::prepare_run(args, &loaded)?;
     let pr_event = crate::commands::publish::pull_request_event(&env_lookup())?;
     let store_path = loaded.store_path(args.config.db.as_deref());
@@ -616,11 +629,12 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     if let Some(publishing) = publishing {
         publishing.finish(&store, &report, gate_failed, meta.head_sha.as_deref())?;
     }
-    Ok(if gate_failed {
+    let outcome = if gate_failed {
         Outcome::GateFailed
     } else if any_error {
         Outcome::CasesFailed
     } else {
         Outcome::Passed
-    })
+    };
+    Ok(serve_outcome.map_or(outcome, |o| o.worst(outcome)))
 }

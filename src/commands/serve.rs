@@ -42,15 +42,25 @@ pub struct ServeRunPlan<'a> {
     pub host: Option<String>,
 }
 
-/// Re-reads the repeats of a stored service result (their raw objects are stored as written).
+/// Re-reads the repeats of a stored service result (their raw objects are stored as written),
+/// each with the settings its file did not state filled from the case's stored settings (what
+/// a suite asked the load generator for, such as the seed).
 fn stored_repeats(case: &StoredServeCase) -> Vec<ServeResult> {
+    let stored: Option<serve::Settings> = case
+        .settings_json
+        .as_ref()
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
     case.repeats
         .iter()
         .filter_map(|r| {
-            serve::parse(&r.raw_json, &r.source)
+            let mut result = serve::parse(&r.raw_json, &r.source)
                 .ok()?
                 .into_iter()
-                .next()
+                .next()?;
+            if let Some(stored) = &stored {
+                result.settings.fill_unset(stored);
+            }
+            Some(result)
         })
         .collect()
 }

@@ -9,6 +9,7 @@
 mod error;
 mod load;
 mod parse;
+mod serve;
 mod types;
 mod validate;
 
@@ -21,6 +22,7 @@ pub use parse::parse;
 pub use types::{
     CaseOverride, ClassifyRule, Config, DEFAULT_CONFIG, DEFAULT_CONFIG_PATH,
     DEFAULT_STATUS_CONTEXT, DEFAULT_STORE_PATH, EvidenceConfig, GateConfig, GithubConfig,
-    GpuConfig, LimitsConfig, ModelConfig, ReportConfig, StoreConfig, SuiteConfig, Workload,
+    GpuConfig, LimitsConfig, ModelConfig, ReportConfig, StoreConfig, SuiteConfig, SuiteKind,
+    Workload,
 };
 pub use validate::{ValidationContext, validate};

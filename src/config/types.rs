@@ -300,6 +300,11 @@ pub struct ModelConfig {
 #[serde(deny_unknown_fields)]
 pub struct SuiteConfig {
     pub name: String,
+    /// `"step"` (the default): a harness timing steps (DESIGN.md §5). `"serve"`: a load
+    /// generator against a server, its result file read after each repeat (DESIGN.md §12,
+    /// docs/serve.md).
+    #[serde(default)]
+    pub kind: SuiteKind,
     /// The harness command, a minijinja template over the case.
     pub command: Option<String>,
     /// A built-in workload instead of `command`: `"reference"` (a cuBLAS step shaped like the
@@ -317,11 +322,15 @@ pub struct SuiteConfig {
     #[serde(default)]
     pub env_passthrough: Vec<String>,
     pub models: Vec<String>,
+    #[serde(default)]
     pub precisions: Vec<String>,
     /// KV-cache dtype (default: the activation dtype of the precision).
     pub kv_dtype: Option<String>,
+    #[serde(default)]
     pub phases: Vec<Phase>,
+    #[serde(default)]
     pub batches: Vec<u64>,
+    #[serde(default)]
     pub contexts: Vec<u64>,
     #[serde(default = "default_warmup_steps")]
     pub warmup_steps: u64,
@@ -342,6 +351,41 @@ pub struct SuiteConfig {
     /// Record a profiler trace of each case in one extra repeat after the timed ones.
     #[serde(default)]
     pub trace: bool,
+    /// Service suites: offered request rates (requests/s; `inf` sends all at once).
+    #[serde(default)]
+    pub request_rates: Vec<f64>,
+    /// Service suites: maximum concurrent requests (crossed with the rates when both are set).
+    #[serde(default)]
+    pub max_concurrencies: Vec<u64>,
+    /// Service suites: configured input lengths (random datasets).
+    #[serde(default)]
+    pub input_lens: Vec<u64>,
+    /// Service suites: configured output lengths (random datasets).
+    #[serde(default)]
+    pub output_lens: Vec<u64>,
+    /// Service suites: prompts per repeat (default 200).
+    pub num_prompts: Option<u64>,
+    /// Service suites: the dataset seed, the same for every repeat (default 0).
+    pub seed: Option<u64>,
+    /// Service suites: arrival burstiness (1 = Poisson, the default).
+    pub burstiness: Option<f64>,
+    /// Service suites: the metrics to gate (default: median and p99 TTFT, median ITL, output
+    /// throughput).
+    pub gated: Option<Vec<String>>,
+    /// Service suites: practical threshold, percent worse (latency up, throughput down;
+    /// default 5).
+    pub max_change_pct: Option<f64>,
+}
+
+/// What a suite measures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SuiteKind {
+    /// Step times through the harness protocol.
+    #[default]
+    Step,
+    /// Service metrics from a load generator's result file.
+    Serve,
 }
 
 /// A built-in workload a suite can time instead of a harness command.
@@ -404,6 +448,10 @@ impl SuiteConfig {
     #[must_use]
     pub fn case_keys(&self) -> Vec<crate::case::CaseKey> {
         let mut keys = Vec::new();
+        // A service suite's cases are keyed by load, not steps (`commands::serve_suite`).
+        if self.kind == SuiteKind::Serve {
+            return keys;
+        }
         for model in &self.models {
             for precision in &self.precisions {
                 for &phase in &self.phases {

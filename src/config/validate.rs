@@ -18,7 +18,7 @@ fn has_control(text: &str) -> bool {
 
 /// A name that reaches a shell, a terminal and the store must hold no control character
 /// (escape sequences, NUL, bell).
-fn check_name(key: &str, name: &str, push: &mut impl FnMut(String, String, &str)) {
+pub(super) fn check_name(key: &str, name: &str, push: &mut impl FnMut(String, String, &str)) {
     if let Some(c) = name.chars().find(|c| c.is_control()) {
         push(
             key.to_owned(),
@@ -195,6 +195,12 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
                 "give each suite its own name",
             );
         }
+        check_env_passthrough(i, &suite.env_passthrough, &mut push);
+        if suite.kind == super::SuiteKind::Serve {
+            super::serve::validate_serve_suite(suite, &at, &mut push);
+            continue;
+        }
+        super::serve::refuse_serve_keys(suite, &at, &mut push);
         match (&suite.command, suite.workload) {
             (None, None) => push(
                 at("command"),
@@ -249,18 +255,6 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
                 format!("{} is not a percentage", suite.steps_tolerance_pct),
                 "write steps_tolerance_pct = 5 to accept up to 5% fewer counted steps than steps",
             );
-        }
-        for (j, name) in suite.env_passthrough.iter().enumerate() {
-            if !crate::redact::CREDENTIAL_VARS.contains(&name.as_str()) {
-                push(
-                    format!("suite[{i}].env_passthrough[{j}]"),
-                    format!("{name:?} is not a credential variable utilgate removes"),
-                    &format!(
-                        "list only variables of {} here; every other variable reaches the harness anyway (set values with env = {{ ... }})",
-                        crate::redact::CREDENTIAL_VARS.join(", ")
-                    ),
-                );
-            }
         }
         for (j, precision) in suite.precisions.iter().enumerate() {
             check_name(&format!("suite[{i}].precisions[{j}]"), precision, &mut push);
@@ -329,6 +323,22 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
         }
     }
     problems
+}
+
+/// A suite may keep only credential variables utilgate would remove.
+fn check_env_passthrough(i: usize, names: &[String], push: &mut impl FnMut(String, String, &str)) {
+    for (j, name) in names.iter().enumerate() {
+        if !crate::redact::CREDENTIAL_VARS.contains(&name.as_str()) {
+            push(
+                format!("suite[{i}].env_passthrough[{j}]"),
+                format!("{name:?} is not a credential variable utilgate removes"),
+                &format!(
+                    "list only variables of {} here; every other variable reaches the harness anyway (set values with env = {{ ... }})",
+                    crate::redact::CREDENTIAL_VARS.join(", ")
+                ),
+            );
+        }
+    }
 }
 
 fn check_drop_pct(pct: f64, key: &str, push: &mut impl FnMut(String, String, &str)) {

@@ -333,6 +333,44 @@ pub fn run_repeat(spec: &RepeatSpec, cancel: &AtomicBool) -> Result<RepeatOutput
 /// `sh -c COMMAND` (under guard when there is one) in its own process group with the protocol
 /// variables set and the known credential variables removed.
 fn harness_command(spec: &RepeatSpec, out_path: &Path, scope: Option<&cgroup::Scope>) -> Command {
+    let mut command = shell_command(
+        &Shell {
+            command: spec.command,
+            cwd: spec.cwd,
+            guard: spec.guard,
+            env_passthrough: spec.env_passthrough,
+            extra_env: spec.extra_env,
+        },
+        scope,
+    );
+    let case = spec.case;
+    command
+        .env(UTILGATE_PROTOCOL, PROTOCOL_VERSION)
+        .env(UTILGATE_OUT, out_path)
+        .env(UTILGATE_MODEL, &case.model)
+        .env(UTILGATE_PRECISION, &case.precision)
+        .env(UTILGATE_PHASE, case.phase.as_str())
+        .env(UTILGATE_BATCH, case.batch.to_string())
+        .env(UTILGATE_CONTEXT, case.context.to_string())
+        .env(UTILGATE_WARMUP_STEPS, spec.warmup_steps.to_string())
+        .env(UTILGATE_STEPS, spec.steps.to_string())
+        .env(UTILGATE_REPEAT, spec.repeat.to_string());
+    command
+}
+
+/// What every process utilgate starts for a suite (a step harness or a load generator) shares.
+struct Shell<'a> {
+    command: &'a str,
+    cwd: &'a Path,
+    guard: Option<&'a Path>,
+    env_passthrough: &'a [String],
+    extra_env: &'a [(String, String)],
+}
+
+/// `sh -c COMMAND` (under guard when there is one, inside `scope` when there is one) in its own
+/// process group, in its working directory, with the known credential variables removed (but
+/// those the suite passes through) and the suite's extra variables set.
+fn shell_command(spec: &Shell<'_>, scope: Option<&cgroup::Scope>) -> Command {
     let mut command = if let Some(utilgate) = spec.guard {
         #[expect(
             clippy::disallowed_methods,
@@ -372,18 +410,6 @@ fn harness_command(spec: &RepeatSpec, out_path: &Path, scope: Option<&cgroup::Sc
     for (name, value) in spec.extra_env {
         command.env(name, value);
     }
-    let case = spec.case;
-    command
-        .env(UTILGATE_PROTOCOL, PROTOCOL_VERSION)
-        .env(UTILGATE_OUT, out_path)
-        .env(UTILGATE_MODEL, &case.model)
-        .env(UTILGATE_PRECISION, &case.precision)
-        .env(UTILGATE_PHASE, case.phase.as_str())
-        .env(UTILGATE_BATCH, case.batch.to_string())
-        .env(UTILGATE_CONTEXT, case.context.to_string())
-        .env(UTILGATE_WARMUP_STEPS, spec.warmup_steps.to_string())
-        .env(UTILGATE_STEPS, spec.steps.to_string())
-        .env(UTILGATE_REPEAT, spec.repeat.to_string());
     command
 }
 

@@ -1,9 +1,27 @@
 //! The command of a service suite: the variables its template can use and their rendering for
-//! one grid point and repeat. Pure.
+//! one grid point and repeat, every value shell-quoted as in a step suite's command. Pure.
 
 use serde::Serialize;
 
 use super::key::format_rate;
+use crate::case::TemplateError;
+
+/// The names a service command template may use: the fields of [`ServeCommandVars`].
+pub const SERVE_VARIABLES: [&str; 13] = [
+    "suite",
+    "model",
+    "request_rate",
+    "max_concurrency",
+    "input_len",
+    "output_len",
+    "num_prompts",
+    "seed",
+    "burstiness",
+    "repeat",
+    "result_file",
+    "utilgate",
+    "config_dir",
+];
 
 /// The values a service suite's `command` template can use. Every name is always defined
 /// (an unset limit or length renders as an empty string), so a typo is an error.
@@ -26,18 +44,24 @@ pub struct ServeCommandVars<'a> {
     pub config_dir: &'a str,
 }
 
-fn env() -> minijinja::Environment<'static> {
-    let mut env = minijinja::Environment::new();
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    env
-}
-
 /// Renders a service suite's command for one grid point and repeat.
 pub fn render_serve_command(
     template: &str,
     vars: &ServeCommandVars<'_>,
-) -> Result<String, minijinja::Error> {
-    env().render_str(template, minijinja::value::Serde(vars))
+) -> Result<String, TemplateError> {
+    crate::case::render_shell_template(template, vars, &SERVE_VARIABLES)
+}
+
+/// The fix for a template error of a service command.
+#[must_use]
+pub fn serve_template_hint(err: &TemplateError) -> String {
+    match err {
+        TemplateError::InsideQuotes { .. } => err.hint(),
+        TemplateError::Syntax(_) | TemplateError::UnknownVariable { .. } => format!(
+            "use {}",
+            SERVE_VARIABLES.map(|v| format!("{{{{ {v} }}}}")).join(", ")
+        ),
+    }
 }
 
 /// `Some(n)` as its number, `None` as the empty string (a template can test it).
@@ -47,7 +71,7 @@ pub fn opt_text(v: Option<u64>) -> String {
 }
 
 /// Checks that a template compiles and uses only the service variables.
-pub fn check_serve_template(template: &str) -> Result<(), minijinja::Error> {
+pub fn check_serve_template(template: &str) -> Result<(), TemplateError> {
     let vars = ServeCommandVars {
         suite: "s",
         model: "m",
@@ -77,6 +101,41 @@ mod tests {
                  --seed {{ seed }} --save-result --result-filename {{ result_file }}";
         check_serve_template(t).expect("valid");
         let err = check_serve_template("x {{ reqest_rate }}").expect_err("typo");
-        assert!(err.to_string().contains("undefined"), "{err}");
+        assert!(
+            err.to_string().contains("did you mean `request_rate`"),
+            "{err}"
+        );
+        assert!(serve_template_hint(&err).contains("{{ result_file }}"));
+    }
+
+    #[test]
+    fn values_are_shell_quoted_and_an_unset_limit_can_be_tested() {
+        let t = "bench --model {{ model }} --result-filename {{ result_file }}\
+                 {% if max_concurrency %} --max-concurrency {{ max_concurrency }}{% endif %}";
+        let mut vars = ServeCommandVars {
+            suite: "s",
+            model: "org/m; rm -rf x",
+            request_rate: "inf".into(),
+            max_concurrency: String::new(),
+            input_len: String::new(),
+            output_len: String::new(),
+            num_prompts: 10,
+            seed: 0,
+            burstiness: 1.0,
+            repeat: 0,
+            result_file: "/tmp/a dir/r.json",
+            utilgate: "utilgate",
+            config_dir: ".",
+        };
+        assert_eq!(
+            render_serve_command(t, &vars).expect("renders"),
+            "bench --model 'org/m; rm -rf x' --result-filename '/tmp/a dir/r.json'"
+        );
+        vars.max_concurrency = "16".into();
+        assert!(
+            render_serve_command(t, &vars)
+                .expect("renders")
+                .ends_with(" --max-concurrency 16")
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! with its metrics and their directions, the case key of a service case, and the utilisation
 //! estimates a service result implies. Pure but [`read`], which reads a file.
 
+mod command;
 mod error;
 mod estimate;
 mod key;
@@ -10,9 +11,15 @@ mod model;
 mod parse;
 mod read;
 
+pub use command::{
+    SERVE_VARIABLES, ServeCommandVars, check_serve_template, opt_text, render_serve_command,
+    serve_template_hint,
+};
 pub use error::ServeError;
 pub use estimate::{ServeEstimate, SplitPoint, estimate, latency_split};
 pub use key::{ServeKey, format_rate};
-pub use model::{Direction, Samples, Schema, ServeResult, Settings, direction_of};
+pub use model::{
+    Direction, Samples, Schema, ServeResult, Settings, canonical_metric, direction_of,
+};
 pub use parse::parse;
 pub use read::read_file;

@@ -66,6 +66,33 @@ pub struct Settings {
     pub total_input_tokens: Option<u64>,
 }
 
+impl Settings {
+    /// Fills every setting this result does not state from `from` (what utilgate asked the
+    /// load generator for: vLLM writes no seed and no lengths of a random dataset); a stated
+    /// setting always stays. The request rate and the concurrency limit are never filled: there
+    /// `None` is a stated "unlimited", not a gap.
+    pub fn fill_unset(&mut self, from: &Settings) {
+        fn fill<T: Clone>(mine: &mut Option<T>, theirs: Option<&T>) {
+            if mine.is_none() {
+                *mine = theirs.cloned();
+            }
+        }
+        fill(&mut self.burstiness, from.burstiness.as_ref());
+        fill(&mut self.num_prompts, from.num_prompts.as_ref());
+        fill(&mut self.seed, from.seed.as_ref());
+        fill(&mut self.model, from.model.as_ref());
+        fill(&mut self.tokenizer, from.tokenizer.as_ref());
+        fill(&mut self.dataset, from.dataset.as_ref());
+        fill(&mut self.input_len, from.input_len.as_ref());
+        fill(&mut self.output_len, from.output_len.as_ref());
+        fill(&mut self.range_ratio, from.range_ratio.as_ref());
+        fill(
+            &mut self.total_input_tokens,
+            from.total_input_tokens.as_ref(),
+        );
+    }
+}
+
 /// Per-request samples of `--save-detailed` (vLLM) or `--output-details` (`SGLang`), successful
 /// requests only, in milliseconds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -197,6 +224,24 @@ mod tests {
         for (key, want) in table {
             assert_eq!(canonical_metric(key).as_deref(), want, "{key}");
         }
+    }
+
+    #[test]
+    fn unset_settings_are_filled_and_stated_ones_kept() {
+        let mut stated = Settings {
+            num_prompts: Some(400),
+            ..Settings::default()
+        };
+        stated.fill_unset(&Settings {
+            request_rate: Some(4.0),
+            num_prompts: Some(200),
+            seed: Some(7),
+            ..Settings::default()
+        });
+        assert_eq!(stated.num_prompts, Some(400), "the file wins");
+        assert_eq!(stated.request_rate, None, "None is \"inf\", never a gap");
+        assert_eq!(stated.seed, Some(7), "the asked-for seed fills the gap");
+        assert_eq!(stated.input_len, None);
     }
 
     #[test]

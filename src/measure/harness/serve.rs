@@ -5,13 +5,13 @@
 //! cancellation reach the whole group; stdout is drained; a bounded stderr tail is kept).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use std::os::unix::process::CommandExt;
-
-use super::{Ended, Group, HarnessError, Pipes, check_cwd, check_status, wait_for_exit};
+use super::{
+    Ended, Group, HarnessError, Pipes, Shell, check_cwd, check_status, shell_command, wait_for_exit,
+};
+use crate::measure::cgroup;
 
 /// The result file the load generator writes (`--save-result --result-filename`, `SGLang`'s
 /// `--output-file`).
@@ -36,6 +36,12 @@ pub struct ServeRepeatSpec<'a> {
     pub result_file: &'a Path,
     pub timeout: Duration,
     pub extra_env: &'a [(String, String)],
+    /// Credential variables the load generator keeps; every other one of
+    /// `redact::CREDENTIAL_VARS` is removed from its environment, as for a step harness.
+    pub env_passthrough: &'a [String],
+    /// The utilgate binary, started as `utilgate harness guard` around the shell, so that no
+    /// process of the command (a server it started included) outlives the repeat or utilgate.
+    pub guard: Option<&'a Path>,
 }
 
 /// What a successful service repeat left behind.
@@ -55,23 +61,18 @@ pub fn run_serve_repeat(
     if cancel.load(Ordering::Relaxed) {
         return Err(HarnessError::Cancelled);
     }
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "the harness runner is the edge that starts processes"
-    )]
-    let mut command = Command::new("sh");
-    command
-        .arg("-c")
-        .arg(spec.command)
-        .current_dir(spec.cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .env_remove("GITHUB_TOKEN");
-    for (name, value) in spec.extra_env {
-        command.env(name, value);
-    }
+    // A cgroup v2 scope holds every process of the repeat where the machine allows one.
+    let scope = spec.guard.and_then(|_| cgroup::Scope::create());
+    let mut command = shell_command(
+        &Shell {
+            command: spec.command,
+            cwd: spec.cwd,
+            guard: spec.guard,
+            env_passthrough: spec.env_passthrough,
+            extra_env: spec.extra_env,
+        },
+        scope.as_ref(),
+    );
     for (name, value) in &spec.vars {
         command.env(name, value);
     }
@@ -96,7 +97,9 @@ pub fn run_serve_repeat(
     ))?;
     let ended = wait_for_exit(&mut group, start + spec.timeout, cancel)
         .map_err(io_err("failed to wait for the load generator in"))?;
+    // Whatever the command left running (a server it did not stop) goes too.
     group.terminate();
+    drop(scope);
     let stderr_tail = pipes.finish();
     match ended {
         Ended::Exited(status) => check_status(status, spec.command, stderr_tail.clone())?,

@@ -1,0 +1,398 @@
+//! `utilgate run` for suites of `kind = "serve"` (DESIGN.md §12): per grid point and repeat,
+//! render the command, run the load generator (`measure::harness::run_serve_repeat`), read the
+//! result file it wrote (`serve::read_file`), then judge, store and report the service cases
+//! through `commands::serve::judge_and_store`. Sequences I/O; decides nothing itself.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::catalog::{GpuSpec, Precision};
+use crate::cli::RunArgs;
+use crate::commands::run::git;
+use crate::commands::serve::{ServeCaseInput, ServeRunPlan, emit_report, judge_and_store};
+use crate::commands::{Outcome, env_lookup, open_store};
+use crate::compare::{self, ServePolicy};
+use crate::config::{LoadedConfig, SuiteConfig};
+use crate::error::Error;
+use crate::measure::harness::{self, HarnessError, ServeRepeatSpec};
+use crate::output::Progress;
+use crate::serve::{self, ServeCommandVars, ServeKey, ServeResult, format_rate, opt_text};
+use crate::store::meta::{MetaFlags, resolve_meta};
+
+/// One point of a service suite's grid.
+struct Point<'a> {
+    suite: &'a SuiteConfig,
+    key: ServeKey,
+}
+
+/// Every grid point of a service suite: models x rates x concurrencies x input x output
+/// lengths; an empty list is one point without that setting (rates: unlimited).
+fn grid(suite: &SuiteConfig) -> Vec<Point<'_>> {
+    let rates: Vec<Option<f64>> = if suite.request_rates.is_empty() {
+        vec![None]
+    } else {
+        suite
+            .request_rates
+            .iter()
+            .map(|r| r.is_finite().then_some(*r))
+            .collect()
+    };
+    let opt = |v: &[u64]| -> Vec<Option<u64>> {
+        if v.is_empty() {
+            vec![None]
+        } else {
+            v.iter().copied().map(Some).collect()
+        }
+    };
+    let mut out = Vec::new();
+    for model in &suite.models {
+        for &rate in &rates {
+            for conc in opt(&suite.max_concurrencies) {
+                for input in opt(&suite.input_lens) {
+                    for output in opt(&suite.output_lens) {
+                        out.push(Point {
+                            suite,
+                            key: ServeKey {
+                                suite: suite.name.clone(),
+                                model: model.clone(),
+                                request_rate: format_rate(rate),
+                                max_concurrency: conc,
+                                input_len: input,
+                                output_len: output,
+                            },
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// What utilgate asked for fills the settings the file does not state (vLLM writes no seed and
+/// no lengths of a random dataset); what the file states always wins. The store keeps the
+/// filled settings with the case, and a later run fills its baseline's repeats from them.
+fn fill_settings(result: &mut ServeResult, point: &Point<'_>) {
+    result.settings.fill_unset(&serve::Settings {
+        seed: Some(point.suite.seed.unwrap_or(DEFAULT_SEED)),
+        input_len: point.key.input_len,
+        output_len: point.key.output_len,
+        num_prompts: Some(point.suite.num_prompts.unwrap_or(DEFAULT_NUM_PROMPTS)),
+        ..serve::Settings::default()
+    });
+}
+
+/// Prompts per repeat and the dataset seed when the suite names none.
+const DEFAULT_NUM_PROMPTS: u64 = 200;
+const DEFAULT_SEED: u64 = 0;
+
+struct Runner<'a> {
+    loaded: &'a LoadedConfig,
+    exe: String,
+    cancel: Arc<AtomicBool>,
+}
+
+impl Runner<'_> {
+    /// Runs every repeat of one grid point; the first failing repeat ends the case as an error.
+    fn measure(&self, point: &Point<'_>) -> Result<ServeCaseInput, Error> {
+        let suite = point.suite;
+        let cwd = suite
+            .cwd
+            .as_ref()
+            .map_or_else(|| self.loaded.dir.clone(), |c| self.loaded.dir.join(c));
+        let extra_env: Vec<(String, String)> = suite
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let config_dir =
+            std::path::absolute(&self.loaded.dir).unwrap_or_else(|_| self.loaded.dir.clone());
+        let mut input = ServeCaseInput {
+            key: point.key.clone(),
+            repeats: Vec::new(),
+            error: None,
+            stderr_tail: None,
+            estimate: None,
+        };
+        let template = suite.command.as_deref().unwrap_or_default();
+        for repeat in 0..suite.repeats {
+            let dir = tempfile::tempdir().map_err(|source| Error::Io {
+                path: std::env::temp_dir(),
+                source,
+            })?;
+            let result_file: PathBuf = dir.path().join(format!("result-{repeat}.json"));
+            let num_prompts = suite.num_prompts.unwrap_or(DEFAULT_NUM_PROMPTS);
+            let seed = suite.seed.unwrap_or(DEFAULT_SEED);
+            let burstiness = suite.burstiness.unwrap_or(1.0);
+            let vars = ServeCommandVars {
+                suite: &suite.name,
+                model: &point.key.model,
+                request_rate: point.key.request_rate.clone(),
+                max_concurrency: opt_text(point.key.max_concurrency),
+                input_len: opt_text(point.key.input_len),
+                output_len: opt_text(point.key.output_len),
+                num_prompts,
+                seed,
+                burstiness,
+                repeat,
+                result_file: &result_file.to_string_lossy(),
+                utilgate: &self.exe,
+                config_dir: &config_dir.to_string_lossy(),
+            };
+            let command = serve::render_serve_command(template, &vars).map_err(|source| {
+                Error::CommandTemplate {
+                    suite: suite.name.clone(),
+                    source,
+                }
+            })?;
+            let spec = ServeRepeatSpec {
+                command: &command,
+                cwd: &cwd,
+                vars: vec![
+                    (harness::UTILGATE_REQUEST_RATE, vars.request_rate.clone()),
+                    (
+                        harness::UTILGATE_MAX_CONCURRENCY,
+                        vars.max_concurrency.clone(),
+                    ),
+                    (harness::UTILGATE_INPUT_LEN, vars.input_len.clone()),
+                    (harness::UTILGATE_OUTPUT_LEN, vars.output_len.clone()),
+                    (harness::UTILGATE_NUM_PROMPTS, num_prompts.to_string()),
+                    (harness::UTILGATE_SEED, seed.to_string()),
+                ],
+                repeat,
+                model: &point.key.model,
+                result_file: &result_file,
+                timeout: Duration::from_secs_f64(suite.timeout_s),
+                extra_env: &extra_env,
+                env_passthrough: &suite.env_passthrough,
+                guard: Some(Path::new(&self.exe)),
+            };
+            let out = match harness::run_serve_repeat(&spec, &self.cancel) {
+                Ok(out) => out,
+                Err(HarnessError::Cancelled) => return Err(Error::Interrupted),
+                Err(err) => {
+                    input.stderr_tail = err.stderr_tail().map(str::to_owned);
+                    input.error = Some(failure(repeat, &err, err.hint()));
+                    return Ok(input);
+                }
+            };
+            if !out.stderr_tail.is_empty() {
+                input.stderr_tail = Some(out.stderr_tail.clone());
+            }
+            match read_one(&out.result_file) {
+                Ok(mut result) => {
+                    fill_settings(&mut result, point);
+                    let source = format!("{}:repeat {repeat}", point.key);
+                    input.repeats.push((source, result));
+                }
+                Err(err) => {
+                    input.error = Some(failure(repeat, &err, err.hint()));
+                    return Ok(input);
+                }
+            }
+        }
+        Ok(input)
+    }
+}
+
+/// The one result a repeat's file must hold.
+fn read_one(path: &Path) -> Result<ServeResult, serve::ServeError> {
+    let mut results = serve::read_file(path)?;
+    if results.len() == 1 {
+        Ok(results.remove(0))
+    } else {
+        Err(serve::ServeError::SeveralResults {
+            origin: path.display().to_string(),
+            count: results.len(),
+        })
+    }
+}
+
+/// A case's error message: the repeat, what went wrong and the fix.
+fn failure(repeat: u32, err: &dyn std::fmt::Display, hint: Option<String>) -> String {
+    let hint = hint.map(|h| format!("\nhint: {h}")).unwrap_or_default();
+    format!("repeat {repeat}: {err}{hint}")
+}
+
+/// The GPU a service run is recorded against: `[gpu]` as declared (a catalogue name or
+/// figures), else "unknown"; the spec only feeds the estimates.
+fn gpu_of(loaded: &LoadedConfig) -> (String, Option<GpuSpec>) {
+    let spec = loaded
+        .config
+        .gpu
+        .as_ref()
+        .and_then(|g| g.declared_spec().ok().flatten());
+    let name = loaded
+        .config
+        .gpu
+        .as_ref()
+        .and_then(|g| g.name.clone())
+        .or_else(|| spec.as_ref().map(|s| s.name.clone()))
+        .unwrap_or_else(|| "unknown".to_owned());
+    (name, spec)
+}
+
+/// Refuses the options of `run` the service path does not implement, rather than ignoring
+/// them: `--github`, `--report-dir`, `--resume` and `--trace`, and `--format json` when step
+/// suites run too (two JSON documents on one stdout would be neither).
+fn check_options(suites: &[&SuiteConfig], with_steps: bool, args: &RunArgs) -> Result<(), Error> {
+    let what = if args.github {
+        Some("--github")
+    } else if args.report_dir.is_some() {
+        Some("--report-dir")
+    } else if args.resume {
+        Some("--resume")
+    } else if args.trace {
+        Some("--trace")
+    } else if with_steps && matches!(args.format.format, crate::cli::Format::Json) {
+        Some("--format json with step suites in the same run")
+    } else {
+        None
+    };
+    match what {
+        None => Ok(()),
+        Some(what) => Err(Error::ServeSuiteUnsupported {
+            what: what.to_owned(),
+            suites: suites.iter().map(|s| s.name.clone()).collect(),
+        }),
+    }
+}
+
+/// The utilisation estimate of a measured case, where its model and the GPU are known; the
+/// suite's first precision (default bf16) sets the bytes per weight.
+fn estimate_of(
+    loaded: &LoadedConfig,
+    point: &Point<'_>,
+    gpu: Option<&GpuSpec>,
+    input: &ServeCaseInput,
+) -> Option<serve::ServeEstimate> {
+    let model = loaded.models.get(&point.key.model)?;
+    let precision = point
+        .suite
+        .precisions
+        .first()
+        .map_or("bf16", String::as_str);
+    let precision = Precision::parse(precision, point.suite.kv_dtype.as_deref()).ok()?;
+    let repeats: Vec<ServeResult> = input.repeats.iter().map(|(_, r)| r.clone()).collect();
+    serve::estimate(&repeats, model, gpu?, &precision)
+}
+
+/// The gate of one service case: its suite's `gated` metrics and `max_change_pct`, else the
+/// defaults, with the statistics of `[gate]`.
+fn policy_of(
+    suites: &[&SuiteConfig],
+    config: &crate::config::Config,
+    key: &ServeKey,
+) -> ServePolicy {
+    let suite = suites.iter().find(|s| s.name == key.suite);
+    let defaults = ServePolicy::default();
+    ServePolicy {
+        gated: suite
+            .and_then(|s| s.gated.clone())
+            .unwrap_or(defaults.gated),
+        max_change_pct: suite
+            .and_then(|s| s.max_change_pct)
+            .unwrap_or(defaults.max_change_pct),
+        stats: compare::Policy {
+            family_alpha: config.gate.family_alpha,
+            ..compare::Policy::default()
+        },
+    }
+}
+
+/// Runs the service suites of a config as one stored run and prints its report; `None`
+/// without any service suite. `with_steps`: step suites run after them.
+pub fn run_serve_suites(
+    loaded: &LoadedConfig,
+    suites: &[&SuiteConfig],
+    with_steps: bool,
+    args: &RunArgs,
+) -> Result<Option<Outcome>, Error> {
+    if suites.is_empty() {
+        return Ok(None);
+    }
+    check_options(suites, with_steps, args)?;
+    let store_path = loaded.store_path(args.config.db.as_deref());
+    let meta = resolve_meta(
+        &MetaFlags {
+            git_sha: args.git_sha.clone(),
+            branch: args.branch.clone(),
+            trigger: args.trigger.clone(),
+            pr_number: args.pr,
+        },
+        &env_lookup(),
+        git(&loaded.dir, &["rev-parse", "HEAD"]),
+        git(&loaded.dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
+    );
+    let config = &loaded.config;
+    let mut store = if args.init {
+        crate::store::Store::open_init(
+            &store_path,
+            Duration::from_secs_f64(config.store.busy_timeout_s),
+        )?
+    } else {
+        open_store(&store_path, config.store.busy_timeout_s)?
+    };
+    // The store must take the run before the load generator runs for an hour.
+    store.preflight()?;
+    let (gpu_sku, gpu_spec) = gpu_of(loaded);
+    let cancel = Arc::new(AtomicBool::new(false));
+    {
+        let cancel = Arc::clone(&cancel);
+        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
+    }
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "edge: the path of this binary for templates"
+    )]
+    let exe = std::env::current_exe().map_or_else(
+        |_| "utilgate".to_owned(),
+        |p| p.to_string_lossy().into_owned(),
+    );
+    let runner = Runner {
+        loaded,
+        exe,
+        cancel: Arc::clone(&cancel),
+    };
+    let points: Vec<Point<'_>> = suites.iter().flat_map(|s| grid(s)).collect();
+    let started_at = crate::commands::now();
+    let progress = Progress::new(
+        points.len() as u64,
+        env_lookup()("GITHUB_ACTIONS").as_deref() == Some("true"),
+    );
+    let mut inputs = Vec::with_capacity(points.len());
+    for point in &points {
+        let name = point.key.to_string();
+        progress.start_case(&name);
+        let mut input = runner.measure(point)?;
+        // Anything printed or stored from the load generator is masked before it is kept.
+        input.error = input.error.as_deref().map(crate::redact::redact);
+        input.stderr_tail = input.stderr_tail.as_deref().map(crate::redact::redact);
+        progress.finish_case(&name, input.error.as_deref());
+        input.estimate = estimate_of(loaded, point, gpu_spec.as_ref(), &input);
+        inputs.push(input);
+    }
+    progress.clear();
+    if cancel.load(Ordering::SeqCst) {
+        return Err(Error::Interrupted);
+    }
+    let policy = |key: &ServeKey| policy_of(suites, config, key);
+    let label: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
+    let label = label.join(",");
+    let plan = ServeRunPlan {
+        gpu_sku: &gpu_sku,
+        suite_label: &label,
+        gate: &config.gate,
+        policy: &policy,
+        meta: &meta,
+        no_promote: args.no_promote,
+        started_at,
+        config_json: serde_json::to_value(config).ok(),
+        host: Some(crate::commands::device::hostname()),
+    };
+    let (report, outcome) = judge_and_store(&mut store, &inputs, &plan)?;
+    emit_report(&report, args.format.format)?;
+    Ok(Some(outcome))
+}
