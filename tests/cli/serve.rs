@@ -430,8 +430,9 @@ fn a_serve_suite_runs_the_load_generator_per_repeat_and_gates_its_metrics() {
 #[test]
 fn the_load_generator_gets_no_credential_and_leaves_no_process_behind() {
     let env = TestEnv::new();
-    // A "server" started in the background and never stopped by the command.
-    let extra = "--noise-offset 0; sleep 300 & echo $! > server.pid";
+    // A "server" started in the background in a session of its own (out of the command's
+    // process group) and never stopped by the command: the guard still ends it.
+    let extra = "--noise-offset 0; setsid sleep 300 & echo $! > server.pid";
     env.write_config(
         &suite_config(7, extra).replace("timeout_s = 120", "repeats = 1\ntimeout_s = 120"),
     );
@@ -439,6 +440,7 @@ fn the_load_generator_gets_no_credential_and_leaves_no_process_behind() {
         .cmd()
         .args(["run", "--trusted", "--branch", "main", "--git-sha", "abc"])
         .env("GITHUB_TOKEN", "ghp_servekindtesttoken0123456789abcdef")
+        .env("GH_TOKEN", "ghp_servekindtesttoken0123456789abcdeg")
         .output()
         .expect("runs");
     assert_eq!(
@@ -450,8 +452,8 @@ fn the_load_generator_gets_no_credential_and_leaves_no_process_behind() {
     );
     let seen = std::fs::read_to_string(env.path().join("seen-env.txt")).expect("env dumped");
     assert!(
-        !seen.contains("GITHUB_TOKEN"),
-        "the token reached the load generator"
+        !seen.contains("GITHUB_TOKEN") && !seen.contains("GH_TOKEN"),
+        "a token reached the load generator"
     );
     assert!(seen.contains("UTILGATE_RESULT_FILE="), "{seen}");
     assert!(seen.contains("UTILGATE_SEED=7"), "{seen}");
