@@ -512,3 +512,103 @@ fn a_serve_suite_with_a_typo_in_its_template_or_step_keys_is_a_config_error() {
     let out = env.cmd().args(["config", "check"]).output().expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
+
+/// Stand-ins for `vllm` and `curl`: `vllm serve` is a server that becomes ready a moment after
+/// it starts (the file `ready`) and notes its start and stop in `server.events`; `vllm bench
+/// serve` refuses to run before the server is ready, then runs the stand-in load generator.
+fn fake_vllm(env: &TestEnv) -> PathBuf {
+    let bin = env.path().join("bin");
+    env.write(
+        "bin/vllm",
+        &format!(
+            r#"#!/bin/sh
+case "$1" in
+serve)
+  trap 'rm -f ready; echo stopped >> server.events; exit 0' TERM
+  echo "started $2" >> server.events
+  (sleep 0.3; touch ready) &
+  while :; do sleep 0.1; done ;;
+bench)
+  shift 2
+  [ -e ready ] || {{ echo "bench before the server was ready" >&2; exit 9; }}
+  exec python3 {STUB} "$@" ;;
+esac
+"#
+        ),
+    );
+    env.write("bin/curl", "#!/bin/sh\n[ -e ready ]\n");
+    for name in ["vllm", "curl"] {
+        let path = bin.join(name);
+        let mut perms = std::fs::metadata(&path).expect("stat").permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+        std::fs::set_permissions(&path, perms).expect("chmod");
+    }
+    bin
+}
+
+#[test]
+fn the_documented_vllm_suite_runs_as_written() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/serve.md"))
+        .expect("docs/serve.md");
+    let section = &doc[doc
+        .find("## A ready-to-copy suite for `vllm serve`")
+        .expect("the section")..];
+    let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
+    let config = &section[start..start + section[start..].find("```").expect("its end")];
+    let env = TestEnv::new();
+    env.write_config(config);
+    let bin = fake_vllm(&env);
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let check = env
+        .cmd()
+        .args(["config", "check"])
+        .env("PATH", &path)
+        .output()
+        .expect("runs");
+    assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+    let out = env
+        .cmd()
+        .args([
+            "run",
+            "--branch",
+            "main",
+            "--git-sha",
+            "abc",
+            "--format",
+            "json",
+        ])
+        .env("PATH", &path)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report = json(&out);
+    let cases = report["cases"].as_array().expect("cases");
+    let names: Vec<&str> = cases.iter().filter_map(|c| c["case"].as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "serve/Qwen/Qwen2.5-7B-Instruct/rate=1/in=1024/out=128",
+            "serve/Qwen/Qwen2.5-7B-Instruct/rate=4/in=1024/out=128",
+            "serve/Qwen/Qwen2.5-7B-Instruct/rate=16/in=1024/out=128",
+        ]
+    );
+    for case in cases {
+        assert_eq!(case["verdict"], "new", "{case}");
+        assert_eq!(case["repeats"].as_array().map(Vec::len), Some(3));
+        assert_eq!(case["settings"]["model"], "Qwen/Qwen2.5-7B-Instruct");
+        assert!(
+            case["estimate"]["decode_mbu"].is_number(),
+            "the model and GPU give estimates: {}",
+            case["estimate"]
+        );
+    }
+    // One server per repeat, each started, waited for and stopped by the command itself.
+    let events = std::fs::read_to_string(env.path().join("server.events")).expect("events");
+    let started = events.lines().filter(|l| l.starts_with("started")).count();
+    let stopped = events.lines().filter(|l| *l == "stopped").count();
+    assert_eq!((started, stopped), (9, 9), "{events}");
+}

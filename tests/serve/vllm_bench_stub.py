@@ -59,6 +59,13 @@ def main():
     ap.add_argument("--save-detailed", action="store_true")
     ap.add_argument("--metadata", nargs="*", default=[])
     ap.add_argument("--result-filename", default=os.environ.get("UTILGATE_RESULT_FILE"))
+    # Options of `vllm bench serve` that say how to reach the server and what to send; the
+    # stand-in has no server, so they are accepted and ignored.
+    ap.add_argument("--backend")
+    ap.add_argument("--base-url")
+    ap.add_argument("--endpoint")
+    ap.add_argument("--dataset-name")
+    ap.add_argument("--save-result", action="store_true")
     a = ap.parse_args()
     if not a.result_filename:
         sys.exit("no --result-filename and no UTILGATE_RESULT_FILE")
