@@ -112,6 +112,43 @@ fn gpu_table_declares_a_catalogue_entry_overrides_or_its_own_figures() {
 }
 
 #[test]
+fn every_suite_key_is_documented_in_the_default_config() {
+    let config = parse(DEFAULT_CONFIG, Path::new("<default>")).expect("default parses");
+    let suite = serde_json::to_value(&config.suites[0]).expect("serialises");
+    let keys = suite.as_object().expect("a table").keys();
+    let lines: Vec<&str> = DEFAULT_CONFIG.lines().map(str::trim_start).collect();
+    for key in keys {
+        let written = |line: &&str| {
+            let line = line.trim_start_matches("# ");
+            line.starts_with(&format!("{key} =")) || (key == "case" && line == "[[suite.case]]")
+        };
+        assert!(
+            lines.iter().any(written),
+            "suite key `{key}` is not in templates/utilgate.default.toml"
+        );
+    }
+}
+
+#[test]
+fn a_serve_suite_parses_with_its_grid_and_no_step_keys() {
+    let text = r#"
+[[suite]]
+name = "serve"
+kind = "serve"
+models = ["org/model"]
+request_rates = [1.0, inf]
+input_lens = [128]
+command = "bench --rate {{ request_rate }} --out {{ result_file }}"
+"#;
+    let config = parse(text, Path::new("u.toml")).expect("parses");
+    let suite = &config.suites[0];
+    assert_eq!(suite.kind, SuiteKind::Serve);
+    assert_eq!(suite.request_rates.len(), 2);
+    assert!(suite.request_rates[0].is_finite() && suite.request_rates[1].is_infinite());
+    assert!(suite.case_keys().is_empty(), "no step cases");
+}
+
+#[test]
 fn embedded_default_config_parses() {
     let config = parse(DEFAULT_CONFIG, Path::new("<default>")).expect("default parses");
     assert!(!config.suites.is_empty());

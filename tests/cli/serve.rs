@@ -555,6 +555,15 @@ fn the_documented_vllm_suite_runs_as_written() {
         .expect("the section")..];
     let start = section.find("```toml\n").expect("a toml block") + "```toml\n".len();
     let config = &section[start..start + section[start..].find("```").expect("its end")];
+    let manual = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/configuration.md"
+    ))
+    .expect("docs/configuration.md");
+    assert!(
+        manual.contains(config),
+        "docs/configuration.md shows the same suite as docs/serve.md"
+    );
     let env = TestEnv::new();
     env.write_config(config);
     let bin = fake_vllm(&env);
