@@ -42,9 +42,13 @@
 
 use std::f64::consts::{FRAC_PI_2, PI};
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
+use super::canary::CanaryShift;
+use super::stat::{GateStat, TailDecision};
 use crate::case::Verdict;
 
 /// How a run's level is computed from its repeats' median step times.
@@ -88,6 +92,42 @@ pub struct Policy {
     /// A floor that differs by more than this (percent) between baseline and now counts as
     /// changed.
     pub floor_tolerance_pct: f64,
+    /// The statistics gated, each with the same two-level rule (`super::decide_against`); the
+    /// first supplies the decision's figures. Empty: the median alone.
+    pub gate_on: Vec<GateStat>,
+    /// Thresholds per statistic (percent); a statistic not listed uses
+    /// [`Policy::threshold_for`]'s default.
+    pub stat_max_drop_pct: BTreeMap<GateStat, f64>,
+}
+
+impl Policy {
+    /// The gated statistics, first the one whose figures the decision shows, without repeats.
+    #[must_use]
+    pub fn stats(&self) -> Vec<GateStat> {
+        let mut out: Vec<GateStat> = Vec::new();
+        for s in &self.gate_on {
+            if !out.contains(s) {
+                out.push(*s);
+            }
+        }
+        if out.is_empty() {
+            out.push(GateStat::Median);
+        }
+        out
+    }
+
+    /// The practical threshold of one statistic: as configured, else `max_drop_pct` for the
+    /// median and the mean, and three times it for the p99 (a tail is noisier).
+    #[must_use]
+    pub fn threshold_for(&self, stat: GateStat) -> f64 {
+        self.stat_max_drop_pct
+            .get(&stat)
+            .copied()
+            .unwrap_or(match stat {
+                GateStat::Median | GateStat::Mean => self.max_drop_pct,
+                GateStat::P99 => 3.0 * self.max_drop_pct,
+            })
+    }
 }
 
 impl Default for Policy {
@@ -101,6 +141,8 @@ impl Default for Policy {
             history_for_level: true,
             estimator: Estimator::Huber,
             floor_tolerance_pct: 0.1,
+            gate_on: vec![GateStat::Median, GateStat::Mean],
+            stat_max_drop_pct: BTreeMap::new(),
         }
     }
 }
@@ -148,12 +190,25 @@ pub struct Decision {
     /// Worth re-measuring in fresh processes before the verdict is final.
     #[serde(default)]
     pub suspect: bool,
+    /// The measurement itself could not be trusted (the GPU state, or the machine canary moved):
+    /// such a result never pools into a later reference.
+    #[serde(default)]
+    pub untrusted: bool,
+    /// The statistic whose figures this decision shows.
+    #[serde(default)]
+    pub gated_on: GateStat,
+    /// The other gated statistics' results (a worse one decides the verdict).
+    #[serde(default)]
+    pub tails: Vec<TailDecision>,
+    /// How the machine canary moved against the reference's runs, when both had one.
+    #[serde(default)]
+    pub canary: Option<CanaryShift>,
     /// Plain-language sentences, most important first.
     pub reasons: Vec<String>,
 }
 
 impl Decision {
-    fn bare(verdict: Verdict) -> Self {
+    pub(super) fn bare(verdict: Verdict) -> Self {
         Decision {
             verdict,
             util_now: None,
@@ -171,6 +226,10 @@ impl Decision {
             noise_pct: None,
             resolution_pct: None,
             suspect: false,
+            untrusted: false,
+            gated_on: GateStat::Median,
+            tails: Vec::new(),
+            canary: None,
             reasons: Vec::new(),
         }
     }
@@ -202,16 +261,16 @@ pub fn missing_decision(baseline: Option<&Evidence<'_>>) -> Decision {
 }
 
 /// One run reduced to what the test needs.
-struct Run {
+pub(super) struct Run {
     /// Natural log of each non-empty repeat's median step time.
-    units: Vec<f64>,
+    pub(super) units: Vec<f64>,
     /// Mean over repeats of the variance of a repeat's log median implied by its step jitter.
-    jitter_var: f64,
-    samples: usize,
-    floor_ms: f64,
+    pub(super) jitter_var: f64,
+    pub(super) samples: usize,
+    pub(super) floor_ms: f64,
 }
 
-enum RunProblem {
+pub(super) enum RunProblem {
     /// The floor is not a positive number: the result is invalid.
     Floor(String),
     /// No usable steps: the harness failed.
@@ -219,7 +278,7 @@ enum RunProblem {
 }
 
 impl RunProblem {
-    fn message(&self) -> &str {
+    pub(super) fn message(&self) -> &str {
         match self {
             RunProblem::Floor(m) | RunProblem::Steps(m) => m,
         }
@@ -240,7 +299,7 @@ fn median_mut(xs: &mut [f64]) -> f64 {
     }
 }
 
-fn summarise(e: &Evidence<'_>) -> Result<Run, RunProblem> {
+pub(super) fn summarise(e: &Evidence<'_>) -> Result<Run, RunProblem> {
     if !(e.floor_ms.is_finite() && e.floor_ms > 0.0) {
         return Err(RunProblem::Floor(format!(
             "the floor is {} ms; a floor must be a positive number (check the model and GPU spec)",
@@ -346,7 +405,7 @@ fn huber_location(units: &[f64], scale: f64) -> f64 {
 
 /// The level of a run (log step time). `scale` is the per-process noise (log standard
 /// deviation); only the Huber estimate uses it.
-fn level(units: &[f64], estimator: Estimator, scale: f64) -> f64 {
+pub(super) fn level(units: &[f64], estimator: Estimator, scale: f64) -> f64 {
     match estimator {
         Estimator::Mean => units.iter().sum::<f64>() / units.len() as f64,
         Estimator::Median => {
@@ -358,7 +417,7 @@ fn level(units: &[f64], estimator: Estimator, scale: f64) -> f64 {
 }
 
 /// Variance of the level of `n` repeats in units of the per-process variance.
-fn var_factor(n: usize, estimator: Estimator) -> f64 {
+pub(super) fn var_factor(n: usize, estimator: Estimator) -> f64 {
     let nf = n as f64;
     match estimator {
         Estimator::Mean => 1.0 / nf,
@@ -436,7 +495,7 @@ fn pooled_variance(runs: &[&Run], estimator: Estimator) -> (f64, usize) {
 
 /// The per-process noise variance actually used: the pooled estimate, never below the step
 /// jitter's share or the policy's floor.
-fn noise_variance(runs: &[&Run], policy: &Policy) -> (f64, usize) {
+pub(super) fn noise_variance(runs: &[&Run], policy: &Policy) -> (f64, usize) {
     let (measured, df) = pooled_variance(runs, policy.estimator);
     let units: usize = runs.iter().map(|r| r.units.len()).sum();
     let jitter = runs
@@ -449,16 +508,16 @@ fn noise_variance(runs: &[&Run], policy: &Policy) -> (f64, usize) {
     (measured.max(jitter).max(floor * floor), df)
 }
 
-fn pct(fraction: f64) -> f64 {
+pub(super) fn pct(fraction: f64) -> f64 {
     100.0 * fraction
 }
 
 /// A log step-time difference as a utilisation drop in percent (positive = slower).
-fn drop_of(log_diff: f64) -> f64 {
+pub(super) fn drop_of(log_diff: f64) -> f64 {
     pct(1.0 - (-log_diff).exp())
 }
 
-fn fmt_p(p: f64) -> String {
+pub(super) fn fmt_p(p: f64) -> String {
     if p >= 0.001 {
         format!("{p:.3}")
     } else {
@@ -467,18 +526,18 @@ fn fmt_p(p: f64) -> String {
 }
 
 /// The statistics of one comparison, before the verdict.
-struct Test {
+pub(super) struct Test {
     /// Level now minus reference level, log step time.
-    est: f64,
-    se: f64,
+    pub(super) est: f64,
+    pub(super) se: f64,
     /// Pooled degrees of freedom of the noise; 0 when it could not be measured.
-    df: usize,
+    pub(super) df: usize,
     /// Critical value at the per-case level; infinite without degrees of freedom.
-    q: f64,
-    alpha_case: f64,
-    p_slower: Option<f64>,
-    p_faster: Option<f64>,
-    noise: f64,
+    pub(super) q: f64,
+    pub(super) alpha_case: f64,
+    pub(super) p_slower: Option<f64>,
+    pub(super) p_faster: Option<f64>,
+    pub(super) noise: f64,
 }
 
 fn test(now: &Run, reference: &[f64], runs: &[&Run], policy: &Policy, cases: usize) -> Test {
@@ -662,10 +721,11 @@ fn compare_runs(
     t
 }
 
-fn apply_guard(d: &mut Decision, gpu_guard: Option<&str>) {
+pub(super) fn apply_guard(d: &mut Decision, gpu_guard: Option<&str>) {
     if let Some(reason) = gpu_guard {
         d.verdict = Verdict::Inconclusive;
         d.suspect = false;
+        d.untrusted = true;
         d.reasons.insert(
             0,
             format!("The GPU state cannot be trusted for this measurement: {reason}."),
@@ -674,7 +734,7 @@ fn apply_guard(d: &mut Decision, gpu_guard: Option<&str>) {
 }
 
 /// Sets the verdict and its main sentences from the test.
-fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
+pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
     let threshold = policy.max_drop_pct.clamp(0.0, 99.9);
     let slower_than_threshold = t.est > -(-threshold / 100.0).ln_1p();
     let faster_than_threshold = -t.est > (threshold / 100.0).ln_1p();

@@ -1,14 +1,24 @@
-//! The verdict engine (DESIGN.md §2 and §7): one case's evidence against its baseline, the
+//! The verdict engine (DESIGN.md §2 and §7): one case's evidence against its reference, the
 //! environment diff shown beside a regression, and which results may fail the gate or become a
 //! baseline. Pure: no files, clock, environment or processes; everything arrives as arguments.
 //!
-//! The statistical rule is explained in README "How the gate decides" and in [`decide`]'s documentation; its
-//! power is measured by `examples/power_eval.rs` through this very code.
+//! The statistical rule is explained in docs/verdict.md and in [`decide`]'s documentation; its
+//! power is measured by `examples/power_eval` through this very code.
 
+mod ab;
+mod against;
+mod canary;
 mod decide;
 mod env;
 mod gate;
+mod reference;
+mod stat;
 
+pub use ab::{AbPlan, decide_ab};
+pub use against::decide_against;
+pub use canary::{CanaryShift, canary_shift};
 pub use decide::{Decision, Estimator, Evidence, Policy, decide, error_decision, missing_decision};
 pub use env::{EnvChange, env_diff, with_env_causes};
 pub use gate::{acceptable, gate_failed, missing_keys, promotable, should_confirm};
+pub use stat::{GateStat, TailDecision};
+pub use reference::{Canary, Night, Pooled, Reference, eligible, reference};
