@@ -478,6 +478,7 @@ fn import(args: &BaselineImportArgs) -> Result<Outcome, Error> {
             utilgate_version: env!("CARGO_PKG_VERSION").to_owned(),
             config_json: Some(serde_json::json!({ "imported_from": path.display().to_string() })),
             promote_reason: String::new(),
+            canary_json: None,
             results,
         };
         let reason = format!("imported from {}", path.display());

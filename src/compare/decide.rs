@@ -816,15 +816,19 @@ pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
     } else {
         d.verdict = Verdict::Pass;
         let within = if slower_than_threshold || faster_than_threshold {
-            "beyond the threshold but within the measured noise"
+            format!(
+                "beyond the {threshold}% threshold but within the measured noise (per-process \
+                 noise {:.2}%)",
+                pct(t.noise.exp_m1())
+            )
         } else {
-            "within the threshold"
+            format!("within the {threshold}% threshold")
         };
-        d.reasons
-            .push(format!("{change}: {within} of {threshold}%."));
+        d.reasons.push(format!("{change}: {within}."));
         if let Some(r) = d.resolution_pct.filter(|r| *r > threshold) {
+            let way = if t.est >= 0.0 { "drop" } else { "rise" };
             d.reasons.push(format!(
-                "With this noise only a drop above {r:.1}% could have been confirmed."
+                "With this noise only a {way} above {r:.1}% could have been confirmed."
             ));
         }
     }

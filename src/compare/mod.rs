@@ -8,6 +8,7 @@
 mod ab;
 mod against;
 mod canary;
+mod common;
 mod decide;
 mod env;
 mod gate;
@@ -17,6 +18,7 @@ mod stat;
 pub use ab::{AbPlan, decide_ab};
 pub use against::decide_against;
 pub use canary::{CanaryShift, canary_shift};
+pub use common::{CommonMode, common_mode};
 pub use decide::{Decision, Estimator, Evidence, Policy, decide, error_decision, missing_decision};
 pub use env::{EnvChange, env_diff, with_env_causes};
 pub use gate::{acceptable, gate_failed, missing_keys, promotable, should_confirm};

@@ -123,16 +123,12 @@ fn row(c: &CaseReport, color: bool) -> Vec<Cell> {
         .set_alignment(CellAlignment::Right),
         Cell::new(c.n.map_or_else(|| "-".to_owned(), |n| n.to_string()))
             .set_alignment(CellAlignment::Right),
-        Cell::new(pct(c.utilisation)).set_alignment(CellAlignment::Right),
-        Cell::new(pct(c
-            .baseline
-            .as_ref()
-            .and_then(|b| b.utilisation)
-            .or(c.decision.util_then)))
-        .set_alignment(CellAlignment::Right),
+        Cell::new(pct(c.util_now)).set_alignment(CellAlignment::Right),
+        Cell::new(pct(c.util_then)).set_alignment(CellAlignment::Right),
         Cell::new(
             c.drop_pct
-                .map_or_else(|| "-".to_owned(), |d| format!("{d:+.1}%")),
+                .filter(|d| d.is_finite())
+                .map_or_else(|| "-".to_owned(), |d| format!("{:.1}%", d + 0.0)),
         )
         .set_alignment(CellAlignment::Right),
         verdict,
@@ -155,6 +151,20 @@ fn details(out: &mut String, c: &CaseReport) {
             base.git_sha
                 .as_deref()
                 .map_or_else(String::new, |s| format!(" @ {}", &s[..s.len().min(12)])),
+        );
+    }
+    if c.util_then.is_some() {
+        let _ = writeln!(
+            out,
+            "  reference the verdict used: {} ms, utilisation {} over {} processes; this run {} ms, utilisation {}: drop {}",
+            ms(c.step_then_ms),
+            pct(c.util_then),
+            c.decision.repeats_then,
+            ms(c.decision.step_now_ms),
+            pct(c.util_now),
+            c.drop_pct
+                .filter(|d| d.is_finite())
+                .map_or_else(|| "-".to_owned(), |d| format!("{:.1}%", d + 0.0)),
         );
     }
     if c.median_ms.is_some() {

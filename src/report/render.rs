@@ -141,6 +141,7 @@ impl Renderer {
         env.add_filter("pct", pct);
         env.add_filter("ms", ms);
         env.add_filter("delta", delta);
+        env.add_filter("drop", drop);
         env.add_filter("pp", percent_points);
         env.add_filter("seconds", |x: f64| format!("{:.6}", x / 1000.0));
         env.add_filter("line1", |s: &str| {
@@ -442,6 +443,14 @@ fn delta(drop_pct: Option<f64>) -> String {
     drop_pct
         .filter(|v| v.is_finite())
         .map_or_else(|| "–".to_owned(), |d| format!("{:+.1}%", -d + 0.0))
+}
+
+/// A utilisation drop in percent, the one sign convention of every surface: a fall is a
+/// positive drop (`3.1%`), a rise a negative one (`-2.0%`).
+fn drop(drop_pct: Option<f64>) -> String {
+    drop_pct
+        .filter(|v| v.is_finite())
+        .map_or_else(|| "–".to_owned(), |d| format!("{:.1}%", d + 0.0))
 }
 
 /// A figure already in percent, one decimal.

@@ -126,8 +126,21 @@ CREATE TRIGGER probes_append_only_update BEFORE UPDATE ON probes
     BEGIN SELECT RAISE(ABORT, 'probes are append-only'); END;
 ";
 
+/// The machine canary of each run (`measure::canary`, `compare::canary_shift`): its figures'
+/// readings as JSON, written in the run's transaction. Append-only.
+const V4_RUN_CANARIES: &str = r"
+CREATE TABLE run_canaries (
+    run_id INTEGER PRIMARY KEY REFERENCES runs (id),
+    json   TEXT NOT NULL
+) STRICT;
+CREATE TRIGGER run_canaries_append_only_update BEFORE UPDATE ON run_canaries
+    BEGIN SELECT RAISE(ABORT, 'run canaries are append-only'); END;
+CREATE TRIGGER run_canaries_append_only_delete BEFORE DELETE ON run_canaries
+    BEGIN SELECT RAISE(ABORT, 'run canaries are append-only'); END;
+";
+
 /// The ordered migrations; the store's version is how many of them it has applied.
-pub(crate) const MIGRATIONS: &[&str] = &[V1_TABLES, V2_INDEXES, V3_PROBES];
+pub(crate) const MIGRATIONS: &[&str] = &[V1_TABLES, V2_INDEXES, V3_PROBES, V4_RUN_CANARIES];
 
 /// The schema version this build writes and reads.
 #[expect(
@@ -197,7 +210,7 @@ mod tests {
         migrate(&mut conn, &path, LATEST).expect("a second run is a no-op");
         assert_eq!(
             table_names(&conn, "table"),
-            ["baseline_moves", "probes", "results", "runs", "series"]
+            ["baseline_moves", "probes", "results", "run_canaries", "runs", "series"]
         );
         assert_eq!(table_names(&conn, "view"), ["current_baselines"]);
         assert!(table_names(&conn, "index").contains(&"results_by_series_time".to_owned()));
