@@ -21,6 +21,6 @@ pub use canary::{CanaryShift, canary_shift};
 pub use common::{CommonMode, common_mode};
 pub use decide::{Decision, Estimator, Evidence, Policy, decide, error_decision, missing_decision};
 pub use env::{EnvChange, env_diff, with_env_causes};
-pub use gate::{acceptable, gate_failed, missing_keys, promotable, should_confirm};
-pub use stat::{GateStat, TailDecision};
+pub use gate::{acceptable, gate_failed, missing_keys, promotable, run_promotes, should_confirm};
 pub use reference::{Canary, Night, Pooled, Reference, eligible, reference};
+pub use stat::{GateStat, TailDecision};
