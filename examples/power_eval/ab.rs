@@ -14,7 +14,7 @@ use crate::noise::{Change, FLOOR_MS, Noise, night_host, process, rng, seed};
 use crate::{CASES, TRIALS, wilson};
 
 /// Sessions (nights) of a 100-case grid for the false-alarm count.
-const SESSIONS: usize = 400;
+const SESSIONS: usize = 200;
 
 /// The A/B policy `utilgate ab` uses by default (`[ab]` in the config).
 pub fn policy() -> Policy {

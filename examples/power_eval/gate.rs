@@ -5,7 +5,7 @@
 use rand::rngs::SmallRng;
 use utilgate::case::Verdict;
 use utilgate::compare::{
-    Canary, Evidence, Night, Policy, decide, decide_against, eligible, reference, should_confirm,
+    Canary, Evidence, Night, Policy, decide, decide_against, eligible, promotable, reference, should_confirm,
 };
 
 use crate::noise::{self, Change, FLOOR_MS, Noise};
@@ -50,6 +50,8 @@ pub struct Stored {
     pub repeats: Vec<Vec<f64>>,
     pub verdict: Verdict,
     pub eligible: bool,
+    /// `compare::promotable`: may move the pointer if the night passed.
+    pub promotable: bool,
     pub promoted: bool,
     pub canary: Canary,
 }
@@ -114,6 +116,7 @@ pub fn night(
                 repeats,
                 verdict: d.verdict,
                 eligible: eligible(&d),
+                promotable: promotable(&d),
                 promoted: false,
                 canary,
             },
@@ -189,6 +192,7 @@ pub fn night(
             repeats,
             verdict: d.verdict,
             eligible: eligible(&d),
+            promotable: promotable(&d),
             promoted: false,
             canary,
         },
@@ -196,10 +200,6 @@ pub fn night(
     }
 }
 
-/// Whether a verdict may move the pointer when the night passed (`compare::promotable`).
-pub fn promotable(v: Verdict) -> bool {
-    matches!(v, Verdict::Pass | Verdict::Improved | Verdict::New)
-}
 
 /// The rules compared: utilgate 0.1's, and the converging reference with and without the
 /// canary.

@@ -31,9 +31,9 @@ use crate::gate::{CaseState, HISTORY, Rule};
 use crate::noise::{Change, Noise, night_host, rng, seed};
 
 const CASES: usize = 100;
-const PROJECTS: usize = 40;
+const PROJECTS: usize = 24;
 const NIGHTS: usize = 26;
-const TRIALS: usize = 500;
+const TRIALS: usize = 400;
 /// The night of a project on which the host shifts (scenario "host shift").
 const SHIFT_NIGHT: usize = NIGHTS / 2;
 
@@ -174,7 +174,7 @@ fn project(sc_id: u64, sc: &Scenario, rule: &Rule, p: usize, t: &mut Tally) {
             t.confirms += outcomes.iter().filter(|o| o.confirmed).count();
         }
         for (state, mut o) in states.iter_mut().zip(outcomes) {
-            o.stored.promoted = !failed && gate::promotable(o.stored.verdict);
+            o.stored.promoted = !failed && o.stored.promotable;
             state.nights.push(o.stored);
         }
     }
@@ -203,7 +203,7 @@ fn trial(sc_id: u64, sc: &Scenario, rule: &Rule, d: usize, i: usize) -> bool {
         if last {
             return o.stored.verdict == Verdict::Regressed;
         }
-        o.stored.promoted = gate::promotable(o.stored.verdict);
+        o.stored.promoted = o.stored.promotable && o.stored.verdict != Verdict::Regressed;
         state.nights.push(o.stored);
     }
     false

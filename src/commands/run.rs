@@ -64,7 +64,7 @@ fn device_spec(
             .join("host-bandwidth.json");
         let now = crate::commands::now().to_string();
         let measured =
-            crate::measure::host::best_measured(&cache, &host, &now).map_err(|source| {
+            crate::measure::host::pinned_or_measured(&cache, &host, &now).map_err(|source| {
                 Error::Io {
                     path: cache,
                     source,

@@ -323,3 +323,158 @@ pub fn decide_against(
     apply_guard(&mut d, gpu_guard);
     d
 }
+
+#[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "a test fails loudly on a missing figure")]
+mod tests {
+    use super::*;
+    use crate::compare::{Night, reference};
+
+    /// `n` processes at the given levels (ms), 100 steps each with a small wobble; every
+    /// `stall`-th step takes 4x when `stall` is above zero.
+    fn procs(levels: &[f64], stall: usize) -> Vec<Vec<f64>> {
+        levels
+            .iter()
+            .map(|&l| {
+                (0..100)
+                    .map(|j| {
+                        let v = l * (1.0 + 0.002 * ((j * 7 % 5) as f64 - 2.0));
+                        if stall > 0 && j % stall == 0 { 4.0 * v } else { v }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn night(r: &[Vec<f64>]) -> Night<'_> {
+        Night {
+            evidence: Evidence {
+                repeats_ms: r,
+                floor_ms: 3.0,
+            },
+            eligible: true,
+            nominal_repeats: 3,
+            canary: None,
+        }
+    }
+
+    fn ev(r: &[Vec<f64>]) -> Evidence<'_> {
+        Evidence {
+            repeats_ms: r,
+            floor_ms: 3.0,
+        }
+    }
+
+    #[test]
+    fn a_lucky_first_baseline_stops_deciding_once_unchanged_nights_pool_in() {
+        let lucky = procs(&[5.80, 5.82, 5.78], 0);
+        let nights: Vec<Vec<Vec<f64>>> = (0..8)
+            .map(|i| procs(&[6.0 + 0.01 * f64::from(i % 3), 6.03, 5.97], 0))
+            .collect();
+        let now = procs(&[6.02, 5.99, 6.01], 0);
+        let policy = Policy::default();
+        let alone = reference(night(&lucky), &[], 10);
+        let d = decide_against(Some(&alone), &ev(&now), None, &policy, 100, None);
+        assert!(d.drop_pct.unwrap() > 3.0, "{:?}", d.reasons);
+        let since: Vec<Night<'_>> = nights.iter().map(|n| night(n)).collect();
+        let pooled = reference(night(&lucky), &since, 10);
+        let d = decide_against(Some(&pooled), &ev(&now), None, &policy, 100, None);
+        assert_eq!(d.verdict, Verdict::Pass, "{:?}", d.reasons);
+        assert!(d.drop_pct.unwrap() < 1.0, "{:?}", d.drop_pct);
+        assert_eq!(d.repeats_then, 27);
+    }
+
+    #[test]
+    fn a_re_measured_night_weighs_as_much_as_a_normal_one() {
+        let base = procs(&[6.0, 6.0, 6.0], 0);
+        // One slow-looking night re-measured to 12 processes at +6%.
+        let confirmed = procs(&[6.36; 12], 0);
+        let normal = procs(&[6.0, 6.01, 5.99], 0);
+        let since = [night(&confirmed), night(&normal)];
+        let r = reference(night(&base), &since, 10);
+        let now = procs(&[6.0, 6.0, 6.0], 0);
+        let d = decide_against(Some(&r), &ev(&now), None, &Policy::default(), 1, None);
+        // Three nights of equal weight: the reference sits about 2% above 6.0, not 4.4%.
+        let then = d.step_then_ms.unwrap();
+        assert!((then / 6.0 - 1.0) < 0.03, "reference {then}");
+    }
+
+    #[test]
+    fn a_tail_stall_fails_through_the_mean_while_the_median_passes() {
+        let base = procs(&[6.0, 6.01, 5.99], 0);
+        let history: Vec<Vec<Vec<f64>>> = (0..5).map(|_| procs(&[6.0, 6.02, 5.98], 0)).collect();
+        let since: Vec<Night<'_>> = history.iter().map(|n| night(n)).collect();
+        let r = reference(night(&base), &since, 10);
+        let stalled = procs(&[6.0, 6.01, 5.99], 20);
+        let median_only = Policy {
+            gate_on: vec![GateStat::Median],
+            ..Policy::default()
+        };
+        let d = decide_against(Some(&r), &ev(&stalled), None, &median_only, 100, None);
+        assert_eq!(d.verdict, Verdict::Pass, "{:?}", d.reasons);
+        let d = decide_against(Some(&r), &ev(&stalled), None, &Policy::default(), 100, None);
+        assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
+        assert!(d.reasons[0].starts_with("The mean step decides"), "{:?}", d.reasons);
+        assert_eq!(d.tails[0].stat, GateStat::Mean);
+        assert!(d.tails[0].drop_pct.unwrap() > 10.0);
+        // The figures shown stay the median's.
+        assert_eq!(d.gated_on, GateStat::Median);
+        assert!(d.drop_pct.unwrap().abs() < 1.0);
+    }
+
+    fn canary(scale: f64) -> Canary {
+        Canary {
+            figures: [(
+                "stream_ms".to_owned(),
+                [1.0, 1.004, 0.996, 1.002, 0.998]
+                    .iter()
+                    .map(|f| 12.0 * scale * f)
+                    .collect(),
+            )]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    #[test]
+    fn a_slower_host_turns_a_drop_of_its_size_inconclusive_but_not_a_larger_one() {
+        let base = procs(&[6.0, 6.01, 5.99], 0);
+        let then_canary = canary(1.0);
+        let mut pinned = night(&base);
+        pinned.canary = Some(&then_canary);
+        let r = reference(pinned, &[], 10);
+        let busy = canary(1.11);
+        let slow = procs(&[6.66, 6.67, 6.65], 0);
+        let d = decide_against(Some(&r), &ev(&slow), Some(&busy), &Policy::default(), 1, None);
+        assert_eq!(d.verdict, Verdict::Inconclusive, "{:?}", d.reasons);
+        assert!(d.untrusted && !d.suspect);
+        assert!(d.reasons[0].contains("host 11.0% slower"), "{:?}", d.reasons);
+        assert!(d.canary.as_ref().is_some_and(|c| c.beyond_noise));
+        assert!(!crate::compare::promotable(&d) && !crate::compare::eligible(&d));
+        // Without the canary the same numbers regress.
+        let d = decide_against(Some(&r), &ev(&slow), None, &Policy::default(), 1, None);
+        assert_eq!(d.verdict, Verdict::Regressed);
+        // 40% slower on an 11% slower host: the code lost far more than the machine.
+        let far = procs(&[8.4, 8.41, 8.39], 0);
+        let d = decide_against(Some(&r), &ev(&far), Some(&busy), &Policy::default(), 1, None);
+        assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
+        assert!(d.reasons.iter().any(|r| r.contains("well beyond that")));
+    }
+
+    #[test]
+    fn no_reference_is_new_and_bad_input_is_judged_as_decide_does() {
+        let now = procs(&[6.0, 6.0], 0);
+        let d = decide_against(None, &ev(&now), None, &Policy::default(), 1, None);
+        assert_eq!(d.verdict, Verdict::New);
+        let empty: Vec<Vec<f64>> = vec![vec![]];
+        let base = procs(&[6.0], 0);
+        let r = reference(night(&base), &[], 10);
+        let d = decide_against(Some(&r), &ev(&empty), None, &Policy::default(), 1, None);
+        assert_eq!(d.verdict, Verdict::Error);
+        let bad_base: Vec<Vec<f64>> = vec![vec![f64::NAN]];
+        let r = reference(night(&bad_base), &[], 10);
+        let d = decide_against(Some(&r), &ev(&now), None, &Policy::default(), 1, None);
+        assert_eq!(d.verdict, Verdict::New);
+        assert!(d.reasons[0].contains("baseline cannot be used"));
+    }
+}

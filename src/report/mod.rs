@@ -1,6 +1,7 @@
 //! Reports: the pure report context and its renderings (terminal table, JSON, and the
 //! minijinja templates: PR comment, step summary, HTML, `JUnit`).
 
+mod chart;
 mod context;
 pub mod floor;
 mod github_text;
@@ -8,6 +9,7 @@ mod human;
 pub mod probe;
 mod render;
 
+pub use chart::{ChartGuide, verdict_svg};
 pub use context::{
     BaselineRef, CaseReport, Judgement, RunReport, SCHEMA_VERSION, SuiteReport, TrendPoint,
     gpu_notes, severity, summary_line,

@@ -156,11 +156,30 @@ impl Renderer {
         env.add_function("sparkline", |points: Value| {
             Ok::<_, minijinja::Error>(sparkline(&Vec::<TrendPoint>::deserialize(points)?))
         });
-        env.add_function("chart", |points: Value| {
-            Ok::<_, minijinja::Error>(Value::from_safe_string(history_svg(
-                &Vec::<TrendPoint>::deserialize(points)?,
-            )))
-        });
+        env.add_function(
+            "chart",
+            |points: Value,
+             reference: Option<f64>,
+             threshold_pct: Option<f64>,
+             noise_pct: Option<f64>,
+             drop_pct: Option<f64>| {
+                let points = Vec::<TrendPoint>::deserialize(points)?;
+                let svg = if reference.is_some() {
+                    super::chart::verdict_svg(
+                        &points,
+                        &super::ChartGuide {
+                            reference,
+                            threshold_pct,
+                            noise_pct,
+                            drop_pct,
+                        },
+                    )
+                } else {
+                    history_svg(&points)
+                };
+                Ok::<_, minijinja::Error>(Value::from_safe_string(svg))
+            },
+        );
         for (name, source) in BUILTIN_TEMPLATES {
             let source = overrides
                 .get(name)

@@ -5,6 +5,7 @@
     reason = "tests start processes and read the environment"
 )]
 
+mod canary;
 mod env;
 mod example;
 mod failures;
