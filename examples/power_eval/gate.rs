@@ -210,6 +210,14 @@ pub fn rules() -> Vec<Rule> {
             policy: Policy::default(),
         },
         Rule::Converging {
+            label: "converging reference + canary, median only",
+            policy: Policy {
+                gate_on: vec![utilgate::compare::GateStat::Median],
+                ..Policy::default()
+            },
+            canary: true,
+        },
+        Rule::Converging {
             label: "converging reference, no canary",
             policy: Policy::default(),
             canary: false,
