@@ -59,14 +59,29 @@ fn evidence(r: &[Vec<f64>]) -> Evidence<'_> {
 }
 
 /// One case of one session: regressed, and whether it was re-measured.
-fn case(r: &mut SmallRng, noise: &Noise, night: f64, head: &Change, policy: &Policy) -> (bool, bool) {
+fn case(
+    r: &mut SmallRng,
+    noise: &Noise,
+    night: f64,
+    head: &Change,
+    policy: &Policy,
+) -> (bool, bool) {
     let plan = utilgate::compare::AbPlan::default();
     let total = plan.pairs + policy.confirm_repeats;
     let mut both = (Vec::new(), Vec::new());
     pairs(r, noise, night, head, 0, plan.pairs, total, &mut both);
     let d = decide_ab(&evidence(&both.0), &evidence(&both.1), policy, CASES, None);
     if policy.confirm_repeats > 0 && should_confirm(&d) {
-        pairs(r, noise, night, head, plan.pairs, policy.confirm_repeats, total, &mut both);
+        pairs(
+            r,
+            noise,
+            night,
+            head,
+            plan.pairs,
+            policy.confirm_repeats,
+            total,
+            &mut both,
+        );
         let d = decide_ab(&evidence(&both.0), &evidence(&both.1), policy, CASES, None);
         return (d.verdict == Verdict::Regressed, true);
     }
@@ -94,7 +109,8 @@ pub fn report(out: &mut impl Write) -> std::io::Result<()> {
                         let mut any = false;
                         for c in 0..CASES {
                             let mut r = rng(seed(90, 1, (night << 8 | c) as u64));
-                            let (failed, confirmed) = case(&mut r, noise, host, &Change::NONE, policy);
+                            let (failed, confirmed) =
+                                case(&mut r, noise, host, &Change::NONE, policy);
                             any |= failed;
                             confirms += usize::from(confirmed);
                         }

@@ -5,7 +5,8 @@
 use rand::rngs::SmallRng;
 use utilgate::case::Verdict;
 use utilgate::compare::{
-    Canary, Evidence, Night, Policy, decide, decide_against, eligible, promotable, reference, should_confirm,
+    Canary, Evidence, Night, Policy, decide, decide_against, eligible, promotable, reference,
+    should_confirm,
 };
 
 use crate::noise::{self, Change, FLOOR_MS, Noise};
@@ -141,7 +142,9 @@ pub fn night(
                 None,
             )
         }
-        Rule::Converging { canary: use_canary, .. } => {
+        Rule::Converging {
+            canary: use_canary, ..
+        } => {
             let since: Vec<Night<'_>> = state
                 .nights
                 .iter()
@@ -199,7 +202,6 @@ pub fn night(
         confirmed,
     }
 }
-
 
 /// The rules compared: utilgate 0.1's, and the converging reference with and without the
 /// canary.

@@ -152,7 +152,9 @@ fn project(sc_id: u64, sc: &Scenario, rule: &Rule, p: usize, t: &mut Tally) {
             .enumerate()
             .map(|(c, state)| {
                 let mut r = rng(seed(sc_id, 1, (p << 16 | night << 8 | c) as u64));
-                gate::night(rule, state, &mut r, &sc.noise, host, &canary, &change, CASES)
+                gate::night(
+                    rule, state, &mut r, &sc.noise, host, &canary, &change, CASES,
+                )
             })
             .collect();
         let failed = outcomes
@@ -199,7 +201,9 @@ fn trial(sc_id: u64, sc: &Scenario, rule: &Rule, d: usize, i: usize) -> bool {
         } else {
             Change::NONE
         };
-        let mut o = gate::night(rule, &state, &mut r, &sc.noise, host, &canary, &change, CASES);
+        let mut o = gate::night(
+            rule, &state, &mut r, &sc.noise, host, &canary, &change, CASES,
+        );
         if last {
             return o.stored.verdict == Verdict::Regressed;
         }
@@ -275,7 +279,10 @@ fn main() -> std::io::Result<()> {
         PROJECTS * (NIGHTS - 1)
     )?;
     // `power_eval 0 4`: only those scenarios (by index), and no A/B table.
-    let only: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let only: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
     for (i, sc) in scenarios().iter().enumerate() {
         if !only.is_empty() && !only.contains(&i) {
             continue;

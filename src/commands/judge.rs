@@ -235,7 +235,9 @@ fn pinned_and_since(
     let start = store
         .results_by_id(&[start_id])?
         .first()
-        .map_or(baseline.started_at, |r| r.started_at.min(baseline.started_at));
+        .map_or(baseline.started_at, |r| {
+            r.started_at.min(baseline.started_at)
+        });
     let same_floor = |r: &StoredResult| match (r.floor_ms, baseline.floor_ms) {
         (Some(a), Some(b)) => (a - b).abs() <= 1e-3 * b.abs(),
         _ => false,

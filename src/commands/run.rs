@@ -360,14 +360,14 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
             progress.warn(&format!(
                 "{}: suspect ({}); re-measuring in {} fresh processes before deciding",
                 plan.key,
-                judgements[i]
-                    .decision
-                    .drop_pct
-                    .map_or_else(|| "noise".to_owned(), |d| if d >= 0.0 {
+                judgements[i].decision.drop_pct.map_or_else(
+                    || "noise".to_owned(),
+                    |d| if d >= 0.0 {
                         format!("utilisation fell {d:.1}%")
                     } else {
                         format!("utilisation rose {:.1}%", -d)
-                    }),
+                    }
+                ),
                 config.gate.confirm_repeats
             ));
             runner.measure(

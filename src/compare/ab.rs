@@ -88,7 +88,8 @@ pub fn decide_ab(
     let scale = var.sqrt();
     let est = level(&diffs.units, policy.estimator, scale);
     let se = (var * var_factor(n, policy.estimator)).sqrt();
-    let alpha_case = (policy.family_alpha / cases_in_grid.max(1) as f64).clamp(f64::MIN_POSITIVE, 0.5);
+    let alpha_case =
+        (policy.family_alpha / cases_in_grid.max(1) as f64).clamp(f64::MIN_POSITIVE, 0.5);
     let (q, p_slower, p_faster) = match (df > 0).then(|| StudentsT::new(0.0, 1.0, df as f64)) {
         Some(Ok(dist)) => (
             -dist.inverse_cdf(alpha_case),
@@ -127,8 +128,7 @@ pub fn decide_ab(
         d.resolution_pct = Some(drop_of(q * se));
     }
     d.p_value = if est >= 0.0 { p_slower } else { p_faster };
-    d.floor_changed =
-        (b.floor_ms / a.floor_ms - 1.0).abs() * 100.0 > policy.floor_tolerance_pct;
+    d.floor_changed = (b.floor_ms / a.floor_ms - 1.0).abs() * 100.0 > policy.floor_tolerance_pct;
     if d.util_now.is_some_and(|u| u > 1.0) {
         d.verdict = Verdict::Invalid;
         d.reasons.push(format!(
@@ -152,7 +152,10 @@ pub fn decide_ab(
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "a test fails loudly on a missing figure")]
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on a missing figure"
+)]
 mod tests {
     use super::*;
 
@@ -185,13 +188,22 @@ mod tests {
         let same = procs(10, |i| drift(i) * (1.0 + 0.003 * ((i % 3) as f64 - 1.0)));
         let d = decide_ab(&ev(&base), &ev(&same), &Policy::default(), 10, None);
         assert_eq!(d.verdict, Verdict::Pass, "{:?}", d.reasons);
-        let slow = procs(10, |i| drift(i) * 1.10 * (1.0 + 0.003 * ((i % 3) as f64 - 1.0)));
+        let slow = procs(10, |i| {
+            drift(i) * 1.10 * (1.0 + 0.003 * ((i % 3) as f64 - 1.0))
+        });
         let d = decide_ab(&ev(&base), &ev(&slow), &Policy::default(), 10, None);
         assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
         assert!((d.drop_pct.unwrap() - 9.09).abs() < 0.5);
         assert!(d.reasons.iter().any(|r| r.contains("A/B on one runner")));
         // Unpaired, the same drift would hide the slowdown in the noise.
-        let unpaired = crate::compare::decide(Some(&ev(&base)), &ev(&slow), &[], &Policy::default(), 10, None);
+        let unpaired = crate::compare::decide(
+            Some(&ev(&base)),
+            &ev(&slow),
+            &[],
+            &Policy::default(),
+            10,
+            None,
+        );
         assert_ne!(unpaired.verdict, Verdict::Regressed);
     }
 
@@ -206,7 +218,13 @@ mod tests {
             decide_ab(&ev(&base), &ev(&empty), &Policy::default(), 1, None).verdict,
             Verdict::Error
         );
-        let guarded = decide_ab(&ev(&base), &ev(&fast), &Policy::default(), 1, Some("throttled"));
+        let guarded = decide_ab(
+            &ev(&base),
+            &ev(&fast),
+            &Policy::default(),
+            1,
+            Some("throttled"),
+        );
         assert_eq!(guarded.verdict, Verdict::Inconclusive);
     }
 }

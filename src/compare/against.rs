@@ -123,8 +123,9 @@ fn per_stat(
     let level_now = weighted_level(&now_w, policy, scale);
     let level_then = weighted_level(&reference, policy, scale);
     let est = level_now - level_then;
-    let se = (var * (weighted_var_factor(&now_w, policy) + weighted_var_factor(&reference, policy)))
-        .sqrt();
+    let se = (var
+        * (weighted_var_factor(&now_w, policy) + weighted_var_factor(&reference, policy)))
+    .sqrt();
     let alpha_case = (policy.family_alpha / tests.max(1) as f64).clamp(f64::MIN_POSITIVE, 0.5);
     let (q, p_slower, p_faster) = match (df > 0).then(|| StudentsT::new(0.0, 1.0, df as f64)) {
         Some(Ok(dist)) => (
@@ -305,7 +306,8 @@ pub fn decide_against(
         if rank(o.verdict) > rank(d.verdict) {
             d.verdict = o.verdict;
             if let Some(first) = o.reasons.first() {
-                d.reasons.insert(0, format!("The {} step decides: {first}", other.stat));
+                d.reasons
+                    .insert(0, format!("The {} step decides: {first}", other.stat));
             }
         }
         d.tails.push(super::TailDecision {
@@ -325,7 +327,10 @@ pub fn decide_against(
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "a test fails loudly on a missing figure")]
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on a missing figure"
+)]
 mod tests {
     use super::*;
     use crate::compare::{Night, reference};
@@ -339,7 +344,11 @@ mod tests {
                 (0..100)
                     .map(|j| {
                         let v = l * (1.0 + 0.002 * ((j * 7 % 5) as f64 - 2.0));
-                        if stall > 0 && j % stall == 0 { 4.0 * v } else { v }
+                        if stall > 0 && j % stall == 0 {
+                            4.0 * v
+                        } else {
+                            v
+                        }
                     })
                     .collect()
             })
@@ -414,7 +423,11 @@ mod tests {
         assert_eq!(d.verdict, Verdict::Pass, "{:?}", d.reasons);
         let d = decide_against(Some(&r), &ev(&stalled), None, &Policy::default(), 100, None);
         assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
-        assert!(d.reasons[0].starts_with("The mean step decides"), "{:?}", d.reasons);
+        assert!(
+            d.reasons[0].starts_with("The mean step decides"),
+            "{:?}",
+            d.reasons
+        );
         assert_eq!(d.tails[0].stat, GateStat::Mean);
         assert!(d.tails[0].drop_pct.unwrap() > 10.0);
         // The figures shown stay the median's.
@@ -445,10 +458,21 @@ mod tests {
         let r = reference(pinned, &[], 10);
         let busy = canary(1.11);
         let slow = procs(&[6.66, 6.67, 6.65], 0);
-        let d = decide_against(Some(&r), &ev(&slow), Some(&busy), &Policy::default(), 1, None);
+        let d = decide_against(
+            Some(&r),
+            &ev(&slow),
+            Some(&busy),
+            &Policy::default(),
+            1,
+            None,
+        );
         assert_eq!(d.verdict, Verdict::Inconclusive, "{:?}", d.reasons);
         assert!(d.untrusted && !d.suspect);
-        assert!(d.reasons[0].contains("host 11.0% slower"), "{:?}", d.reasons);
+        assert!(
+            d.reasons[0].contains("host 11.0% slower"),
+            "{:?}",
+            d.reasons
+        );
         assert!(d.canary.as_ref().is_some_and(|c| c.beyond_noise));
         assert!(!crate::compare::promotable(&d) && !crate::compare::eligible(&d));
         // Without the canary the same numbers regress.
@@ -456,7 +480,14 @@ mod tests {
         assert_eq!(d.verdict, Verdict::Regressed);
         // 40% slower on an 11% slower host: the code lost far more than the machine.
         let far = procs(&[8.4, 8.41, 8.39], 0);
-        let d = decide_against(Some(&r), &ev(&far), Some(&busy), &Policy::default(), 1, None);
+        let d = decide_against(
+            Some(&r),
+            &ev(&far),
+            Some(&busy),
+            &Policy::default(),
+            1,
+            None,
+        );
         assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
         assert!(d.reasons.iter().any(|r| r.contains("well beyond that")));
     }

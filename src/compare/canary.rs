@@ -87,8 +87,7 @@ fn figure_shift(name: &str, now: &[f64], reference: &[&[f64]]) -> Option<CanaryS
     let mean_inv_n = refs.iter().map(|r| 1.0 / r.2 as f64).sum::<f64>() / runs;
     // The canary's own run-to-run variance beyond its readings' spread (method of moments).
     let between = if refs.len() >= 3 {
-        let var_means =
-            refs.iter().map(|r| (r.0 - ref_mean).powi(2)).sum::<f64>() / (runs - 1.0);
+        let var_means = refs.iter().map(|r| (r.0 - ref_mean).powi(2)).sum::<f64>() / (runs - 1.0);
         (var_means - within * mean_inv_n).max(0.0)
     } else {
         0.0
@@ -134,15 +133,16 @@ pub fn canary_shift(now: &Canary, reference: &[&Canary]) -> Option<CanaryShift> 
     shifts.sort_by(|a, b| {
         let (ba, za, sa) = score(a);
         let (bb, zb, sb) = score(b);
-        ba.cmp(&bb)
-            .then(za.total_cmp(&zb))
-            .then(sa.total_cmp(&sb))
+        ba.cmp(&bb).then(za.total_cmp(&zb)).then(sa.total_cmp(&sb))
     });
     shifts.pop()
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "a test fails loudly on a missing figure")]
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on a missing figure"
+)]
 mod tests {
     use super::*;
 
@@ -158,7 +158,10 @@ mod tests {
     }
 
     fn around(ms: f64) -> Vec<f64> {
-        [0.99, 1.0, 1.01, 1.005, 0.995].iter().map(|f| f * ms).collect()
+        [0.99, 1.0, 1.01, 1.005, 0.995]
+            .iter()
+            .map(|f| f * ms)
+            .collect()
     }
 
     #[test]
@@ -169,7 +172,11 @@ mod tests {
         assert_eq!(s.figure, "stream_ms");
         assert!(s.beyond_noise);
         assert!((s.slower_pct() - 11.0).abs() < 0.1, "{s:?}");
-        assert!(s.describe().starts_with("host 11.0% slower"), "{}", s.describe());
+        assert!(
+            s.describe().starts_with("host 11.0% slower"),
+            "{}",
+            s.describe()
+        );
     }
 
     #[test]

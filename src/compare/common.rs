@@ -104,7 +104,12 @@ mod tests {
         let cases: Vec<(&Decision, f64)> = ds.iter().map(|d| (d, 3.0)).collect();
         let c = common_mode(&cases).expect("flagged");
         assert_eq!((c.moved, c.judged), (5, 6));
-        assert!(c.describe().starts_with("5 of 6 cases dropped by a median 9.1%"), "{}", c.describe());
+        assert!(
+            c.describe()
+                .starts_with("5 of 6 cases dropped by a median 9.1%"),
+            "{}",
+            c.describe()
+        );
     }
 
     #[test]

@@ -98,9 +98,9 @@ pub fn with_env_causes(mut decision: Decision, changes: &[EnvChange]) -> Decisio
                 .to_owned(),
         );
     } else if changes.is_empty() {
-        decision.reasons.push(
-            "Nothing changed in the reported environment since the baseline.".to_owned(),
-        );
+        decision
+            .reasons
+            .push("Nothing changed in the reported environment since the baseline.".to_owned());
     } else if !confirmed {
         let list: Vec<String> = changes.iter().map(ToString::to_string).collect();
         decision.reasons.push(format!(

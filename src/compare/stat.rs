@@ -140,7 +140,8 @@ mod tests {
 
     #[test]
     fn a_stall_moves_the_mean_and_p99_but_not_the_median() {
-        let steady: Vec<Vec<f64>> = vec![(0..100).map(|i| 6.0 + 0.01 * f64::from(i % 7)).collect(); 3];
+        let steady: Vec<Vec<f64>> =
+            vec![(0..100).map(|i| 6.0 + 0.01 * f64::from(i % 7)).collect(); 3];
         let stalled: Vec<Vec<f64>> = steady
             .iter()
             .map(|r| {
@@ -159,7 +160,10 @@ mod tests {
         };
         let (a, b) = (ev(&steady), ev(&stalled));
         assert!((b[0] - a[0]).abs() < 0.01, "median moved");
-        assert!((b[1] - a[1]).exp() > 1.08, "mean +9% without the slowest 2%");
+        assert!(
+            (b[1] - a[1]).exp() > 1.08,
+            "mean +9% without the slowest 2%"
+        );
         assert!((b[2] - a[2]).exp() > 3.0, "p99 is a stall");
     }
 }

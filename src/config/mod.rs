@@ -20,7 +20,6 @@ pub use load::{LoadedConfig, load, resolve_model};
 pub use parse::parse;
 pub use types::{
     CanaryConfig, CaseOverride, Config, DEFAULT_CONFIG, DEFAULT_CONFIG_PATH, DEFAULT_STORE_PATH,
-    GateConfig,
-    GpuConfig, ModelConfig, ReportConfig, StoreConfig, SuiteConfig, Workload,
+    GateConfig, GpuConfig, ModelConfig, ReportConfig, StoreConfig, SuiteConfig, Workload,
 };
 pub use validate::{ValidationContext, validate};

@@ -7,8 +7,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::{
-    CanaryConfig, Config, ConfigError, GateConfig, GpuConfig, ModelConfig, ReportConfig, StoreConfig,
-    SuiteConfig,
+    CanaryConfig, Config, ConfigError, GateConfig, GpuConfig, ModelConfig, ReportConfig,
+    StoreConfig, SuiteConfig,
 };
 use crate::case::Verdict;
 

@@ -106,11 +106,15 @@ pub fn parse_figures(text: &str) -> Result<Canary, String> {
     let mut canary = Canary::default();
     for (name, v) in object {
         let readings: Vec<f64> = match v {
-            serde_json::Value::Array(items) => items.iter().filter_map(serde_json::Value::as_f64).collect(),
+            serde_json::Value::Array(items) => {
+                items.iter().filter_map(serde_json::Value::as_f64).collect()
+            }
             other => other.as_f64().into_iter().collect(),
         };
         if readings.is_empty() || readings.iter().any(|r| !(r.is_finite() && *r > 0.0)) {
-            return Err(format!("figure {name:?} must be a positive time in ms or a list of them"));
+            return Err(format!(
+                "figure {name:?} must be a positive time in ms or a list of them"
+            ));
         }
         canary.figures.insert(name.clone(), readings);
     }
@@ -164,7 +168,14 @@ mod tests {
         let c = parse_figures(r#"{"copy_ms": [8.1, 8.2], "gemm_ms": 3.4}"#).expect("parses");
         assert_eq!(c.figures["copy_ms"], vec![8.1, 8.2]);
         assert_eq!(c.figures["gemm_ms"], vec![3.4]);
-        for bad in ["", "[1]", "{}", r#"{"a": -1}"#, r#"{"a": "x"}"#, r#"{"a": []}"#] {
+        for bad in [
+            "",
+            "[1]",
+            "{}",
+            r#"{"a": -1}"#,
+            r#"{"a": "x"}"#,
+            r#"{"a": []}"#,
+        ] {
             assert!(parse_figures(bad).is_err(), "{bad}");
         }
     }

@@ -53,14 +53,21 @@ pub fn verdict_svg(points: &[TrendPoint], guide: &ChartGuide) -> String {
     let usable: Vec<(usize, &TrendPoint, f64)> = points
         .iter()
         .enumerate()
-        .filter_map(|(i, p)| p.utilisation.filter(|u| u.is_finite()).map(|u| (i, p, u * 100.0)))
+        .filter_map(|(i, p)| {
+            p.utilisation
+                .filter(|u| u.is_finite())
+                .map(|u| (i, p, u * 100.0))
+        })
         .collect();
     let reference = guide.reference.filter(|r| r.is_finite()).map(|r| r * 100.0);
     let threshold = guide.threshold_pct.filter(|t| t.is_finite()).unwrap_or(0.0);
     let noise = guide.noise_pct.filter(|n| n.is_finite()).unwrap_or(0.0);
     let mut values: Vec<f64> = usable.iter().map(|u| u.2).collect();
     if let Some(r) = reference {
-        values.extend([r * (1.0 + noise / 100.0), r * (1.0 - threshold.max(noise) / 100.0)]);
+        values.extend([
+            r * (1.0 + noise / 100.0),
+            r * (1.0 - threshold.max(noise) / 100.0),
+        ]);
     }
     let (Some(lo), Some(hi)) = (
         values.iter().copied().reduce(f64::min),
@@ -156,12 +163,15 @@ pub fn verdict_svg(points: &[TrendPoint], guide: &ChartGuide) -> String {
         .iter()
         .map(|(i, _, v)| format!("{},{}", num(x_of(*i)), num(y_of(*v))))
         .collect();
-    let _ = write!(svg, r#"<polyline class="line" fill="none" points="{}"/>"#, path.join(" "));
+    let _ = write!(
+        svg,
+        r#"<polyline class="line" fill="none" points="{}"/>"#,
+        path.join(" ")
+    );
     for (i, p, v) in &usable {
-        let sha = p
-            .git_sha
-            .as_deref()
-            .map_or_else(String::new, |s| format!(" @ {}", escape(&s.chars().take(12).collect::<String>())));
+        let sha = p.git_sha.as_deref().map_or_else(String::new, |s| {
+            format!(" @ {}", escape(&s.chars().take(12).collect::<String>()))
+        });
         let _ = write!(
             svg,
             r#"<circle class="{}" cx="{}" cy="{}" r="{}"><title>run {}{sha}, {}: {}%</title></circle>"#,
@@ -213,7 +223,11 @@ mod tests {
 
     #[test]
     fn the_chart_shows_dates_reference_bands_and_the_change() {
-        let points = [point(1, 0.60, false), point(2, 0.61, false), point(3, 0.55, true)];
+        let points = [
+            point(1, 0.60, false),
+            point(2, 0.61, false),
+            point(3, 0.55, true),
+        ];
         let svg = verdict_svg(
             &points,
             &ChartGuide {

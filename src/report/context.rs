@@ -342,8 +342,11 @@ impl RunReport {
             .collect();
         let all: Vec<&CaseReport> = self.cases.iter().collect();
         self.summary = summary_line(&all, &self.run.gpu_sku);
-        let judged: Vec<(&crate::compare::Decision, f64)> =
-            self.cases.iter().map(|c| (&c.decision, c.threshold_pct)).collect();
+        let judged: Vec<(&crate::compare::Decision, f64)> = self
+            .cases
+            .iter()
+            .map(|c| (&c.decision, c.threshold_pct))
+            .collect();
         if let Some(shift) = crate::compare::common_mode(&judged) {
             self.summary = format!("{} {}.", self.summary, shift.describe());
         }

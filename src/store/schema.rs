@@ -210,7 +210,14 @@ mod tests {
         migrate(&mut conn, &path, LATEST).expect("a second run is a no-op");
         assert_eq!(
             table_names(&conn, "table"),
-            ["baseline_moves", "probes", "results", "run_canaries", "runs", "series"]
+            [
+                "baseline_moves",
+                "probes",
+                "results",
+                "run_canaries",
+                "runs",
+                "series"
+            ]
         );
         assert_eq!(table_names(&conn, "view"), ["current_baselines"]);
         assert!(table_names(&conn, "index").contains(&"results_by_series_time".to_owned()));

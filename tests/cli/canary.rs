@@ -73,16 +73,26 @@ fn the_example_twice_on_a_busy_machine_is_inconclusive_not_regressed() {
 #[test]
 fn the_same_slowdown_on_a_steady_machine_still_fails() {
     let env = example_env();
-    assert_eq!(env.run("main", &[("STEP_MS", "100.0")]).status.code(), Some(0));
+    assert_eq!(
+        env.run("main", &[("STEP_MS", "100.0")]).status.code(),
+        Some(0)
+    );
     let out = env.run("feature", &[("STEP_MS", "111.0")]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    assert!(stdout(&out).contains(&format!("REGRESSED {CASE}")), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(&format!("REGRESSED {CASE}")),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
 fn a_drop_well_beyond_the_host_shift_still_fails() {
     let env = example_env();
-    assert_eq!(env.run("main", &[("STEP_MS", "100.0")]).status.code(), Some(0));
+    assert_eq!(
+        env.run("main", &[("STEP_MS", "100.0")]).status.code(),
+        Some(0)
+    );
     // The host is 11% slower, the step 40% slower: the code lost far more than the machine.
     let out = env.run("feature", &[("STEP_MS", "140.0"), ("CANARY_SCALE", "1.11")]);
     let text = stdout(&out);
@@ -98,7 +108,8 @@ fn a_broken_canary_command_warns_and_the_run_goes_on() {
     let out = env.run("main", &[("STEP_MS", "100.0")]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("printed no JSON object of figures") && stderr(&out).contains("this run has no canary"),
+        stderr(&out).contains("printed no JSON object of figures")
+            && stderr(&out).contains("this run has no canary"),
         "{}",
         stderr(&out)
     );
