@@ -82,7 +82,9 @@ fn case(
             total,
             &mut both,
         );
-        let d = decide_ab(&evidence(&both.0), &evidence(&both.1), policy, CASES, None);
+        // The final call rests on the fresh pairs only (the first ones made it a suspect).
+        let (a, b) = (&both.0[plan.pairs..], &both.1[plan.pairs..]);
+        let d = decide_ab(&evidence(a), &evidence(b), policy, CASES, None);
         return (d.verdict == Verdict::Regressed, true);
     }
     (d.verdict == Verdict::Regressed, false)

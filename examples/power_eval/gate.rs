@@ -5,8 +5,8 @@
 use rand::rngs::SmallRng;
 use utilgate::case::Verdict;
 use utilgate::compare::{
-    Canary, Evidence, Night, Policy, decide, decide_against, eligible, promotable, reference,
-    should_confirm,
+    Canary, Evidence, Night, Policy, confirm_evidence, decide, decide_against, eligible,
+    promotable, reference, should_confirm,
 };
 
 use crate::noise::{self, Change, FLOOR_MS, Noise};
@@ -187,7 +187,11 @@ pub fn night(
             host,
             change,
         ));
-        d = judge(&repeats);
+        // As `utilgate run` judges it: 0.1 on every process, now on the fresh ones only.
+        d = match rule {
+            Rule::Lineage { .. } => judge(&repeats),
+            Rule::Converging { .. } => judge(confirm_evidence(&repeats, REPEATS)),
+        };
         confirmed = true;
     }
     Outcome {

@@ -111,12 +111,12 @@ pub fn judge_case(
     let decision = if let Some(message) = &case.error {
         compare::error_decision(message)
     } else {
+        let nominal = nominal_repeats(config, &case.key);
         let current = Evidence {
-            repeats_ms: &case.repeats_ms,
+            repeats_ms: compare::confirm_evidence(&case.repeats_ms, nominal),
             floor_ms: case.floor_ms.unwrap_or(f64::NAN),
         };
         let canaries = run_canaries(store, baseline.iter().chain(since.iter()))?;
-        let nominal = nominal_repeats(config, &case.key);
         let since_nights: Vec<Night<'_>> = since
             .iter()
             .filter_map(|r| night(r, &canaries, nominal))

@@ -390,7 +390,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
                 canary.as_ref(),
             )?;
             judgements[i].decision.reasons.push(format!(
-                "Re-measured in {} fresh processes before deciding (confirm_repeats).",
+                "Re-measured in {} fresh processes before deciding (confirm_repeats); the \
+                 verdict rests on those fresh processes, not on the ones that made it a suspect.",
                 config.gate.confirm_repeats
             ));
         }

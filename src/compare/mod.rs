@@ -22,5 +22,5 @@ pub use common::{CommonMode, common_mode};
 pub use decide::{Decision, Estimator, Evidence, Policy, decide, error_decision, missing_decision};
 pub use env::{EnvChange, env_diff, with_env_causes};
 pub use gate::{acceptable, gate_failed, missing_keys, promotable, run_promotes, should_confirm};
-pub use reference::{Canary, Night, Pooled, Reference, eligible, reference};
+pub use reference::{Canary, Night, Pooled, Reference, confirm_evidence, eligible, reference};
 pub use stat::{GateStat, TailDecision};

@@ -125,6 +125,20 @@ pub fn reference<'a>(baseline: Night<'a>, since: &[Night<'a>], limit: usize) -> 
     }
 }
 
+/// The processes a confirmed result is judged on: only the fresh ones. The first `nominal`
+/// processes made the case a suspect because they looked slow; counting them again in the
+/// final test would carry that selection into it (at per-process noise 4% it turned a few
+/// unlucky nights a month into false alarms). A result with no more than `nominal` processes
+/// is judged on all of them.
+#[must_use]
+pub fn confirm_evidence(repeats_ms: &[Vec<f64>], nominal: usize) -> &[Vec<f64>] {
+    if nominal > 0 && repeats_ms.len() > nominal {
+        &repeats_ms[nominal..]
+    } else {
+        repeats_ms
+    }
+}
+
 /// Whether a decision lets its result pool into later references: a result that measured the
 /// code as it is, on a machine that could be trusted, and was not found slower. `pass`,
 /// `improved` and `new`, and `inconclusive` only when the evidence was merely short (never when
@@ -172,6 +186,15 @@ mod tests {
         assert!((r.history[1].weight - 1.0).abs() < 1e-12);
         assert_eq!(r.history[0].evidence.repeats_ms.len(), 12);
         assert!(reference(base, &since, 0).history.is_empty());
+    }
+
+    #[test]
+    fn a_confirmed_result_is_judged_on_its_fresh_processes() {
+        let twelve: Vec<Vec<f64>> = (0..12).map(|i| vec![f64::from(i)]).collect();
+        assert_eq!(confirm_evidence(&twelve, 3).len(), 9);
+        assert_eq!(confirm_evidence(&twelve, 3)[0], vec![3.0]);
+        assert_eq!(confirm_evidence(&twelve[..3], 3).len(), 3);
+        assert_eq!(confirm_evidence(&twelve, 0).len(), 12);
     }
 
     #[test]

@@ -153,7 +153,7 @@ fn details(out: &mut String, c: &CaseReport) {
                 .map_or_else(String::new, |s| format!(" @ {}", &s[..s.len().min(12)])),
         );
     }
-    if c.util_then.is_some() {
+    if c.decision.step_then_ms.is_some() && c.decision.step_now_ms.is_some() {
         let _ = writeln!(
             out,
             "  reference the verdict used: {} ms, utilisation {} over {} processes; this run {} ms, utilisation {}: drop {}",
