@@ -248,6 +248,7 @@ fn evaluate(sc_id: u64, sc: &Scenario, rule: &Rule) -> Tally {
 }
 
 /// `k` of `n` as a percentage with its 95% Wilson score interval.
+#[must_use]
 pub fn wilson(k: usize, n: usize) -> String {
     if n == 0 {
         return "n/a".to_owned();

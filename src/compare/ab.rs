@@ -50,15 +50,15 @@ impl Default for AbPlan {
     }
 }
 
-fn usable(e: &Evidence<'_>) -> Result<Run, Decision> {
+fn usable(e: &Evidence<'_>) -> Result<Run, Box<Decision>> {
     summarise(e).map_err(|problem| match problem {
         RunProblem::Floor(m) => {
             let mut d = Decision::bare(Verdict::Invalid);
             d.reasons
                 .push(format!("This result cannot be judged: {m}."));
-            d
+            Box::new(d)
         }
-        RunProblem::Steps(m) => error_decision(&m),
+        RunProblem::Steps(m) => Box::new(error_decision(&m)),
     })
 }
 
@@ -66,6 +66,10 @@ fn usable(e: &Evidence<'_>) -> Result<Run, Decision> {
 /// the order they ran (repeat `i` of each forms pair `i`); `cases_in_grid` sets the per-case
 /// level; `gpu_guard` is a reason the GPU state cannot be trusted.
 #[must_use]
+#[expect(
+    clippy::many_single_char_names,
+    reason = "the symbols of the paired t test: a, b, n, q, t"
+)]
 pub fn decide_ab(
     base: &Evidence<'_>,
     head: &Evidence<'_>,
@@ -75,7 +79,7 @@ pub fn decide_ab(
 ) -> Decision {
     let (a, b) = match (usable(base), usable(head)) {
         (Ok(a), Ok(b)) => (a, b),
-        (Err(d), _) | (_, Err(d)) => return d,
+        (Err(d), _) | (_, Err(d)) => return *d,
     };
     let n = a.units.len().min(b.units.len());
     let diffs = Run {
@@ -164,7 +168,7 @@ mod tests {
         (0..n)
             .map(|i| {
                 (0..20)
-                    .map(|j| level(i) * (1.0 + 0.001 * ((j % 5) as f64 - 2.0)))
+                    .map(|j| level(i) * (1.0 + 0.001 * (f64::from(j % 5) - 2.0)))
                     .collect()
             })
             .collect()

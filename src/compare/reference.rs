@@ -156,7 +156,7 @@ pub fn eligible(d: &Decision) -> bool {
 mod tests {
     use super::*;
 
-    fn night<'a>(r: &'a [Vec<f64>], eligible: bool) -> Night<'a> {
+    fn night(r: &[Vec<f64>], eligible: bool) -> Night<'_> {
         Night {
             evidence: Evidence {
                 repeats_ms: r,

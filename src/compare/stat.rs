@@ -69,7 +69,7 @@ const MEAN_TRIM: f64 = 0.02;
 /// Scales a MAD to a normal standard deviation.
 const MAD_TO_SIGMA: f64 = 1.4826;
 /// Asymptotic variance of the 0.99 sample quantile of n normal draws, in units of sigma^2 / n:
-/// q (1 - q) / phi(z_q)^2 with z_0.99 = 2.326 (the Bahadur representation).
+/// `q (1 - q) / phi(z_q)^2` with `z_0.99 = 2.326` (the Bahadur representation).
 const P99_VAR_FACTOR: f64 = 13.9;
 
 fn relative_mad(sorted: &[f64], centre: f64) -> f64 {
@@ -156,7 +156,7 @@ mod tests {
                 repeats_ms: r,
                 floor_ms: 3.0,
             };
-            GateStat::ALL.map(|s| units(&e, s).ok().map(|u| u.units[0]).unwrap_or(f64::NAN))
+            GateStat::ALL.map(|s| units(&e, s).ok().map_or(f64::NAN, |u| u.units[0]))
         };
         let (a, b) = (ev(&steady), ev(&stalled));
         assert!((b[0] - a[0]).abs() < 0.01, "median moved");

@@ -72,13 +72,11 @@ pub fn measure(
     dir: &Path,
     canary: &mut Canary,
 ) -> Result<(), CanaryError> {
-    match &config.command {
-        Some(command) => measure_command(canary, command, dir),
-        None => {
-            measure_host(canary);
-            Ok(())
-        }
+    if let Some(command) = &config.command {
+        return measure_command(canary, command, dir);
     }
+    measure_host(canary);
+    Ok(())
 }
 
 /// Why a canary command gave no figures.
