@@ -122,9 +122,16 @@ pub struct RunArgs {
     /// Write every report format (report.md, summary.md, report.html, junit.xml, report.json) here.
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
-    /// Publish to GitHub after the run, as `utilgate publish` does (needs `GITHUB_TOKEN`).
+    /// Publish to GitHub after the run, as `utilgate publish` does (needs `GITHUB_TOKEN`, so
+    /// also `--trusted`). Workflows run `run --report-dir` and post with `publish` from a job
+    /// that runs no pull-request code (docs/github.md).
     #[arg(long)]
     pub github: bool,
+    /// Every harness this run starts is trusted code: start them even though utilgate holds
+    /// a GitHub credential (`GITHUB_TOKEN`, `GH_TOKEN`, a token-shaped value, a token kept in
+    /// the checkout's git config). Without it, `run` refuses: a harness could read them.
+    #[arg(long)]
+    pub trusted: bool,
 }
 
 #[derive(Debug, Args)]
@@ -305,6 +312,8 @@ pub enum ConfigCommand {
 pub struct ConfigCheckArgs {
     #[arg(long, short = 'c', env = "UTILGATE_CONFIG", default_value = crate::config::DEFAULT_CONFIG_PATH)]
     pub config: PathBuf,
+    #[command(flatten)]
+    pub format: FormatArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -369,6 +378,12 @@ pub struct PublishArgs {
     /// The commit that gets the statuses (default: the pull request's head, else `GITHUB_SHA`).
     #[arg(long)]
     pub sha: Option<String>,
+    /// Publish for the pull-request check a `workflow_run` event reports (`GITHUB_EVENT_PATH`
+    /// or `--event`): the verdicts stored with its run when it concluded success or failure,
+    /// else pending "not measured" statuses on its head commit. A missing `--db` counts as
+    /// a check that left no report.
+    #[arg(long, conflicts_with_all = ["pr", "sha"])]
+    pub workflow_run: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
 }

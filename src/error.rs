@@ -42,6 +42,8 @@ pub enum Error {
     },
     #[error("no device spec: the GPU could not be identified and the config declares none")]
     NoDeviceSpec,
+    #[error("{}: no suite is defined, so `run` has nothing to measure", path.display())]
+    NoSuites { path: PathBuf },
     #[error("interrupted: the run was stopped before it finished; nothing was stored")]
     Interrupted,
     #[error("no run {0} in the store")]
@@ -67,6 +69,9 @@ impl Error {
             Error::Github(e) => e.hint(),
             Error::Render(e) => e.hint(),
             Error::Gpu(e) => e.hint(),
+            Error::NoSuites { .. } => Some(
+                "add a [[suite]] table with name, command, models, precisions, phases, batches and contexts (`utilgate config default` shows one)".into(),
+            ),
             Error::NoDeviceSpec => Some(
                 "add [gpu] name = \"h100-sxm\" (a catalogue name) or declare mem_bandwidth_gb_s and dense_tflops in the config".into(),
             ),

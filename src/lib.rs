@@ -19,6 +19,7 @@ pub mod output;
 pub mod report;
 pub mod stats;
 pub mod store;
+pub mod trust;
 
 pub use commands::{Outcome, run};
 pub use error::Error;

@@ -4,11 +4,14 @@
 pub mod baseline;
 pub mod compare;
 pub mod config;
+pub mod credentials;
+pub mod device;
 pub mod floor;
 pub mod gpu_run;
 pub mod judge;
 pub mod probe;
 pub mod publish;
+pub mod publish_check;
 pub mod report;
 pub mod run;
 pub mod runs;

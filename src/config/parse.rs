@@ -7,8 +7,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::{
-    CanaryConfig, Config, ConfigError, GateConfig, GpuConfig, ModelConfig, ReportConfig,
-    StoreConfig, SuiteConfig,
+    CanaryConfig, Config, ConfigError, GateConfig, GithubConfig, GpuConfig, ModelConfig,
+    ReportConfig, StoreConfig, SuiteConfig,
 };
 use crate::case::Verdict;
 
@@ -26,6 +26,7 @@ struct RawConfig {
     report: ReportConfig,
     #[serde(default)]
     canary: CanaryConfig,
+    github: GithubConfig,
     #[serde(default)]
     models: toml::Table,
     #[serde(default, rename = "suite")]
@@ -122,6 +123,7 @@ pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         gpu: raw.gpu,
         report: raw.report,
         canary: raw.canary,
+        github: raw.github,
         models,
         suites: raw.suites,
     })

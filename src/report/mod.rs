@@ -15,7 +15,8 @@ pub use context::{
     gpu_notes, severity, summary_line,
 };
 pub use github_text::{
-    STATUS_DESCRIPTION_LIMIT, annotations, status_context, suite_status, truncate_chars,
+    STATUS_DESCRIPTION_LIMIT, annotations, check_annotations, check_title, status_context,
+    suite_conclusion, suite_status, truncate_chars,
 };
 pub use human::{render_human, render_json};
 pub use render::{

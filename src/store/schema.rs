@@ -126,9 +126,15 @@ CREATE TRIGGER probes_append_only_update BEFORE UPDATE ON probes
     BEGIN SELECT RAISE(ABORT, 'probes are append-only'); END;
 ";
 
+/// What `utilgate publish` needs from a run, stored with it (see `publish.rs`): the gate in
+/// force, the pull request's head commit, the status name. NULL for older runs.
+const V4_PUBLISH: &str = r"
+ALTER TABLE runs ADD COLUMN publish_json TEXT;
+";
+
 /// The machine canary of each run (`measure::canary`, `compare::canary_shift`): its figures'
 /// readings as JSON, written in the run's transaction. Append-only.
-const V4_RUN_CANARIES: &str = r"
+const V5_RUN_CANARIES: &str = r"
 CREATE TABLE run_canaries (
     run_id INTEGER PRIMARY KEY REFERENCES runs (id),
     json   TEXT NOT NULL
@@ -140,7 +146,13 @@ CREATE TRIGGER run_canaries_append_only_delete BEFORE DELETE ON run_canaries
 ";
 
 /// The ordered migrations; the store's version is how many of them it has applied.
-pub(crate) const MIGRATIONS: &[&str] = &[V1_TABLES, V2_INDEXES, V3_PROBES, V4_RUN_CANARIES];
+pub(crate) const MIGRATIONS: &[&str] = &[
+    V1_TABLES,
+    V2_INDEXES,
+    V3_PROBES,
+    V4_PUBLISH,
+    V5_RUN_CANARIES,
+];
 
 /// The schema version this build writes and reads.
 #[expect(

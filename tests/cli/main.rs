@@ -5,7 +5,9 @@
     reason = "tests start processes and read the environment"
 )]
 
+mod adopt;
 mod canary;
+mod checks;
 mod env;
 mod example;
 mod failures;
@@ -16,3 +18,6 @@ mod gpu;
 mod python;
 mod report;
 mod run;
+mod standin;
+mod trust;
+mod workflows;
