@@ -429,7 +429,7 @@ mod tests {
             d.reasons
         );
         assert_eq!(d.tails[0].stat, GateStat::Mean);
-        assert!(d.tails[0].drop_pct.unwrap() > 10.0);
+        assert!(d.tails[0].drop_pct.unwrap() > 5.0);
         // The figures shown stay the median's.
         assert_eq!(d.gated_on, GateStat::Median);
         assert!(d.drop_pct.unwrap().abs() < 1.0);

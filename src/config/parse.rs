@@ -26,6 +26,7 @@ struct RawConfig {
     report: ReportConfig,
     #[serde(default)]
     canary: CanaryConfig,
+    #[serde(default)]
     github: GithubConfig,
     #[serde(default)]
     models: toml::Table,
