@@ -141,6 +141,7 @@ impl Renderer {
         env.add_filter("pct", pct);
         env.add_filter("ms", ms);
         env.add_filter("delta", delta);
+        env.add_filter("drop", drop);
         env.add_filter("pp", percent_points);
         env.add_filter("seconds", |x: f64| format!("{:.6}", x / 1000.0));
         env.add_filter("line1", |s: &str| {
@@ -155,11 +156,30 @@ impl Renderer {
         env.add_function("sparkline", |points: Value| {
             Ok::<_, minijinja::Error>(sparkline(&Vec::<TrendPoint>::deserialize(points)?))
         });
-        env.add_function("chart", |points: Value| {
-            Ok::<_, minijinja::Error>(Value::from_safe_string(history_svg(
-                &Vec::<TrendPoint>::deserialize(points)?,
-            )))
-        });
+        env.add_function(
+            "chart",
+            |points: Value,
+             reference: Option<f64>,
+             threshold_pct: Option<f64>,
+             noise_pct: Option<f64>,
+             drop_pct: Option<f64>| {
+                let points = Vec::<TrendPoint>::deserialize(points)?;
+                let svg = if reference.is_some() {
+                    super::chart::verdict_svg(
+                        &points,
+                        &super::ChartGuide {
+                            reference,
+                            threshold_pct,
+                            noise_pct,
+                            drop_pct,
+                        },
+                    )
+                } else {
+                    history_svg(&points)
+                };
+                Ok::<_, minijinja::Error>(Value::from_safe_string(svg))
+            },
+        );
         for (name, source) in BUILTIN_TEMPLATES {
             let source = overrides
                 .get(name)
@@ -434,6 +454,14 @@ fn ms(x: Option<f64>) -> String {
 /// A drop in percent (positive = slower) as the change in utilisation the reader sees.
 fn delta(drop_pct: Option<f64>) -> String {
     format::signed_percent(drop_pct.map(|d| -d))
+}
+
+/// A utilisation drop in percent, the one sign convention of every surface: a fall is a
+/// positive drop (`3.1%`), a rise a negative one (`-2.0%`).
+fn drop(drop_pct: Option<f64>) -> String {
+    drop_pct
+        .filter(|v| v.is_finite())
+        .map_or_else(|| "–".to_owned(), |d| format!("{:.1}%", d + 0.0))
 }
 
 /// A figure already in percent, one decimal.

@@ -6,6 +6,7 @@
 )]
 
 mod adopt;
+mod canary;
 mod checks;
 mod env;
 mod failures;
