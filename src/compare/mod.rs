@@ -6,6 +6,7 @@
 //! The statistical rule is explained in README "How the gate decides" and in [`decide`]'s documentation; its
 //! power is measured by `examples/power_eval.rs` through this very code.
 
+pub mod budget;
 mod changepoint;
 mod decide;
 mod env;
