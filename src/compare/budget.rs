@@ -331,18 +331,51 @@ pub fn decisive(
     under || beyond
 }
 
-/// What the run does at a point in time: keep measuring, or stop because the budget and its
-/// grace are spent (the run then judges what it has).
+/// Whether the run is past its budget and grace: it then stops measuring and judges what it has.
 #[must_use]
 pub fn over_budget(elapsed_s: f64, budget_s: f64, grace_s: f64) -> bool {
     elapsed_s > budget_s + grace_s
 }
 
-/// Seconds a suspect may draw for its confirm repeats: what is left of the budget after the
-/// planned work still to do.
+/// Where a case stands when the run considers starting one more repeat of it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NextRepeat {
+    /// Repeats of this case done so far tonight.
+    pub done: u32,
+    /// Its planned repeats.
+    pub planned: u32,
+    /// Confirm repeats a suspect may add beyond the plan.
+    pub confirm: u32,
+    /// The evidence so far is decisive ([`decisive`]).
+    pub decisive: bool,
+    /// The evidence so far makes it a suspect (a drop beyond the threshold, or a low p-value).
+    pub suspect: bool,
+    /// Estimated seconds of one more repeat (`None` without history).
+    pub repeat_s: Option<f64>,
+    /// Seconds since the run started.
+    pub elapsed_s: f64,
+    /// Estimated seconds of the minimum repeats of the cases not started yet.
+    pub remaining_min_s: f64,
+}
+
+/// Whether to start one more repeat: the minimum always (until the budget and grace are
+/// spent); beyond it, never for a decisive pass, up to the plan for an undecided case, and up
+/// to the confirm repeats for a suspect, each only while the budget still holds the rest of the
+/// grid's minimum.
 #[must_use]
-pub fn confirm_allowance_s(elapsed_s: f64, budget_s: f64, remaining_planned_s: f64) -> f64 {
-    (budget_s - elapsed_s - remaining_planned_s).max(0.0)
+pub fn may_start(next: &NextRepeat, policy: &PlanPolicy, grace_s: f64) -> bool {
+    if over_budget(next.elapsed_s, policy.budget_s, grace_s) {
+        return false;
+    }
+    if next.done < policy.min_repeats {
+        return true;
+    }
+    let fits =
+        next.elapsed_s + next.repeat_s.unwrap_or(0.0) + next.remaining_min_s <= policy.budget_s;
+    if next.suspect {
+        return fits && next.done < next.planned.max(policy.min_repeats) + next.confirm;
+    }
+    !next.decisive && fits && next.done < next.planned
 }
 
 /// The time one repeat took, as the run records it in the result's summary (`"cost"`).

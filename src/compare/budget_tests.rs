@@ -118,8 +118,75 @@ fn sequential_decisions() {
     assert!(decisive(2, Some((1.0, 9.0)), Some(5.0), &policy));
     assert!(!decisive(3, None, None, &policy));
     assert!(over_budget(631.0, 600.0, 30.0) && !over_budget(629.0, 600.0, 30.0));
-    assert!((confirm_allowance_s(300.0, 600.0, 200.0) - 100.0).abs() < 1e-9);
-    assert!(confirm_allowance_s(500.0, 600.0, 200.0).abs() < 1e-12);
+    let next = NextRepeat {
+        done: 2,
+        planned: 5,
+        confirm: 9,
+        decisive: false,
+        suspect: false,
+        repeat_s: Some(10.0),
+        elapsed_s: 300.0,
+        remaining_min_s: 200.0,
+    };
+    assert!(may_start(&next, &policy, 30.0));
+    // A decisive pass stops at the minimum; the plan's end stops an undecided case.
+    assert!(!may_start(
+        &NextRepeat {
+            decisive: true,
+            ..next
+        },
+        &policy,
+        30.0
+    ));
+    assert!(!may_start(&NextRepeat { done: 5, ..next }, &policy, 30.0));
+    // A suspect goes on past the plan into its confirm repeats, while the budget holds.
+    assert!(may_start(
+        &NextRepeat {
+            done: 5,
+            suspect: true,
+            decisive: true,
+            ..next
+        },
+        &policy,
+        30.0
+    ));
+    assert!(!may_start(
+        &NextRepeat {
+            done: 14,
+            suspect: true,
+            ..next
+        },
+        &policy,
+        30.0
+    ));
+    assert!(!may_start(
+        &NextRepeat {
+            elapsed_s: 395.0,
+            suspect: true,
+            ..next
+        },
+        &policy,
+        30.0
+    ));
+    // The minimum is measured even when the estimate says it will not fit, until the grace ends.
+    assert!(may_start(
+        &NextRepeat {
+            done: 1,
+            elapsed_s: 610.0,
+            ..next
+        },
+        &policy,
+        30.0
+    ));
+    assert!(!may_start(
+        &NextRepeat {
+            done: 0,
+            elapsed_s: 631.0,
+            ..next
+        },
+        &policy,
+        30.0
+    ));
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod changepoint;
 mod decide;
 mod env;
 mod gate;
+pub mod history;
 mod trend;
 
 pub use changepoint::{
