@@ -1,449 +1,76 @@
-//! `utilgate floor`: builds the floor report of one case (inputs, parameter counts, floor with
-//! its bytes and FLOPs broken down, memory fit, utilisation of a given step time) and renders
-//! it for the terminal. Pure: the caller resolves the model, GPU and precision, prints, and
-//! serialises the report for `--format json`.
+//! `utilgate floor`: resolves the model (catalogue, config, or a config.json path) and the GPU,
+//! then prints the pure floor report. Reads files only.
 
-use std::fmt::Write as _;
+use std::path::Path;
 
-use serde::Serialize;
+use crate::catalog::{CatalogError, GpuSpec, ModelSpec, Precision};
+use crate::cli::{FloorArgs, Format};
+use crate::commands::Outcome;
+use crate::config::LoadedConfig;
+use crate::error::Error;
+use crate::output;
+use crate::report::floor::{build_report, render_human};
 
-use crate::case::Phase;
-use crate::catalog::gpu::GpuSpec;
-use crate::catalog::model::ModelSpec;
-use crate::catalog::precision::Precision;
-use crate::floor::{Floor, FloorError, Utilisation, floor, footprint};
-
-/// The JSON schema version of [`FloorReport`].
-pub const SCHEMA_VERSION: u32 = 1;
-
-/// What the floor was computed for.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FloorInputs {
-    pub model: String,
-    /// `transformer` (exact, from a config) or `bare`.
-    pub model_form: &'static str,
-    pub gpu: String,
-    pub gpu_display_name: String,
-    pub gpu_source: String,
-    pub precision: String,
-    pub weight_dtype: String,
-    pub kv_dtype: String,
-    pub compute_dtype: String,
-    pub phase: Phase,
-    pub batch: u64,
-    pub context: u64,
-    pub step_ms: Option<f64>,
-}
-
-/// Parameter counts.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct ParamCounts {
-    pub total: f64,
-    pub active: f64,
-}
-
-/// Whether the weights and the KV cache fit the GPU's memory.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct MemoryFit {
-    /// Every weight at the precision, all experts and scales included.
-    pub weights_bytes: f64,
-    /// The KV cache after the step.
-    pub kv_bytes: f64,
-    pub total_bytes: f64,
-    pub gpu_memory_bytes: Option<f64>,
-    /// `None` when the GPU's memory size is unknown.
-    pub fits: Option<bool>,
-}
-
-/// The result of `utilgate floor`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FloorReport {
-    pub schema_version: u32,
-    pub inputs: FloorInputs,
-    pub params: ParamCounts,
-    pub floor: Floor,
-    /// Time the bytes take at peak bandwidth.
-    pub memory_ms: f64,
-    /// Time the FLOPs take at peak FLOP/s.
-    pub compute_ms: f64,
-    pub memory: MemoryFit,
-    /// MBU, MFU and utilisation of `step_ms`, when given.
-    pub utilisation: Option<Utilisation>,
-    /// Lines for stderr: memory does not fit, utilisation above 100%.
-    pub warnings: Vec<String>,
-}
-
-/// Compute the report of one case.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one argument per CLI flag of `utilgate floor`"
-)]
-pub fn build_report(
-    model_name: &str,
-    model: &ModelSpec,
-    gpu: &GpuSpec,
-    precision: &Precision,
-    phase: Phase,
-    batch: u64,
-    context: u64,
-    step_ms: Option<f64>,
-) -> Result<FloorReport, FloorError> {
-    if let Some(t) = step_ms.filter(|t| !(t.is_finite() && *t > 0.0)) {
-        return Err(FloorError::InvalidStepTime(t));
+fn resolve_model(name: &str, loaded: Option<&LoadedConfig>) -> Result<ModelSpec, Error> {
+    if let Some(spec) = loaded.and_then(|l| l.models.get(name)) {
+        return Ok(spec.clone());
     }
-    let floor = floor(model, gpu, precision, phase, batch, context)?;
-    let fp = footprint(model, precision, phase, batch, context);
-    let total_bytes = fp.weights_bytes + fp.kv_bytes;
-    let fits = gpu.memory_bytes.map(|m| total_bytes <= m);
-    let mut warnings = Vec::new();
-    if let (Some(false), Some(mem)) = (fits, gpu.memory_bytes) {
-        warnings.push(format!(
-            "weights ({}) plus KV cache ({}) need {}, more than the {} of {}",
-            si(fp.weights_bytes, "B"),
-            si(fp.kv_bytes, "B"),
-            si(total_bytes, "B"),
-            si(mem, "B"),
-            gpu.display_name
-        ));
+    if let Some(spec) = crate::catalog::model_by_name(name) {
+        return Ok(spec);
     }
-    let utilisation = step_ms.map(|t| floor.utilisation(t));
-    if let (Some(u), Some(t)) = (utilisation.filter(|u| u.utilisation > 1.0), step_ms) {
-        warnings.push(format!(
-            "a {} ms step is below the {} ms floor ({:.1}% utilisation): physically \
-             impossible; check that the timing synchronises the GPU and that the model spec \
-             is right",
-            sig4(t),
-            sig4(floor.floor_ms),
-            u.utilisation * 100.0
-        ));
+    let path = Path::new(name);
+    if path.extension().is_some_and(|e| e == "json") || path.exists() {
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        return Ok(ModelSpec::from_hf_config(&text, name)?);
     }
+    Err(crate::catalog::model::resolve_model(name)
+        .err()
+        .unwrap_or_else(|| CatalogError::UnknownModel {
+            name: name.to_owned(),
+            known: crate::catalog::known_models().join(", "),
+        })
+        .into())
+}
 
-    let (model_form, weight_dtype) = match model {
-        ModelSpec::Transformer(_) => ("transformer", precision.weights.to_string()),
-        ModelSpec::Bare(_) => ("bare", precision.weights.to_string()),
+fn resolve_gpu(name: Option<&str>, loaded: Option<&LoadedConfig>) -> Result<GpuSpec, Error> {
+    if let Some(name) = name {
+        return Ok(crate::catalog::gpu::resolve_gpu(name)?);
+    }
+    let gpu = loaded
+        .and_then(|l| l.config.gpu.as_ref())
+        .ok_or(Error::NoDeviceSpec)?;
+    gpu.declared_spec()?.ok_or(Error::NoDeviceSpec)
+}
+
+pub fn floor(args: &FloorArgs) -> Result<Outcome, Error> {
+    let loaded = match &args.config {
+        Some(path) => Some(crate::config::load(path)?),
+        None => None,
     };
-    Ok(FloorReport {
-        schema_version: SCHEMA_VERSION,
-        inputs: FloorInputs {
-            model: model_name.to_string(),
-            model_form,
-            gpu: gpu.name.clone(),
-            gpu_display_name: gpu.display_name.clone(),
-            gpu_source: gpu.source.clone(),
-            precision: precision.label.clone(),
-            weight_dtype,
-            kv_dtype: precision.kv.to_string(),
-            compute_dtype: precision.compute.to_string(),
-            phase,
-            batch,
-            context,
-            step_ms,
-        },
-        params: ParamCounts {
-            total: model.total_params(),
-            active: model.active_params(),
-        },
-        memory_ms: floor.memory_ms(),
-        compute_ms: floor.compute_ms(),
-        floor,
-        memory: MemoryFit {
-            weights_bytes: fp.weights_bytes,
-            kv_bytes: fp.kv_bytes,
-            total_bytes,
-            gpu_memory_bytes: gpu.memory_bytes,
-            fits,
-        },
-        utilisation,
-        warnings,
-    })
-}
-
-/// The report as multi-line text for the terminal (warnings included at the end; the caller
-/// may print `report.warnings` to stderr instead).
-#[must_use]
-pub fn render_human(report: &FloorReport) -> String {
-    let i = &report.inputs;
-    let f = &report.floor;
-    let mut out = String::new();
-    // Writing to a String cannot fail; the results are ignored on that invariant.
-    let _ = writeln!(
-        out,
-        "{} on {} ({}), {} {}, batch {}, context {}",
-        i.model, i.gpu_display_name, i.gpu, i.precision, i.phase, i.batch, i.context
-    );
-    let _ = writeln!(
-        out,
-        "  weights {}, KV cache {}, compute peak {}",
-        i.weight_dtype, i.kv_dtype, i.compute_dtype
-    );
-    let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "floor     {} ms  {}-bound",
-        sig4(f.floor_ms),
-        f.bound.as_str()
-    );
-    let _ = writeln!(
-        out,
-        "  memory  {} ms  {} at {}",
-        sig4(report.memory_ms),
-        si(f.total_bytes(), "B"),
-        si(f.peak_bandwidth_bytes_per_s, "B/s")
-    );
-    let _ = writeln!(
-        out,
-        "  compute {} ms  {} at {} ({} dense)",
-        sig4(report.compute_ms),
-        si(f.total_flops(), "FLOP"),
-        si(f.peak_flops_per_s, "FLOP/s"),
-        i.compute_dtype
-    );
-    let _ = writeln!(out);
-    render_breakdown(&mut out, report);
-    let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "parameters  {} total, {} active",
-        grouped(report.params.total),
-        grouped(report.params.active)
-    );
-    let m = &report.memory;
-    let capacity = m
-        .gpu_memory_bytes
-        .map_or_else(|| "unknown".to_string(), |c| si(c, "B"));
-    let _ = writeln!(
-        out,
-        "memory      {} of {} (weights {}, KV cache {})",
-        si(m.total_bytes, "B"),
-        capacity,
-        si(m.weights_bytes, "B"),
-        si(m.kv_bytes, "B")
-    );
-    if let (Some(u), Some(t)) = (report.utilisation, i.step_ms) {
-        let _ = writeln!(
-            out,
-            "measured    {} ms step: utilisation {:.1}% (MBU {:.1}%, MFU {:.1}%)",
-            sig4(t),
-            u.utilisation * 100.0,
-            u.mbu * 100.0,
-            u.mfu * 100.0
-        );
+    let model = resolve_model(&args.model, loaded.as_ref())?;
+    let gpu = resolve_gpu(args.gpu.as_deref(), loaded.as_ref())?;
+    let precision = Precision::parse(&args.precision, args.kv_dtype.as_deref())?;
+    let report = build_report(
+        &args.model,
+        &model,
+        &gpu,
+        &precision,
+        args.phase.into(),
+        args.batch,
+        args.context,
+        args.step_ms,
+    )?;
+    for warning in &report.warnings {
+        output::warn(warning);
     }
-    if !f.notes.is_empty() {
-        let _ = writeln!(out);
-        let _ = writeln!(out, "notes");
-        for note in &f.notes {
-            let _ = writeln!(out, "  - {note}");
+    match args.format.format {
+        Format::Human => output::emit(&render_human(&report))?,
+        Format::Json => {
+            output::emit(&format!("{}\n", serde_json::to_string_pretty(&report)?))?;
         }
     }
-    if !report.warnings.is_empty() {
-        let _ = writeln!(out);
-        for w in &report.warnings {
-            let _ = writeln!(out, "warning: {w}");
-        }
-    }
-    out
-}
-
-/// The bytes and FLOPs tables.
-fn render_breakdown(out: &mut String, report: &FloorReport) {
-    let f = &report.floor;
-    let _ = writeln!(out, "bytes per step");
-    let weights_label = if report.inputs.model_form == "bare" {
-        "weights (all parameters)"
-    } else {
-        "weights (decoder layers)"
-    };
-    let b = &f.bytes;
-    for (label, v) in [
-        (weights_label, b.weights),
-        ("embedding rows gathered", b.embedding),
-        ("lm_head", b.lm_head),
-        ("KV cache read", b.kv_read),
-        ("KV cache written", b.kv_write),
-        ("total", b.total()),
-    ] {
-        let _ = writeln!(out, "  {label:<26}{:>12}", si(v, "B"));
-    }
-    let _ = writeln!(out, "FLOPs per step");
-    let fl = &f.flops;
-    for (label, v) in [
-        ("linear layers", fl.linear),
-        ("attention", fl.attention),
-        ("lm_head", fl.lm_head),
-        ("total", fl.total()),
-    ] {
-        let _ = writeln!(out, "  {label:<26}{:>12}", si(v, "FLOP"));
-    }
-}
-
-/// Four significant digits, no exponent.
-fn sig4(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return format!("{x}");
-    }
-    let digits = x.abs().log10().floor();
-    let decimals = (3.0 - digits).clamp(0.0, 9.0);
-    // Invariant: decimals is within 0..=9 after the clamp.
-    #[expect(
-        clippy::cast_possible_truncation,
-        clippy::cast_sign_loss,
-        reason = "clamped to 0..=9"
-    )]
-    let decimals = decimals as usize;
-    format!("{x:.decimals$}")
-}
-
-/// A value with an SI prefix (k, M, G, T, P, E), four significant digits.
-fn si(x: f64, unit: &str) -> String {
-    const PREFIXES: [&str; 7] = ["", "k", "M", "G", "T", "P", "E"];
-    let mut v = x;
-    let mut p = 0;
-    while v.abs() >= 1000.0 && p + 1 < PREFIXES.len() {
-        v /= 1000.0;
-        p += 1;
-    }
-    format!("{} {}{unit}", sig4(v), PREFIXES[p])
-}
-
-/// An integer-valued count with thousands separators.
-fn grouped(x: f64) -> String {
-    let text = format!("{:.0}", x.round());
-    let (sign, digits) = text
-        .strip_prefix('-')
-        .map_or(("", text.as_str()), |d| ("-", d));
-    let mut out = String::new();
-    for (n, c) in digits.chars().enumerate() {
-        if n > 0 && (digits.len() - n) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    format!("{sign}{out}")
-}
-
-#[cfg(test)]
-#[expect(
-    clippy::float_cmp,
-    reason = "exact equality is intended: these figures are exact in f64"
-)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-    use crate::catalog::gpu::gpu_by_name;
-    use crate::catalog::model::model_by_name;
-
-    fn h100() -> GpuSpec {
-        gpu_by_name("h100-sxm").expect("should succeed")
-    }
-
-    #[test]
-    fn report_of_the_worked_example() {
-        let model = ModelSpec::bare(8.0e9, 131_072.0, None).expect("should succeed");
-        let mut t = BTreeMap::new();
-        t.insert("bf16".to_string(), 989.0);
-        let gpu = GpuSpec::declared("h100", 3350.0, &t, Some(80.0)).expect("should succeed");
-        let p = Precision::parse("bf16", None).expect("should succeed");
-        let r = build_report(
-            "seed-8b",
-            &model,
-            &gpu,
-            &p,
-            Phase::Decode,
-            1,
-            4096,
-            Some(9.8),
-        )
-        .expect("should succeed");
-        let u = r.utilisation.expect("should succeed");
-        assert_eq!((u.mbu * 100.0).round(), 50.0);
-        assert!(r.warnings.is_empty());
-        assert_eq!(r.memory.fits, Some(true));
-        let text = render_human(&r);
-        assert!(text.contains("4.936 ms  memory-bound"), "{text}");
-        assert!(text.contains("MBU 50.4%"), "{text}");
-        assert!(text.contains("weights (all parameters)"), "{text}");
-        let json = serde_json::to_value(&r).expect("should succeed");
-        assert_eq!(json["schema_version"], 1);
-        assert_eq!(json["floor"]["bound"], "memory");
-        assert_eq!(json["inputs"]["phase"], "decode");
-        assert_eq!(json["inputs"]["model_form"], "bare");
-    }
-
-    #[test]
-    fn exact_model_report_names_its_parts() {
-        let model = model_by_name("llama-3.1-8b").expect("should succeed");
-        let p = Precision::parse("bf16", None).expect("should succeed");
-        let r = build_report(
-            "llama-3.1-8b",
-            &model,
-            &h100(),
-            &p,
-            Phase::Decode,
-            8,
-            4096,
-            None,
-        )
-        .expect("should succeed");
-        assert!(r.utilisation.is_none());
-        let text = render_human(&r);
-        for part in [
-            "lm_head",
-            "KV cache read",
-            "attention",
-            "8,030,261,248 total",
-            "gathered",
-        ] {
-            assert!(text.contains(part), "{part} missing in\n{text}");
-        }
-    }
-
-    #[test]
-    fn warns_when_memory_does_not_fit_or_step_beats_the_floor() {
-        let model = model_by_name("llama-3.1-70b").expect("should succeed");
-        let p = Precision::parse("bf16", None).expect("should succeed");
-        let r = build_report(
-            "llama-3.1-70b",
-            &model,
-            &h100(),
-            &p,
-            Phase::Decode,
-            1,
-            1024,
-            Some(1.0),
-        )
-        .expect("should succeed");
-        assert_eq!(r.memory.fits, Some(false));
-        assert!(
-            r.warnings
-                .iter()
-                .any(|w| w.contains("more than the 80.00 GB")),
-            "{:?}",
-            r.warnings
-        );
-        assert!(
-            r.warnings.iter().any(|w| w.contains("physically")),
-            "{:?}",
-            r.warnings
-        );
-        let err = build_report("m", &model, &h100(), &p, Phase::Decode, 1, 1, Some(0.0));
-        assert_eq!(
-            err.expect_err("should fail"),
-            FloorError::InvalidStepTime(0.0)
-        );
-    }
-
-    #[test]
-    fn number_formatting() {
-        assert_eq!(sig4(4.936_42), "4.936");
-        assert_eq!(sig4(33.133), "33.13");
-        assert_eq!(sig4(0.016_29), "0.01629");
-        assert_eq!(sig4(1234.5), "1234");
-        assert_eq!(si(16.537e9, "B"), "16.54 GB");
-        assert_eq!(si(3.35e12, "B/s"), "3.350 TB/s");
-        assert_eq!(si(512.0, "B"), "512.0 B");
-        assert_eq!(grouped(8_030_261_248.0), "8,030,261,248");
-        assert_eq!(grouped(999.0), "999");
-    }
+    Ok(Outcome::Passed)
 }

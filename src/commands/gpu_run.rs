@@ -119,7 +119,7 @@ pub fn suite_command(suite: &SuiteConfig, loaded: &LoadedConfig) -> String {
         (Some(command), _) => command.clone(),
         (None, Some(Workload::Reference)) => {
             let path = std::path::absolute(&loaded.path).unwrap_or_else(|_| loaded.path.clone());
-            super::reference::reference_command(
+            crate::measure::builtin::reference::reference_command(
                 &path.to_string_lossy(),
                 suite.graphs.unwrap_or(true),
             )

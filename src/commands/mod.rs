@@ -2,16 +2,13 @@
 //! outcome, not an error) or an `Error` (exit 2).
 
 pub mod baseline;
-pub mod config_cmd;
+pub mod compare;
+pub mod config;
 pub mod floor;
-pub mod floor_cmd;
 pub mod gpu_run;
-pub mod harness;
 pub mod judge;
 pub mod probe;
-pub mod protocol_env;
 pub mod publish;
-pub mod reference;
 pub mod report;
 pub mod run;
 pub mod runs;
@@ -54,20 +51,20 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
     crate::output::set_color(cli.global.color);
     match &cli.command {
         Command::Run(args) => run::run(args),
-        Command::Floor(args) => floor_cmd::floor(args),
-        Command::Compare(args) => runs::compare(args),
+        Command::Floor(args) => floor::floor(args),
+        Command::Compare(args) => compare::compare(args),
         Command::Baseline(cmd) => baseline::baseline(cmd),
         Command::Runs(RunsCommand::List(args)) => runs::list(args),
         Command::Runs(RunsCommand::Show(args)) => runs::show(args),
-        Command::Config(ConfigCommand::Check(args)) => config_cmd::check(args),
-        Command::Config(ConfigCommand::Default) => config_cmd::print_default(),
+        Command::Config(ConfigCommand::Check(args)) => config::check(args),
+        Command::Config(ConfigCommand::Default) => config::print_default(),
         Command::Report(args) => report::report(args),
         Command::Publish(args) => publish::publish(args),
         Command::Harness(HarnessCommand::CpuDecode(args)) => {
-            harness::cpu_decode(args).map(|()| Outcome::Passed)
+            crate::measure::builtin::cpu_decode::cpu_decode(args).map(|()| Outcome::Passed)
         }
         Command::Harness(HarnessCommand::Reference(args)) => {
-            reference::reference_harness(args).map(|()| Outcome::Passed)
+            crate::measure::builtin::reference::reference_harness(args).map(|()| Outcome::Passed)
         }
         Command::Probe(args) => probe::probe(args),
     }

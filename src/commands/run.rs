@@ -24,51 +24,8 @@ use crate::measure::harness::{self, HarnessError, RepeatSpec};
 use crate::output::{self, Progress};
 use crate::report;
 use crate::stats;
+use crate::store::meta::{MetaFlags, resolve_meta};
 use crate::store::{NewResult, NewRun};
-
-/// What a run is measuring, from flags, the CI environment, or git.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RunMeta {
-    pub git_sha: Option<String>,
-    pub branch: Option<String>,
-    pub trigger: String,
-    pub pr_number: Option<u64>,
-}
-
-/// Resolve run metadata: flags first, then GitHub Actions' variables, then git. Pure: the
-/// environment arrives as a lookup function and git's answers as values.
-pub fn resolve_meta(
-    args: &RunArgs,
-    env: &dyn Fn(&str) -> Option<String>,
-    git_sha: Option<String>,
-    git_branch: Option<String>,
-) -> RunMeta {
-    let non_empty = |name: &str| env(name).filter(|v| !v.is_empty());
-    let pr_from_ref = non_empty("GITHUB_REF").and_then(|r| {
-        r.strip_prefix("refs/pull/")
-            .and_then(|rest| rest.split('/').next())
-            .and_then(|n| n.parse().ok())
-    });
-    RunMeta {
-        git_sha: args
-            .git_sha
-            .clone()
-            .or_else(|| non_empty("GITHUB_SHA"))
-            .or(git_sha),
-        branch: args
-            .branch
-            .clone()
-            .or_else(|| non_empty("GITHUB_HEAD_REF"))
-            .or_else(|| non_empty("GITHUB_REF_NAME"))
-            .or(git_branch),
-        trigger: args
-            .trigger
-            .clone()
-            .or_else(|| non_empty("GITHUB_EVENT_NAME"))
-            .unwrap_or_else(|| "manual".to_owned()),
-        pr_number: args.pr.or(pr_from_ref),
-    }
-}
 
 /// Ask git about the checkout the config lives in; silence when it is not one.
 fn git(dir: &Path, args: &[&str]) -> Option<String> {
@@ -295,7 +252,12 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
 
     let env = env_lookup();
     let meta = resolve_meta(
-        args,
+        &MetaFlags {
+            git_sha: args.git_sha.clone(),
+            branch: args.branch.clone(),
+            trigger: args.trigger.clone(),
+            pr_number: args.pr,
+        },
         &env,
         git(&loaded.dir, &["rev-parse", "HEAD"]),
         git(&loaded.dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
@@ -412,8 +374,12 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     let gate_failed = compare::gate_failed(verdicts.iter().copied(), &config.gate.fail_on);
     let on_baseline_branch = meta.branch.as_deref() == Some(config.gate.baseline_branch.as_str());
     let any_error = verdicts.contains(&Verdict::Error);
-    // A run promotes only when it passed cleanly: a failed case never moves any baseline.
-    let promote_run = on_baseline_branch && !gate_failed && !any_error && !args.no_promote;
+    let promote_run = compare::run_promotes(
+        &verdicts,
+        &config.gate.fail_on,
+        on_baseline_branch,
+        args.no_promote,
+    );
 
     let results: Vec<NewResult> = plans
         .iter()

@@ -1,16 +1,15 @@
-//! `utilgate runs list|show` and `utilgate compare`: read the store, print, and (compare)
-//! recompute verdicts from stored raw samples. Never writes the store.
+//! `utilgate runs list|show`: read the store and print; shared read-only helpers for the other
+//! store-reading commands. Never writes the store.
 
-use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use comfy_table::Table;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 
-use crate::cli::{CompareArgs, ConfigArgs, Format, RunsListArgs, RunsShowArgs};
+use crate::cli::{ConfigArgs, Format, RunsListArgs, RunsShowArgs};
 use crate::commands::Outcome;
-use crate::commands::judge::{self, Against, CaseInput};
+use crate::commands::judge;
 use crate::compare;
 use crate::config::{Config, DEFAULT_STORE_PATH, StoreConfig};
 use crate::error::Error;
@@ -162,7 +161,7 @@ pub(crate) fn stored_judgements(
         .collect()
 }
 
-fn print_report(report: &RunReport, format: Format) -> Result<(), Error> {
+pub(crate) fn print_report(report: &RunReport, format: Format) -> Result<(), Error> {
     match format {
         Format::Human => output::emit(&report::render_human(report, output::color_stdout())),
         Format::Json => output::emit(&report::render_json(report)?),
@@ -187,56 +186,4 @@ pub fn show(args: &RunsShowArgs) -> Result<Outcome, Error> {
     let report = RunReport::build(&run, &judgements, &fail_on(config.as_ref()), promoted);
     print_report(&report, args.format.format)?;
     Ok(Outcome::Passed)
-}
-
-pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
-    let (store, config) = store_from(&args.config)?;
-    let run = load_run(&store, args.run)?;
-    let against_run = match args.against {
-        Some(id) => Some(store.run(RunId(id))?.ok_or(Error::NoSuchRun(id))?),
-        None => None,
-    };
-    if let Some(other) = &against_run
-        && other.summary.gpu_sku != run.summary.gpu_sku
-    {
-        return Err(Error::Usage(format!(
-            "run {} ran on {} and run {} on {}: results are only compared within one GPU SKU",
-            run.summary.id, run.summary.gpu_sku, other.summary.id, other.summary.gpu_sku
-        )));
-    }
-    let inputs: Vec<CaseInput> = run
-        .results
-        .iter()
-        .map(|r| CaseInput {
-            key: r.key.clone(),
-            repeats_ms: r.repeats_ms.clone(),
-            floor_ms: r.floor_ms,
-            error: r.error.clone(),
-            env: r.env.clone(),
-            gpu_guard: None,
-            gpu_state: r.gpu_state_json.clone(),
-        })
-        .collect();
-    let suites: BTreeSet<String> = inputs.iter().map(|c| c.key.suite.clone()).collect();
-    // Without --against, the run is judged against the baselines it was judged against when it
-    // ran: those in place before it started (it may have become the baseline itself since).
-    let against = against_run
-        .as_ref()
-        .map_or(Against::PinnedAsOf(run.summary.started_at), Against::Run);
-    let judgements = judge::judge(
-        &store,
-        &run.summary.gpu_sku,
-        &inputs,
-        &suites,
-        config.as_ref(),
-        &against,
-    )?;
-    let fail_on = fail_on(config.as_ref());
-    let report = RunReport::build(&run, &judgements, &fail_on, false);
-    print_report(&report, args.format.format)?;
-    Ok(if report.gate.passed {
-        Outcome::Passed
-    } else {
-        Outcome::GateFailed
-    })
 }

@@ -450,5 +450,4 @@ pub fn noise_from_history(results: &[&[Vec<f64>]], reference_repeats: usize) -> 
 }
 
 #[cfg(test)]
-#[path = "budget_tests.rs"]
 mod tests;

@@ -354,5 +354,4 @@ fn magnitude(before: &[f64], after: &[f64]) -> Magnitude {
 }
 
 #[cfg(test)]
-#[path = "changepoint_tests.rs"]
 mod tests;

@@ -25,6 +25,22 @@ pub fn promotable(decision: &Decision) -> bool {
     )
 }
 
+/// Whether a run moves baselines at all: only a run on the baseline branch that passed the gate
+/// cleanly (no verdict in `fail_on`, no failed case) and was not told `--no-promote`. A failed
+/// case never moves any baseline.
+#[must_use]
+pub fn run_promotes(
+    verdicts: &[Verdict],
+    fail_on: &[Verdict],
+    on_baseline_branch: bool,
+    no_promote: bool,
+) -> bool {
+    on_baseline_branch
+        && !no_promote
+        && !gate_failed(verdicts.iter().copied(), fail_on)
+        && !verdicts.contains(&Verdict::Error)
+}
+
 /// Whether a result may be accepted by hand, with a reason, as the new baseline: anything that
 /// measured something physically possible. An `error`, `missing` or `invalid` result never can.
 #[must_use]
@@ -173,5 +189,26 @@ mod tests {
             Some("throttled"),
         );
         assert!(!should_confirm(&guarded));
+    }
+
+    #[test]
+    fn a_run_promotes_only_when_clean_on_the_baseline_branch() {
+        let fail_on = [Verdict::Regressed, Verdict::Invalid];
+        let clean = [Verdict::Pass, Verdict::New, Verdict::Improved];
+        assert!(run_promotes(&clean, &fail_on, true, false));
+        assert!(!run_promotes(&clean, &fail_on, false, false), "off branch");
+        assert!(!run_promotes(&clean, &fail_on, true, true), "--no-promote");
+        assert!(!run_promotes(
+            &[Verdict::Pass, Verdict::Regressed],
+            &fail_on,
+            true,
+            false
+        ));
+        assert!(!run_promotes(
+            &[Verdict::Pass, Verdict::Error],
+            &fail_on,
+            true,
+            false
+        ));
     }
 }

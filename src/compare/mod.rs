@@ -19,5 +19,5 @@ pub use changepoint::{
 };
 pub use decide::{Decision, Estimator, Evidence, Policy, decide, error_decision, missing_decision};
 pub use env::{EnvChange, env_diff, with_env_causes};
-pub use gate::{acceptable, gate_failed, missing_keys, promotable, should_confirm};
+pub use gate::{acceptable, gate_failed, missing_keys, promotable, run_promotes, should_confirm};
 pub use trend::{Trend, trend};

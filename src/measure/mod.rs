@@ -1,6 +1,7 @@
 //! Measuring step times: the harness protocol parser (pure) and the harness runner (I/O: child
 //! processes). Declarations and re-exports only.
 
+pub mod builtin;
 pub mod cuda;
 pub mod harness;
 pub mod host;

@@ -2,8 +2,10 @@
 //! minijinja templates: PR comment, step summary, HTML, `JUnit`).
 
 mod context;
+pub mod floor;
 mod github_text;
 mod human;
+pub mod probe;
 mod render;
 
 pub use context::{

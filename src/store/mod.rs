@@ -5,6 +5,8 @@
 mod baselines;
 mod db;
 mod error;
+pub mod export;
+pub mod meta;
 mod probes;
 mod results;
 mod runs;

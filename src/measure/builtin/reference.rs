@@ -6,9 +6,9 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
+use super::protocol_env::ProtocolInputs;
 use crate::catalog::Precision;
 use crate::cli::ReferenceArgs;
-use crate::commands::protocol_env::ProtocolInputs;
 use crate::error::Error;
 use crate::measure::cuda::CudaDevice;
 use crate::measure::reference::ReferencePlan;

@@ -10,10 +10,10 @@ use std::hint::black_box;
 use std::io::Write as _;
 use std::time::Instant;
 
+use super::protocol_env::ProtocolInputs;
 use crate::case::Phase;
 use crate::catalog::{ComputeDtype, GpuSpec, Precision};
 use crate::cli::CpuDecodeArgs;
-use crate::commands::protocol_env::ProtocolInputs;
 use crate::error::Error;
 use crate::measure::host::{filled_buffer, stream_read};
 

@@ -9,17 +9,17 @@ use rand_distr::{Distribution, Normal};
 use super::*;
 
 const OTAVA_SAMPLE: &str =
-    include_str!("../../tests/fixtures/change_points/otava__tests__resources__sample.csv");
+    include_str!("../../../tests/fixtures/change_points/otava__tests__resources__sample.csv");
 const SPA_SHORT: &str =
-    include_str!("../../tests/fixtures/change_points/spa__tests__data__profiling__short.json");
+    include_str!("../../../tests/fixtures/change_points/spa__tests__data__profiling__short.json");
 const SPA_SMALL: &str =
-    include_str!("../../tests/fixtures/change_points/spa__tests__data__profiling__small.json");
+    include_str!("../../../tests/fixtures/change_points/spa__tests__data__profiling__small.json");
 const SPA_MEDIUM: &str =
-    include_str!("../../tests/fixtures/change_points/spa__tests__data__profiling__medium.json");
+    include_str!("../../../tests/fixtures/change_points/spa__tests__data__profiling__medium.json");
 const ROBUST: &str =
-    include_str!("../../tests/fixtures/change_points/spa__tests__data__robust_series.json");
+    include_str!("../../../tests/fixtures/change_points/spa__tests__data__robust_series.json");
 const ROBUST_Q: &str = include_str!(
-    "../../tests/fixtures/change_points/spa__tests__data__expected_result_robust_series_proper_division.json"
+    "../../../tests/fixtures/change_points/spa__tests__data__expected_result_robust_series_proper_division.json"
 );
 
 fn perm(permutations: u32, seed: u64, max_pvalue: f64) -> Detector {

@@ -1,0 +1,259 @@
+//! Tests of parsing, validation and loading of the config.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::*;
+use crate::case::Verdict;
+
+const EXAMPLE: &str = r#"
+[store]
+path = ".utilgate/utilgate.db"
+
+[gate]
+baseline_branch = "main"
+max_drop_pct = 3.0
+fail_on = ["regressed", "invalid"]
+
+[gpu]
+name = "h100-sxm"
+
+[models.llama-3.1-8b]
+hf_config = "models/llama-3.1-8b/config.json"
+
+[models.seed-8b]
+params = 8.0e9
+kv_bytes_per_token = 131072
+
+[[suite]]
+name = "decode"
+command = "python3 bench/decode.py --model {{ model }} --batch {{ batch }} --context {{ context }}"
+models = ["llama-3.1-8b"]
+precisions = ["bf16"]
+phases = ["decode"]
+batches = [1, 8]
+contexts = [4096]
+warmup_steps = 10
+steps = 100
+repeats = 3
+timeout_s = 600
+"#;
+
+fn known(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[test]
+fn design_example_parses_and_validates() {
+    let config = parse(EXAMPLE, Path::new("utilgate.toml")).expect("parses");
+    assert_eq!(config.suites.len(), 1);
+    assert_eq!(config.suites[0].batches, vec![1, 8]);
+    assert_eq!(config.suites[0].case_keys().len(), 2);
+    assert_eq!(
+        config.gate.fail_on,
+        vec![Verdict::Regressed, Verdict::Invalid]
+    );
+    let names = known(&["llama-3.1-8b", "seed-8b"]);
+    let problems = validate(
+        &config,
+        &ValidationContext {
+            known_models: &names,
+        },
+    );
+    assert!(problems.is_empty(), "{problems:?}");
+}
+
+#[test]
+fn dotted_model_names_are_read_whole_and_their_errors_keep_the_name() {
+    let config = parse(EXAMPLE, Path::new("u.toml")).expect("parses");
+    let names: Vec<&str> = config.models.keys().map(String::as_str).collect();
+    assert_eq!(names, vec!["llama-3.1-8b", "seed-8b"]);
+    let text = EXAMPLE.replace("params = 8.0e9", "params = \"8B\"");
+    let err = parse(&text, Path::new("u.toml")).expect_err("must fail");
+    assert!(err.to_string().contains("models.seed-8b.params"), "{err}");
+    let text = EXAMPLE.replace(
+        "hf_config = \"models/llama-3.1-8b/config.json\"",
+        "hf_config = \"x\"\nlayers = 3",
+    );
+    let err = parse(&text, Path::new("u.toml")).expect_err("must fail");
+    assert!(err.to_string().contains("models.llama-3.1-8b"), "{err}");
+    assert!(err.to_string().contains("layers"), "{err}");
+}
+
+#[test]
+fn gpu_table_declares_a_catalogue_entry_overrides_or_its_own_figures() {
+    let named = GpuConfig {
+        name: Some("h100-sxm".into()),
+        mem_bandwidth_gb_s: Some(3000.0),
+        ..GpuConfig::default()
+    };
+    let spec = named.declared_spec().expect("valid").expect("a spec");
+    assert_eq!(spec.name, "h100-sxm");
+    assert!((spec.mem_bandwidth_bytes_per_s - 3.0e12).abs() < 1.0);
+    let own = GpuConfig {
+        mem_bandwidth_gb_s: Some(1000.0),
+        dense_tflops: [("bf16".to_owned(), 100.0)].into(),
+        ..GpuConfig::default()
+    };
+    assert_eq!(
+        own.declared_spec().expect("valid").expect("a spec").name,
+        "declared-gpu"
+    );
+    let host = GpuConfig {
+        measure_host_bandwidth: true,
+        ..GpuConfig::default()
+    };
+    assert!(host.declared_spec().expect("valid").is_none());
+    let unknown = GpuConfig {
+        name: Some("h900".into()),
+        ..GpuConfig::default()
+    };
+    assert!(unknown.declared_spec().is_err());
+}
+
+#[test]
+fn embedded_default_config_parses() {
+    let config = parse(DEFAULT_CONFIG, Path::new("<default>")).expect("default parses");
+    assert!(!config.suites.is_empty());
+    assert_eq!(config.report.trend_runs, 10);
+}
+
+#[test]
+fn report_table_names_templates_and_rejects_unknown_keys() {
+    let text = format!("{EXAMPLE}\n[report]\ntemplates = \"my-templates\"\n");
+    let config = parse(&text, Path::new("u.toml")).expect("parses");
+    assert_eq!(
+        config.report.templates.as_deref(),
+        Some(Path::new("my-templates"))
+    );
+    assert_eq!(
+        parse(EXAMPLE, Path::new("u.toml"))
+            .expect("parses")
+            .report
+            .trend_runs,
+        10
+    );
+    let text = format!("{EXAMPLE}\n[report]\ntemplate = \"x\"\n");
+    let err = parse(&text, Path::new("u.toml")).expect_err("unknown key");
+    assert!(err.to_string().contains("report"), "{err}");
+}
+
+#[test]
+fn wrong_type_names_the_key_path_and_line() {
+    let text = EXAMPLE.replace("batches = [1, 8]", "batches = [1, \"8k\"]");
+    let err = parse(&text, Path::new("utilgate.toml")).expect_err("must fail");
+    let message = err.to_string();
+    assert!(message.contains("utilgate.toml"), "{message}");
+    assert!(message.contains("suite[0].batches"), "{message}");
+    assert!(message.contains("line 26"), "{message}");
+    assert!(err.hint().expect("hint").contains("batches = [1, 8, 64]"));
+}
+
+#[test]
+fn unknown_key_is_an_error() {
+    let text = EXAMPLE.replace("repeats = 3", "repeats = 3\nrepeat = 5");
+    let err = parse(&text, Path::new("u.toml")).expect_err("must fail");
+    let message = err.to_string();
+    assert!(message.contains("suite[0]"), "{message}");
+    assert!(message.contains("repeat"), "{message}");
+}
+
+#[test]
+fn malformed_toml_names_the_line() {
+    let err = parse("[gate\nmax_drop_pct = 3", Path::new("u.toml")).expect_err("must fail");
+    assert!(err.to_string().contains("line 1"), "{err}");
+}
+
+#[test]
+fn validation_reports_every_problem() {
+    let text = EXAMPLE
+        .replace("batches = [1, 8]", "batches = [0, 8]")
+        .replace("steps = 100", "steps = 0")
+        .replace("models = [\"llama-3.1-8b\"]", "models = [\"nope\"]")
+        .replace("max_drop_pct = 3.0", "max_drop_pct = 300.0");
+    let config = parse(&text, Path::new("u.toml")).expect("parses");
+    let names = known(&["llama-3.1-8b"]);
+    let problems = validate(
+        &config,
+        &ValidationContext {
+            known_models: &names,
+        },
+    );
+    let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        vec![
+            "gate.max_drop_pct",
+            "suite[0].models[0]",
+            "suite[0].batches",
+            "suite[0].steps"
+        ]
+    );
+}
+
+#[test]
+fn bad_template_is_reported() {
+    let text = EXAMPLE.replace("{{ batch }}", "{{ batch ");
+    let config = parse(&text, Path::new("u.toml")).expect("parses");
+    let names = known(&["llama-3.1-8b"]);
+    let problems = validate(
+        &config,
+        &ValidationContext {
+            known_models: &names,
+        },
+    );
+    assert_eq!(problems.len(), 1);
+    assert_eq!(problems[0].key, "suite[0].command");
+}
+
+#[test]
+fn thresholds_resolve_case_then_suite_then_gate() {
+    let text = EXAMPLE.replace(
+        "timeout_s = 600",
+        "timeout_s = 600\nmax_drop_pct = 4.0\n[[suite.case]]\nbatch = 8\nmax_drop_pct = 6.0",
+    );
+    let config = parse(&text, Path::new("u.toml")).expect("parses");
+    let suite = &config.suites[0];
+    let keys = suite.case_keys();
+    assert!((suite.max_drop_pct_for(&keys[0], &config.gate) - 4.0).abs() < 1e-12);
+    assert!((suite.max_drop_pct_for(&keys[1], &config.gate) - 6.0).abs() < 1e-12);
+}
+
+#[test]
+fn a_suite_names_exactly_one_of_command_and_workload() {
+    let names = known(&["llama-3.1-8b"]);
+    let ctx = ValidationContext {
+        known_models: &names,
+    };
+    let command_line = "command = \"python3 bench/decode.py --model {{ model }} --batch {{ batch }} --context {{ context }}\"";
+    // (replacement for the command line, the keys of the problems expected)
+    let cases: [(&str, Vec<&str>); 5] = [
+        ("workload = \"reference\"", vec![]),
+        ("workload = \"reference\"\ngraphs = true", vec![]),
+        (
+            &format!("{command_line}\nworkload = \"reference\""),
+            vec!["suite[0].workload"],
+        ),
+        ("", vec!["suite[0].command"]),
+        (
+            &format!("{command_line}\ngraphs = false"),
+            vec!["suite[0].graphs"],
+        ),
+    ];
+    for (replacement, expected) in cases {
+        let text = EXAMPLE.replace(command_line, replacement);
+        let config = parse(&text, Path::new("u.toml")).expect("parses");
+        let problems = validate(&config, &ctx);
+        let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, expected, "{replacement}");
+    }
+    let text = EXAMPLE.replace(command_line, "workload = \"reference\"");
+    let config = parse(&text, Path::new("u.toml")).expect("parses");
+    assert_eq!(config.suites[0].workload, Some(Workload::Reference));
+    let err = parse(
+        &EXAMPLE.replace(command_line, "workload = \"fast\""),
+        Path::new("u.toml"),
+    )
+    .expect_err("unknown workload");
+    assert!(err.to_string().contains("suite[0].workload"), "{err}");
+}

@@ -1,0 +1,311 @@
+//! The config's shape: every table of `utilgate.toml` as serde reads it, with its defaults and
+//! the small derived views (thresholds per case, the case keys of a suite). Pure.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::case::{Phase, Verdict};
+use crate::catalog::{CatalogError, GpuSpec};
+
+/// Where the store lives unless `[store] path`, `--db` or `UTILGATE_DB` says otherwise.
+pub const DEFAULT_STORE_PATH: &str = ".utilgate/utilgate.db";
+/// The config file read unless `--config` or `UTILGATE_CONFIG` says otherwise.
+pub const DEFAULT_CONFIG_PATH: &str = "utilgate.toml";
+
+/// The embedded, commented default config: every key documented. `utilgate config default`
+/// prints it; a test keeps it parseable.
+pub const DEFAULT_CONFIG: &str = include_str!("../../templates/utilgate.default.toml");
+
+/// A parsed config. `models` is keyed by the model's full name: `[models.llama-3.1-8b]` is, in
+/// TOML, the nested tables `llama-3` and `1-8b`, and is read back as the name `llama-3.1-8b`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Config {
+    pub store: StoreConfig,
+    pub gate: GateConfig,
+    pub gpu: Option<GpuConfig>,
+    pub report: ReportConfig,
+    pub models: BTreeMap<String, ModelConfig>,
+    #[serde(rename = "suite")]
+    pub suites: Vec<SuiteConfig>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Path of the `SQLite` file, relative to the config file's directory.
+    #[serde(default = "default_store_path")]
+    pub path: String,
+    /// How long to wait for another utilgate process that holds the store.
+    #[serde(default = "default_busy_timeout_s")]
+    pub busy_timeout_s: f64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self {
+            path: default_store_path(),
+            busy_timeout_s: default_busy_timeout_s(),
+        }
+    }
+}
+
+/// `[report]`: how reports are rendered.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportConfig {
+    /// A directory of user templates (relative to the config file's directory); a file there
+    /// named like a built-in template (`comment.md.j2`, ...) replaces it.
+    #[serde(default)]
+    pub templates: Option<PathBuf>,
+    /// Earlier results of a case shown in its trend (Markdown sparkline, HTML chart).
+    #[serde(default = "default_trend_runs")]
+    pub trend_runs: usize,
+}
+
+impl Default for ReportConfig {
+    fn default() -> Self {
+        Self {
+            templates: None,
+            trend_runs: default_trend_runs(),
+        }
+    }
+}
+
+fn default_trend_runs() -> usize {
+    10
+}
+
+fn default_store_path() -> String {
+    DEFAULT_STORE_PATH.to_owned()
+}
+fn default_busy_timeout_s() -> f64 {
+    10.0
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateConfig {
+    /// Runs on this branch that pass the gate move the baseline.
+    #[serde(default = "default_baseline_branch")]
+    pub baseline_branch: String,
+    /// Practical threshold: the utilisation drop (percent) that matters.
+    #[serde(default = "default_max_drop_pct")]
+    pub max_drop_pct: f64,
+    /// Verdicts that fail the gate (exit 1).
+    #[serde(default = "default_fail_on")]
+    pub fail_on: Vec<Verdict>,
+    /// Fresh repeats to re-measure a suspected regression with before failing it (0: off).
+    #[serde(default = "default_confirm_repeats")]
+    pub confirm_repeats: u32,
+    /// Chance, per night, of any false alarm across the whole grid.
+    #[serde(default = "default_family_alpha")]
+    pub family_alpha: f64,
+    /// Older good results of a case used to estimate its process-to-process noise.
+    #[serde(default = "default_history_runs")]
+    pub history_runs: usize,
+}
+
+impl Default for GateConfig {
+    fn default() -> Self {
+        Self {
+            baseline_branch: default_baseline_branch(),
+            max_drop_pct: default_max_drop_pct(),
+            fail_on: default_fail_on(),
+            confirm_repeats: default_confirm_repeats(),
+            family_alpha: default_family_alpha(),
+            history_runs: default_history_runs(),
+        }
+    }
+}
+
+fn default_baseline_branch() -> String {
+    "main".to_owned()
+}
+fn default_max_drop_pct() -> f64 {
+    3.0
+}
+fn default_fail_on() -> Vec<Verdict> {
+    vec![Verdict::Regressed, Verdict::Invalid]
+}
+fn default_confirm_repeats() -> u32 {
+    9
+}
+fn default_family_alpha() -> f64 {
+    0.01
+}
+fn default_history_runs() -> usize {
+    10
+}
+
+/// The device: a catalogue entry, or declared figures, or a catalogue entry with overrides.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuConfig {
+    pub name: Option<String>,
+    pub mem_bandwidth_gb_s: Option<f64>,
+    #[serde(default)]
+    pub dense_tflops: BTreeMap<String, f64>,
+    pub memory_gb: Option<f64>,
+    /// Measure this host's memory read bandwidth once and cache it (CPU examples only).
+    #[serde(default)]
+    pub measure_host_bandwidth: bool,
+}
+
+impl GpuConfig {
+    /// The device spec `[gpu]` declares: a catalogue entry with any overrides, or declared
+    /// figures. `None` when it declares neither (e.g. only `measure_host_bandwidth`). Pure.
+    pub fn declared_spec(&self) -> Result<Option<GpuSpec>, CatalogError> {
+        if let Some(name) = &self.name
+            && !self.measure_host_bandwidth
+        {
+            let spec = crate::catalog::gpu::resolve_gpu(name)?;
+            return spec
+                .with_overrides(self.mem_bandwidth_gb_s, &self.dense_tflops, self.memory_gb)
+                .map(Some);
+        }
+        match self.mem_bandwidth_gb_s {
+            Some(bw) if !self.measure_host_bandwidth => {
+                GpuSpec::declared("declared-gpu", bw, &self.dense_tflops, self.memory_gb).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+/// A model: a Hugging Face `config.json`, its keys inline, or the bare form.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Path to a Hugging Face `config.json`, relative to the config file's directory.
+    pub hf_config: Option<String>,
+    /// The keys of a `config.json`, inline.
+    pub architecture: Option<toml::Table>,
+    /// Bare form: total parameters, all read every step.
+    pub params: Option<f64>,
+    /// Bare form: KV-cache bytes per token of context.
+    pub kv_bytes_per_token: Option<f64>,
+    /// Bare form: FLOPs per token (default 2 x params).
+    pub flops_per_token: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteConfig {
+    pub name: String,
+    /// The harness command, a minijinja template over the case.
+    pub command: Option<String>,
+    /// A built-in workload instead of `command`: `"reference"` (a cuBLAS step shaped like the
+    /// model, see `measure::reference`).
+    pub workload: Option<Workload>,
+    /// For `workload = "reference"`: capture each step into a CUDA graph and replay it.
+    pub graphs: Option<bool>,
+    /// Working directory of the harness, relative to the config file's directory.
+    pub cwd: Option<String>,
+    /// Extra environment variables for the harness.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub models: Vec<String>,
+    pub precisions: Vec<String>,
+    /// KV-cache dtype (default: the activation dtype of the precision).
+    pub kv_dtype: Option<String>,
+    pub phases: Vec<Phase>,
+    pub batches: Vec<u64>,
+    pub contexts: Vec<u64>,
+    #[serde(default = "default_warmup_steps")]
+    pub warmup_steps: u64,
+    #[serde(default = "default_steps")]
+    pub steps: u64,
+    #[serde(default = "default_repeats")]
+    pub repeats: u32,
+    #[serde(default = "default_timeout_s")]
+    pub timeout_s: f64,
+    /// Per-suite practical threshold (default: `[gate] max_drop_pct`).
+    pub max_drop_pct: Option<f64>,
+    /// Per-case thresholds: the first matching entry wins.
+    #[serde(default, rename = "case")]
+    pub cases: Vec<CaseOverride>,
+}
+
+/// A built-in workload a suite can time instead of a harness command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// The reference step: per layer the QKV, output and MLP GEMMs (cuBLAS) with real-size
+    /// random weights, an NVRTC KV-cache kernel, and the `lm_head`.
+    Reference,
+}
+
+fn default_warmup_steps() -> u64 {
+    10
+}
+fn default_steps() -> u64 {
+    100
+}
+fn default_repeats() -> u32 {
+    3
+}
+fn default_timeout_s() -> f64 {
+    600.0
+}
+
+/// Selects cases of a suite by any of their coordinates and sets their threshold.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseOverride {
+    pub model: Option<String>,
+    pub precision: Option<String>,
+    pub phase: Option<Phase>,
+    pub batch: Option<u64>,
+    pub context: Option<u64>,
+    pub max_drop_pct: f64,
+}
+
+impl CaseOverride {
+    fn matches(&self, key: &crate::case::CaseKey) -> bool {
+        self.model.as_ref().is_none_or(|m| *m == key.model)
+            && self.precision.as_ref().is_none_or(|p| *p == key.precision)
+            && self.phase.is_none_or(|p| p == key.phase)
+            && self.batch.is_none_or(|b| b == key.batch)
+            && self.context.is_none_or(|c| c == key.context)
+    }
+}
+
+impl SuiteConfig {
+    /// The practical threshold for one case: case override, then suite, then gate.
+    #[must_use]
+    pub fn max_drop_pct_for(&self, key: &crate::case::CaseKey, gate: &GateConfig) -> f64 {
+        self.cases
+            .iter()
+            .find(|o| o.matches(key))
+            .map(|o| o.max_drop_pct)
+            .or(self.max_drop_pct)
+            .unwrap_or(gate.max_drop_pct)
+    }
+
+    /// Every case of the grid, in a stable order.
+    #[must_use]
+    pub fn case_keys(&self) -> Vec<crate::case::CaseKey> {
+        let mut keys = Vec::new();
+        for model in &self.models {
+            for precision in &self.precisions {
+                for &phase in &self.phases {
+                    for &batch in &self.batches {
+                        for &context in &self.contexts {
+                            keys.push(crate::case::CaseKey {
+                                suite: self.name.clone(),
+                                model: model.clone(),
+                                precision: precision.clone(),
+                                phase,
+                                batch,
+                                context,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        keys
+    }
+}

@@ -1,0 +1,257 @@
+//! Validating a parsed config: every remaining problem at once, each with its key path
+//! (`suite[1].batches`) and a fix. Pure.
+
+use std::collections::BTreeSet;
+
+use super::{Config, Problem};
+use crate::catalog::Precision;
+
+/// Everything `validate` needs to know beyond the config itself.
+pub struct ValidationContext<'a> {
+    /// Models that resolve (from `[models]` or the built-in catalogue).
+    pub known_models: &'a BTreeSet<String>,
+}
+
+/// Every problem in a parsed config, with key paths and fixes. Pure.
+#[must_use]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one flat list of checks, each independent, in the order of the file"
+)]
+pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let mut push = |key: String, message: String, hint: &str| {
+        problems.push(Problem {
+            key,
+            message,
+            hint: hint.to_owned(),
+        });
+    };
+
+    if !(config.store.busy_timeout_s.is_finite() && config.store.busy_timeout_s >= 0.0) {
+        push(
+            "store.busy_timeout_s".into(),
+            format!("{} is not a duration", config.store.busy_timeout_s),
+            "write busy_timeout_s = 10.0",
+        );
+    }
+    check_drop_pct(config.gate.max_drop_pct, "gate.max_drop_pct", &mut push);
+    if !(config.gate.family_alpha > 0.0 && config.gate.family_alpha < 0.5) {
+        push(
+            "gate.family_alpha".into(),
+            format!("{} is outside (0, 0.5)", config.gate.family_alpha),
+            "write family_alpha = 0.01",
+        );
+    }
+    if config.gate.baseline_branch.trim().is_empty() {
+        push(
+            "gate.baseline_branch".into(),
+            "is empty".into(),
+            "write baseline_branch = \"main\"",
+        );
+    }
+
+    if let Some(gpu) = &config.gpu {
+        if gpu.name.is_none() && gpu.mem_bandwidth_gb_s.is_none() && !gpu.measure_host_bandwidth {
+            push(
+                "gpu".into(),
+                "names no GPU and declares no figures".into(),
+                "write name = \"h100-sxm\" (see `utilgate floor --help` for the catalogue) or declare mem_bandwidth_gb_s and dense_tflops",
+            );
+        }
+        if let Some(bw) = gpu.mem_bandwidth_gb_s
+            && !(bw.is_finite() && bw > 0.0)
+        {
+            push(
+                "gpu.mem_bandwidth_gb_s".into(),
+                format!("{bw} is not a positive bandwidth"),
+                "write the datasheet figure in GB/s, e.g. 3350",
+            );
+        }
+        for (dtype, tflops) in &gpu.dense_tflops {
+            if !(tflops.is_finite() && *tflops > 0.0) {
+                push(
+                    format!("gpu.dense_tflops.{dtype}"),
+                    format!("{tflops} is not a positive peak"),
+                    "write the dense (not sparse) datasheet figure in TFLOP/s",
+                );
+            }
+        }
+    }
+
+    for (name, model) in &config.models {
+        let forms = [
+            model.hf_config.is_some(),
+            model.architecture.is_some(),
+            model.params.is_some(),
+        ];
+        let count = forms.iter().filter(|f| **f).count();
+        if count != 1 {
+            push(
+                format!("models.{name}"),
+                if count == 0 {
+                    "describes no model".into()
+                } else {
+                    "mixes hf_config, architecture and params".into()
+                },
+                "give exactly one of hf_config = \"path/config.json\", architecture = { ... } or params = 8.0e9 with kv_bytes_per_token",
+            );
+        }
+        if model.params.is_some() && model.kv_bytes_per_token.is_none() {
+            push(
+                format!("models.{name}.kv_bytes_per_token"),
+                "is missing in the bare form".into(),
+                "write kv_bytes_per_token = 131072 (2 x layers x kv_heads x head_dim x bytes)",
+            );
+        }
+        if model.params.is_none()
+            && (model.kv_bytes_per_token.is_some() || model.flops_per_token.is_some())
+        {
+            push(
+                format!("models.{name}"),
+                "kv_bytes_per_token and flops_per_token belong to the bare form".into(),
+                "add params = ..., or remove them",
+            );
+        }
+    }
+
+    if config.suites.is_empty() {
+        push(
+            "suite".into(),
+            "no suite is defined".into(),
+            "add a [[suite]] table with name, command, models, precisions, phases, batches and contexts",
+        );
+    }
+    let mut names = BTreeSet::new();
+    for (i, suite) in config.suites.iter().enumerate() {
+        let at = |field: &str| format!("suite[{i}].{field}");
+        if suite.name.is_empty()
+            || !suite
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
+            push(
+                at("name"),
+                format!("{:?} is not a plain name", suite.name),
+                "use letters, digits, '-', '_' or '.'",
+            );
+        } else if !names.insert(suite.name.as_str()) {
+            push(
+                at("name"),
+                format!("suite {:?} is defined twice", suite.name),
+                "give each suite its own name",
+            );
+        }
+        match (&suite.command, suite.workload) {
+            (None, None) => push(
+                at("command"),
+                "is missing".into(),
+                "write command = \"python3 bench.py --model {{ model }} --batch {{ batch }}\" or workload = \"reference\"",
+            ),
+            (Some(_), Some(_)) => push(
+                at("workload"),
+                "is given together with command".into(),
+                "give exactly one: command = \"...\" (your harness) or workload = \"reference\" (built in)",
+            ),
+            (None, Some(_)) => {}
+            (Some(command), None) => {
+                if let Err(err) = crate::case::check_command_template(command) {
+                    push(
+                        at("command"),
+                        format!("is not a valid template: {err}"),
+                        "use {{ model }}, {{ precision }}, {{ phase }}, {{ batch }}, {{ context }}, {{ suite }}, {{ steps }}, {{ warmup_steps }}, {{ repeat }}, {{ kv_dtype }}, {{ utilgate }}, {{ config_dir }}",
+                    );
+                }
+            }
+        }
+        if suite.graphs.is_some() && suite.workload.is_none() {
+            push(
+                at("graphs"),
+                "applies only to workload = \"reference\"".into(),
+                "remove graphs, or use workload = \"reference\" instead of command",
+            );
+        }
+        for (field, empty) in [
+            ("models", suite.models.is_empty()),
+            ("precisions", suite.precisions.is_empty()),
+            ("phases", suite.phases.is_empty()),
+            ("batches", suite.batches.is_empty()),
+            ("contexts", suite.contexts.is_empty()),
+        ] {
+            if empty {
+                push(
+                    at(field),
+                    "is empty: the suite would run no case".into(),
+                    "list at least one value",
+                );
+            }
+        }
+        for (j, model) in suite.models.iter().enumerate() {
+            if !ctx.known_models.contains(model) {
+                let known: Vec<&str> = ctx.known_models.iter().map(String::as_str).collect();
+                push(
+                    format!("suite[{i}].models[{j}]"),
+                    format!("unknown model {model:?}; known: {}", known.join(", ")),
+                    "add a [models.NAME] table (hf_config, architecture or params) or use a catalogue name",
+                );
+            }
+        }
+        for (j, precision) in suite.precisions.iter().enumerate() {
+            if let Err(err) = Precision::parse(precision, suite.kv_dtype.as_deref()) {
+                push(
+                    format!("suite[{i}].precisions[{j}]"),
+                    err.to_string(),
+                    "write e.g. \"bf16\", \"fp8\", \"int8\" or \"int4-g128\"",
+                );
+            }
+        }
+        for (field, values) in [("batches", &suite.batches), ("contexts", &suite.contexts)] {
+            if values.contains(&0) {
+                push(
+                    at(field),
+                    "contains 0".into(),
+                    "every value must be at least 1",
+                );
+            }
+        }
+        if suite.steps == 0 {
+            push(at("steps"), "is 0".into(), "write steps = 100");
+        }
+        if suite.repeats == 0 {
+            push(
+                at("repeats"),
+                "is 0".into(),
+                "write repeats = 3 (each a fresh process)",
+            );
+        }
+        if !(suite.timeout_s.is_finite() && suite.timeout_s > 0.0) {
+            push(
+                at("timeout_s"),
+                format!("{} is not a positive number of seconds", suite.timeout_s),
+                "write timeout_s = 600",
+            );
+        }
+        if let Some(pct) = suite.max_drop_pct {
+            check_drop_pct(pct, &at("max_drop_pct"), &mut push);
+        }
+        for (j, o) in suite.cases.iter().enumerate() {
+            check_drop_pct(
+                o.max_drop_pct,
+                &format!("suite[{i}].case[{j}].max_drop_pct"),
+                &mut push,
+            );
+        }
+    }
+    problems
+}
+
+fn check_drop_pct(pct: f64, key: &str, push: &mut impl FnMut(String, String, &str)) {
+    if !(pct.is_finite() && pct > 0.0 && pct < 100.0) {
+        push(
+            key.to_owned(),
+            format!("{pct} is outside (0, 100)"),
+            "write a percentage such as 3.0",
+        );
+    }
+}

@@ -1,0 +1,56 @@
+//! Run metadata: which commit, branch, trigger and pull request a run measured, from flags,
+//! then GitHub Actions' variables, then git. Pure: the environment and git's answers arrive as
+//! arguments.
+
+/// What the command line gave explicitly (`--git-sha`, `--branch`, `--trigger`, `--pr`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetaFlags {
+    pub git_sha: Option<String>,
+    pub branch: Option<String>,
+    pub trigger: Option<String>,
+    pub pr_number: Option<u64>,
+}
+
+/// What a run is measuring, from flags, the CI environment, or git.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunMeta {
+    pub git_sha: Option<String>,
+    pub branch: Option<String>,
+    pub trigger: String,
+    pub pr_number: Option<u64>,
+}
+
+/// Resolve run metadata: flags first, then GitHub Actions' variables, then git. Pure: the
+/// environment arrives as a lookup function and git's answers as values.
+pub fn resolve_meta(
+    flags: &MetaFlags,
+    env: &dyn Fn(&str) -> Option<String>,
+    git_sha: Option<String>,
+    git_branch: Option<String>,
+) -> RunMeta {
+    let non_empty = |name: &str| env(name).filter(|v| !v.is_empty());
+    let pr_from_ref = non_empty("GITHUB_REF").and_then(|r| {
+        r.strip_prefix("refs/pull/")
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|n| n.parse().ok())
+    });
+    RunMeta {
+        git_sha: flags
+            .git_sha
+            .clone()
+            .or_else(|| non_empty("GITHUB_SHA"))
+            .or(git_sha),
+        branch: flags
+            .branch
+            .clone()
+            .or_else(|| non_empty("GITHUB_HEAD_REF"))
+            .or_else(|| non_empty("GITHUB_REF_NAME"))
+            .or(git_branch),
+        trigger: flags
+            .trigger
+            .clone()
+            .or_else(|| non_empty("GITHUB_EVENT_NAME"))
+            .unwrap_or_else(|| "manual".to_owned()),
+        pr_number: flags.pr_number.or(pr_from_ref),
+    }
+}
