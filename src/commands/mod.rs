@@ -6,6 +6,7 @@ pub mod compare;
 pub mod config;
 pub mod floor;
 pub mod gpu_run;
+pub mod history;
 pub mod judge;
 pub mod probe;
 pub mod publish;
@@ -67,6 +68,8 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
             crate::measure::builtin::reference::reference_harness(args).map(|()| Outcome::Passed)
         }
         Command::Probe(args) => probe::probe(args),
+        Command::History(args) => history::history(args),
+        Command::Changes(args) => history::changes(args),
     }
 }
 

@@ -4,6 +4,7 @@
 mod context;
 pub mod floor;
 mod github_text;
+pub mod history;
 mod human;
 pub mod probe;
 mod render;

@@ -12,6 +12,7 @@ mod results;
 mod runs;
 pub mod samples;
 mod schema;
+mod series;
 mod types;
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ mod floor;
 mod gate;
 mod github;
 mod gpu;
+mod history;
 mod python;
 mod report;
 mod run;
