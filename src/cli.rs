@@ -102,6 +102,10 @@ pub enum Command {
     ///
     /// Example: utilgate changes --since 2026-11-01
     Changes(ChangesArgs),
+    /// Analyse profiler traces (torch.profiler / Kineto JSON, .json.gz, or a
+    /// `tensorboard_trace_handler` directory): per-step breakdown, diagnosis, and the diff of two.
+    #[command(subcommand)]
+    Trace(TraceCommand),
 }
 
 /// How the change-point detector runs (docs/nightly.md).
@@ -154,6 +158,42 @@ pub struct ChangesArgs {
     pub format: FormatArgs,
 }
 
+#[derive(Debug, Subcommand)]
+pub enum TraceCommand {
+    /// Per-step analysis of one trace and what it suggests.
+    ///
+    /// Example: utilgate trace show traces/worker0.1733000000.pt.trace.json.gz
+    Show(TraceShowArgs),
+    /// What changed from one trace to another, largest time change first.
+    ///
+    /// Example: utilgate trace diff baseline.json.gz now.json.gz --format json
+    Diff(TraceDiffArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TraceShowArgs {
+    /// A trace file (.json or .json.gz) or a directory holding *.pt.trace.json[.gz] (the newest is read).
+    pub trace: PathBuf,
+    #[command(flatten)]
+    pub format: FormatArgs,
+    /// How many kernels or operators to list.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+}
+
+#[derive(Debug, Args)]
+pub struct TraceDiffArgs {
+    /// The earlier trace (the last good run's).
+    pub then: PathBuf,
+    /// The later trace.
+    pub now: PathBuf,
+    #[command(flatten)]
+    pub format: FormatArgs,
+    /// How many changed kernels and operators to list.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
@@ -181,9 +221,16 @@ pub struct RunArgs {
     /// Write every report format (report.md, summary.md, report.html, junit.xml, report.json) here.
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
-    /// Publish to GitHub after the run, as `utilgate publish` does (needs `GITHUB_TOKEN`).
+    /// Publish to GitHub after the run, as `utilgate publish` does (needs `GITHUB_TOKEN`, so
+    /// also `--trusted`). Workflows run `run --report-dir` and post with `publish` from a job
+    /// that runs no pull-request code (docs/github.md).
     #[arg(long)]
     pub github: bool,
+    /// Every harness this run starts is trusted code: start them even though utilgate holds
+    /// a GitHub credential (`GITHUB_TOKEN`, `GH_TOKEN`, a token-shaped value, a token kept in
+    /// the checkout's git config). Without it, `run` refuses: a harness could read them.
+    #[arg(long)]
+    pub trusted: bool,
 }
 
 #[derive(Debug, Args)]
@@ -364,6 +411,8 @@ pub enum ConfigCommand {
 pub struct ConfigCheckArgs {
     #[arg(long, short = 'c', env = "UTILGATE_CONFIG", default_value = crate::config::DEFAULT_CONFIG_PATH)]
     pub config: PathBuf,
+    #[command(flatten)]
+    pub format: FormatArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -428,6 +477,12 @@ pub struct PublishArgs {
     /// The commit that gets the statuses (default: the pull request's head, else `GITHUB_SHA`).
     #[arg(long)]
     pub sha: Option<String>,
+    /// Publish for the pull-request check a `workflow_run` event reports (`GITHUB_EVENT_PATH`
+    /// or `--event`): the verdicts stored with its run when it concluded success or failure,
+    /// else pending "not measured" statuses on its head commit. A missing `--db` counts as
+    /// a check that left no report.
+    #[arg(long, conflicts_with_all = ["pr", "sha"])]
+    pub workflow_run: bool,
     #[command(flatten)]
     pub config: ConfigArgs,
 }

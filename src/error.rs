@@ -7,6 +7,7 @@ use thiserror::Error;
 
 use crate::catalog::CatalogError;
 use crate::config::ConfigError;
+use crate::evidence::TraceFileError;
 use crate::floor::FloorError;
 use crate::github::GithubError;
 use crate::gpu::GpuError;
@@ -34,6 +35,8 @@ pub enum Error {
     Render(#[from] RenderError),
     #[error(transparent)]
     Gpu(#[from] GpuError),
+    #[error(transparent)]
+    Trace(#[from] TraceFileError),
     #[error("failed to access {}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -42,6 +45,8 @@ pub enum Error {
     },
     #[error("no device spec: the GPU could not be identified and the config declares none")]
     NoDeviceSpec,
+    #[error("{}: no suite is defined, so `run` has nothing to measure", path.display())]
+    NoSuites { path: PathBuf },
     #[error("interrupted: the run was stopped before it finished; nothing was stored")]
     Interrupted,
     #[error("no run {0} in the store")]
@@ -67,6 +72,10 @@ impl Error {
             Error::Github(e) => e.hint(),
             Error::Render(e) => e.hint(),
             Error::Gpu(e) => e.hint(),
+            Error::Trace(e) => e.hint(),
+            Error::NoSuites { .. } => Some(
+                "add a [[suite]] table with name, command, models, precisions, phases, batches and contexts (`utilgate config default` shows one)".into(),
+            ),
             Error::NoDeviceSpec => Some(
                 "add [gpu] name = \"h100-sxm\" (a catalogue name) or declare mem_bandwidth_gb_s and dense_tflops in the config".into(),
             ),

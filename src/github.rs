@@ -14,9 +14,20 @@ use octocrab::models::StatusState;
 use serde::Deserialize;
 use thiserror::Error;
 
+mod checks;
+
+pub use checks::{
+    ANNOTATIONS_PER_REQUEST, AnnotationLevel, CHECK_OUTPUT_LIMIT, CHECK_TITLE_LIMIT,
+    CheckAnnotation, CheckConclusion, CheckOutput, CheckRunPost, CheckRunStart, ChecksMode,
+};
+
 /// The `permissions:` block a workflow needs for `utilgate publish`.
 pub const PERMISSIONS_BLOCK: &str =
     "permissions:\n  contents: read\n  pull-requests: write\n  statuses: write";
+
+/// The `permissions:` block a workflow needs when `[github] checks` posts check runs.
+pub const CHECKS_PERMISSIONS_BLOCK: &str =
+    "permissions:\n  contents: read\n  pull-requests: write\n  statuses: write\n  checks: write";
 
 /// A GitHub token. Never printed: `Debug` shows `***` and there is no `Display`.
 #[derive(Clone, PartialEq, Eq)]
@@ -112,6 +123,8 @@ pub struct Publication {
     pub pr_number: Option<u64>,
     pub comments: Vec<CommentPost>,
     pub statuses: Vec<StatusPost>,
+    /// Check runs to complete (or create completed), one per suite (`[github] checks`).
+    pub check_runs: Vec<CheckRunPost>,
 }
 
 /// What happened to one comment.
@@ -126,6 +139,7 @@ pub enum CommentAction {
 pub struct Published {
     pub comments: Vec<CommentAction>,
     pub statuses: usize,
+    pub check_runs: usize,
 }
 
 #[derive(Debug, Error)]
@@ -141,6 +155,9 @@ pub enum GithubError {
     Client { api_url: String, message: String },
     #[error("GitHub refused to {action} (403 Forbidden): {message}")]
     Forbidden { action: String, message: String },
+    /// A 403 on a check run: the token lacks `checks: write` (or is not an app token).
+    #[error("GitHub refused to {action} (403 Forbidden): {message}")]
+    ChecksForbidden { action: String, message: String },
     #[error("GitHub could not find where to {action} (404 Not Found): {message}")]
     NotFound { action: String, message: String },
     #[error("GitHub rejected the token while trying to {action} (401): {message}")]
@@ -155,6 +172,12 @@ pub enum GithubError {
     Request { action: String, message: String },
     #[error("failed to read the GitHub event payload {path}: {message}")]
     Event { path: String, message: String },
+    /// A credential a harness could read (DESIGN.md §13); names only, never values.
+    #[error("refusing to start a harness while utilgate holds a GitHub credential: {}", found.join("; "))]
+    CredentialNearHarness { found: Vec<String> },
+    /// A stored run that was measured for another pull request or commit.
+    #[error("refusing to publish run {run}: {reason}")]
+    RunMismatch { run: i64, reason: String },
 }
 
 impl GithubError {
@@ -164,6 +187,9 @@ impl GithubError {
         match self {
             GithubError::Forbidden { .. } => Some(format!(
                 "give the workflow's GITHUB_TOKEN write access to comments and statuses; add to the job:\n{PERMISSIONS_BLOCK}\n(a pull request from a fork never gets a write token: use the two-workflow pattern in the README, under Pull requests from forks)"
+            )),
+            GithubError::ChecksForbidden { .. } => Some(format!(
+                "check runs need `checks: write`; add to the job:\n{CHECKS_PERMISSIONS_BLOCK}\n(only the workflow's GITHUB_TOKEN or a GitHub App token can write check runs, a personal access token cannot; or set [github] checks = \"status\")"
             )),
             GithubError::NotFound { .. } => Some(
                 "check GITHUB_REPOSITORY and the pull-request number; a token without access to the repository also gets 404".to_owned(),
@@ -183,6 +209,12 @@ impl GithubError {
             GithubError::NoToken => Some(format!(
                 "pass the job's token to the step: env: GITHUB_TOKEN: ${{{{ secrets.GITHUB_TOKEN }}}}, and give the job\n{PERMISSIONS_BLOCK}"
             )),
+            GithubError::CredentialNearHarness { .. } => Some(
+                "the job that runs pull-request code must hold no token: take GITHUB_TOKEN out of the step's env:, check out with persist-credentials: false, and post from a separate job with `utilgate publish` (docs/github.md); pass --trusted only when every harness this run starts is code you trust".to_owned(),
+            ),
+            GithubError::RunMismatch { .. } => Some(
+                "nothing was posted for it; publish the run measured for this pull request and commit (`utilgate runs list`), or measure that commit".to_owned(),
+            ),
             GithubError::Runtime(_) => None,
         }
     }
@@ -211,7 +243,7 @@ fn describe(err: &octocrab::Error) -> String {
     parts.join(": ")
 }
 
-fn api_error(action: &str, err: &octocrab::Error) -> GithubError {
+pub(crate) fn api_error(action: &str, err: &octocrab::Error) -> GithubError {
     let message = describe(err);
     let action = action.to_owned();
     match err {
@@ -232,29 +264,48 @@ fn api_error(action: &str, err: &octocrab::Error) -> GithubError {
 /// Post the comments (create once, then update the comment that holds the marker) and the
 /// statuses. Stops at the first failure, which names what it was doing.
 pub fn publish(target: &GithubTarget, publication: &Publication) -> Result<Published, GithubError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(GithubError::Runtime)?;
-    runtime.block_on(publish_async(target, publication))
+    runtime()?.block_on(publish_async(target, publication))
 }
 
-async fn publish_async(
-    target: &GithubTarget,
-    publication: &Publication,
-) -> Result<Published, GithubError> {
+/// The octocrab client for a target, with the token and timeouts.
+fn client(target: &GithubTarget) -> Result<Octocrab, GithubError> {
     let client_error = |err: &octocrab::Error| GithubError::Client {
         api_url: target.api_url.clone(),
         message: describe(err),
     };
-    let octo = Octocrab::builder()
+    Octocrab::builder()
         .base_uri(target.api_url.as_str())
         .map_err(|e| client_error(&e))?
         .personal_token(target.token.0.clone())
         .set_connect_timeout(Some(Duration::from_secs(10)))
         .set_read_timeout(Some(Duration::from_secs(30)))
         .build()
-        .map_err(|e| client_error(&e))?;
+        .map_err(|e| client_error(&e))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, GithubError> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(GithubError::Runtime)
+}
+
+/// Create the `in_progress` check runs a run shows while it measures; their ids, in order.
+pub fn start_check_runs(
+    target: &GithubTarget,
+    starts: &[CheckRunStart],
+) -> Result<Vec<u64>, GithubError> {
+    runtime()?.block_on(async {
+        let octo = client(target)?;
+        checks::start(&octo, target, starts).await
+    })
+}
+
+async fn publish_async(
+    target: &GithubTarget,
+    publication: &Publication,
+) -> Result<Published, GithubError> {
+    let octo = client(target)?;
     let mut done = Published::default();
     if let Some(pr) = publication.pr_number {
         let issues = octo.issues(&target.owner, &target.repo);
@@ -284,8 +335,14 @@ async fn publish_async(
                 .min_by_key(|c| c.id.0);
             let action = if let Some(old) = found {
                 let what = format!("update comment {} on pull request #{pr}", old.id);
-                let new = issues
-                    .update_comment(old.id, &comment.body)
+                // GitHub documents PATCH for this endpoint; octocrab's `update_comment`
+                // sends POST, which a server implementing only the documented verb refuses.
+                let route = format!(
+                    "/repos/{}/{}/issues/comments/{}",
+                    target.owner, target.repo, old.id
+                );
+                let new: octocrab::models::issues::Comment = octo
+                    .patch(route, Some(&serde_json::json!({ "body": comment.body })))
                     .await
                     .map_err(|e| api_error(&what, &e))?;
                 CommentAction::Updated {
@@ -328,6 +385,7 @@ async fn publish_async(
         request.send().await.map_err(|e| api_error(&what, &e))?;
         done.statuses += 1;
     }
+    done.check_runs = checks::complete(&octo, target, &publication.check_runs).await?;
     Ok(done)
 }
 
@@ -380,6 +438,55 @@ struct RawWorkflowPull {
     number: u64,
 }
 
+/// What a `workflow_run` event says about the run it reports (the pull-request check).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkflowRunInfo {
+    /// `success`, `failure`, `cancelled`, `timed_out`, `skipped`, ...; `None` before it ends.
+    pub conclusion: Option<String>,
+    /// The event that started the reported run (`pull_request`).
+    pub event: Option<String>,
+    /// The commit the reported run was for (a pull request's head commit).
+    pub head_sha: Option<String>,
+    /// The pull request, when GitHub names it (never for a fork's pull request).
+    pub pr_number: Option<u64>,
+    /// The reported run's page, where its logs are.
+    pub html_url: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawWorkflowRunEvent {
+    workflow_run: Option<RawWorkflowRunFull>,
+}
+
+#[derive(Deserialize)]
+struct RawWorkflowRunFull {
+    conclusion: Option<String>,
+    event: Option<String>,
+    head_sha: Option<String>,
+    html_url: Option<String>,
+    #[serde(default)]
+    pull_requests: Vec<RawWorkflowPull>,
+}
+
+/// Read a `workflow_run` event payload. Pure: `origin` names the file in errors.
+pub fn parse_workflow_run(text: &str, origin: &str) -> Result<WorkflowRunInfo, GithubError> {
+    let event = |message: String| GithubError::Event {
+        path: origin.to_owned(),
+        message,
+    };
+    let raw: RawWorkflowRunEvent = serde_json::from_str(text).map_err(|e| event(e.to_string()))?;
+    let run = raw
+        .workflow_run
+        .ok_or_else(|| event("not a workflow_run event (no `workflow_run` object)".to_owned()))?;
+    Ok(WorkflowRunInfo {
+        conclusion: run.conclusion,
+        event: run.event,
+        head_sha: run.head_sha,
+        pr_number: run.pull_requests.first().map(|p| p.number),
+        html_url: run.html_url,
+    })
+}
+
 /// Read an event payload: `pull_request` (and `pull_request_target`) events, and
 /// `workflow_run` events (whose `pull_requests` list is empty for forks). Other events give
 /// no pull request. Pure: `origin` names the file in errors.
@@ -410,6 +517,79 @@ pub fn parse_event(text: &str, origin: &str) -> Result<EventInfo, GithubError> {
         });
     }
     Ok(EventInfo::default())
+}
+
+/// A pull request as GitHub has it now: its head commit and its base repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PullHead {
+    pub sha: String,
+    /// `owner/name` of the repository the pull request merges into.
+    pub base_repository: Option<String>,
+}
+
+/// One GET of a JSON document, on a current-thread runtime.
+fn get_json(
+    target: &GithubTarget,
+    route: &str,
+    action: &str,
+) -> Result<serde_json::Value, GithubError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(GithubError::Runtime)?;
+    runtime.block_on(async {
+        let octo = client(target)?;
+        octo.get::<serde_json::Value, _, ()>(route, None)
+            .await
+            .map_err(|e| api_error(action, &e))
+    })
+}
+
+/// The head commit of pull request `pr` (to confirm a number read from an artifact).
+pub fn pull_head(target: &GithubTarget, pr: u64) -> Result<PullHead, GithubError> {
+    let action = format!("read pull request #{pr}");
+    let route = format!("/repos/{}/{}/pulls/{pr}", target.owner, target.repo);
+    let value = get_json(target, &route, &action)?;
+    let sha = value["head"]["sha"]
+        .as_str()
+        .ok_or_else(|| GithubError::Request {
+            action: action.clone(),
+            message: "the answer names no head commit".to_owned(),
+        })?
+        .to_owned();
+    Ok(PullHead {
+        sha,
+        base_repository: value["base"]["repo"]["full_name"]
+            .as_str()
+            .map(str::to_owned),
+    })
+}
+
+/// The current state of each status context on a commit (GitHub's combined status: the
+/// latest status per context).
+pub fn commit_statuses(
+    target: &GithubTarget,
+    sha: &str,
+) -> Result<Vec<(String, String)>, GithubError> {
+    let action = format!("read the commit statuses of {sha}");
+    let route = format!(
+        "/repos/{}/{}/commits/{sha}/status?per_page=100",
+        target.owner, target.repo
+    );
+    let value = get_json(target, &route, &action)?;
+    Ok(value["statuses"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter_map(|s| {
+                    Some((
+                        s["context"].as_str()?.to_owned(),
+                        s["state"].as_str()?.to_owned(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default())
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ pub mod commands;
 pub mod compare;
 pub mod config;
 pub mod error;
+pub mod evidence;
 pub mod floor;
 pub mod github;
 pub mod gpu;
@@ -19,6 +20,7 @@ pub mod output;
 pub mod report;
 pub mod stats;
 pub mod store;
+pub mod trust;
 
 pub use commands::{Outcome, run};
 pub use error::Error;

@@ -5,7 +5,8 @@ use std::path::Path;
 
 use crate::catalog::{CatalogError, GpuSpec, ModelSpec, Precision};
 use crate::cli::{FloorArgs, Format};
-use crate::commands::Outcome;
+use crate::commands::gpu_run::GpuWatch;
+use crate::commands::{Outcome, device, env_lookup};
 use crate::config::LoadedConfig;
 use crate::error::Error;
 use crate::output;
@@ -35,21 +36,40 @@ fn resolve_model(name: &str, loaded: Option<&LoadedConfig>) -> Result<ModelSpec,
         .into())
 }
 
+/// The device: `--gpu NAME` (the config's declared device when `[gpu]` has that name, else a
+/// catalogue entry), else `[gpu]` resolved exactly as `run` resolves it.
 fn resolve_gpu(name: Option<&str>, loaded: Option<&LoadedConfig>) -> Result<GpuSpec, Error> {
-    if let Some(name) = name {
+    let gpu = loaded.and_then(|l| l.config.gpu.as_ref());
+    if let Some(name) = name
+        && gpu.and_then(|g| g.name.as_deref()) != Some(name)
+    {
         return Ok(crate::catalog::gpu::resolve_gpu(name)?);
     }
-    let gpu = loaded
-        .and_then(|l| l.config.gpu.as_ref())
-        .ok_or(Error::NoDeviceSpec)?;
-    gpu.declared_spec()?.ok_or(Error::NoDeviceSpec)
+    let store_path = loaded.map_or_else(
+        || std::path::PathBuf::from(crate::config::DEFAULT_STORE_PATH),
+        |l| l.store_path(None),
+    );
+    let watch = if device::needs_nvml(gpu) {
+        let config = loaded.map(|l| l.config.clone()).unwrap_or_default();
+        GpuWatch::start(&config, env_lookup()("CUDA_VISIBLE_DEVICES").as_deref())
+    } else {
+        None
+    };
+    device::device_spec(gpu, &store_path, watch.as_ref())
+}
+
+/// `--config`, else `./utilgate.toml` when it exists (as `run` reads it), else none.
+fn floor_config(flag: Option<&Path>) -> Result<Option<LoadedConfig>, Error> {
+    let default = Path::new(crate::config::DEFAULT_CONFIG_PATH);
+    match flag {
+        Some(path) => Ok(Some(crate::config::load(path)?)),
+        None if default.exists() => Ok(Some(crate::config::load(default)?)),
+        None => Ok(None),
+    }
 }
 
 pub fn floor(args: &FloorArgs) -> Result<Outcome, Error> {
-    let loaded = match &args.config {
-        Some(path) => Some(crate::config::load(path)?),
-        None => None,
-    };
+    let loaded = floor_config(args.config.as_deref())?;
     let model = resolve_model(&args.model, loaded.as_ref())?;
     let gpu = resolve_gpu(args.gpu.as_deref(), loaded.as_ref())?;
     let precision = Precision::parse(&args.precision, args.kv_dtype.as_deref())?;

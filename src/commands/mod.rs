@@ -4,22 +4,26 @@
 pub mod baseline;
 pub mod compare;
 pub mod config;
+pub mod credentials;
+pub mod device;
 pub mod floor;
 pub mod gpu_run;
 pub mod history;
 pub mod judge;
 pub mod probe;
 pub mod publish;
+pub mod publish_check;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod trace;
 
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::Error;
-use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, RunsCommand};
+use crate::cli::{Cli, Command, ConfigCommand, HarnessCommand, RunsCommand, TraceCommand};
 use crate::store::Store;
 
 /// What a command concluded.
@@ -70,6 +74,8 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Probe(args) => probe::probe(args),
         Command::History(args) => history::history(args),
         Command::Changes(args) => history::changes(args),
+        Command::Trace(TraceCommand::Show(args)) => trace::show(args),
+        Command::Trace(TraceCommand::Diff(args)) => trace::diff_cmd(args),
     }
 }
 

@@ -17,13 +17,16 @@ use crate::commands::{Outcome, env_lookup, runs};
 use crate::config::{Config, GateConfig, LoadedConfig, ReportConfig};
 use crate::error::Error;
 use crate::github::{
-    self, CommentAction, CommentPost, GithubError, GithubTarget, Publication, StatusPost, Token,
+    self, CHECK_OUTPUT_LIMIT, CheckOutput, CheckRunPost, CheckRunStart, ChecksMode, CommentAction,
+    CommentPost, GithubError, GithubTarget, Publication, StatusPost, Token,
 };
 use crate::output;
 use crate::report::{
-    self, BUILTIN_TEMPLATES, GITHUB_COMMENT_LIMIT, Renderer, ReportFormat, RunReport, TrendPoint,
+    self, BUILTIN_TEMPLATES, GITHUB_COMMENT_LIMIT, Judgement, Renderer, ReportFormat, RunReport,
+    TrendPoint,
 };
 use crate::store::{Store, StoredRun};
+use crate::trust;
 
 const GITHUB_TOKEN: &str = "GITHUB_TOKEN";
 const GITHUB_API_URL: &str = "GITHUB_API_URL";
@@ -79,12 +82,44 @@ impl GithubEnv {
     }
 }
 
-/// Flags that override what the event payload says.
+/// Flags that override what the event payload says, and what the stored run says about
+/// where it belongs and how its statuses are named.
 #[derive(Debug, Clone, Default)]
 pub struct PublishOptions {
     pub event_file: Option<PathBuf>,
     pub pr: Option<u64>,
     pub sha: Option<String>,
+    /// Statuses, check runs or both (`[github] checks`).
+    pub checks: ChecksMode,
+    /// Check runs created `in_progress` when the run started, by name.
+    pub check_run_ids: BTreeMap<String, u64>,
+    /// The file check-run annotations point at (the config, as the repository names it).
+    pub annotation_path: Option<String>,
+    /// The pull request head commit the run measured (stored with it), when it measured one.
+    pub run_head_sha: Option<String>,
+    /// The status name template (default: `utilgate/{suite}`).
+    pub status_context: Option<String>,
+    /// Where the statuses link (default: this Actions run).
+    pub target_url: Option<String>,
+}
+
+/// The `pull_request` (or `pull_request_target`) event this process runs for, when it runs
+/// for one: its number and head commit, recorded with a run.
+pub fn pull_request_event(
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<github::EventInfo>, Error> {
+    let genv = GithubEnv::from_env(env);
+    if !genv
+        .event_name
+        .as_deref()
+        .is_some_and(|n| n.starts_with("pull_request"))
+    {
+        return Ok(None);
+    }
+    if genv.event_path.is_none() {
+        return Ok(None);
+    }
+    read_event(&genv, &PublishOptions::default()).map(Some)
 }
 
 #[expect(
@@ -179,22 +214,60 @@ pub fn trends(
     Ok(out)
 }
 
-/// The report of a stored run as `runs show` builds it, with trends.
+/// The report of a stored run with the verdicts and the gate stored with it (`fail_on`,
+/// thresholds, missing cases, the baseline branch in force when it ran), never re-judged;
+/// `config` (the publishing side's) only fills in for runs stored before these were kept,
+/// and sets the trend length.
 pub fn stored_report(
     store: &Store,
     run: &StoredRun,
     config: Option<&Config>,
 ) -> Result<RunReport, Error> {
-    let judgements = runs::stored_judgements(store, run, config)?;
+    let facts = store.publish_facts(run.summary.id)?;
+    let mut judgements = runs::stored_judgements(store, run, config)?;
+    if let Some(facts) = &facts {
+        for j in &mut judgements {
+            if let Some(t) = facts.thresholds_pct.get(&j.key.to_string()) {
+                j.threshold_pct = *t;
+            }
+        }
+        for missing in &facts.missing {
+            let baseline = crate::commands::judge::baseline_before(
+                store,
+                &missing.key,
+                &run.summary.gpu_sku,
+                run.summary.started_at,
+            )?;
+            judgements.push(Judgement {
+                key: missing.key.clone(),
+                decision: missing.decision.clone(),
+                baseline: baseline.as_ref().map(crate::commands::judge::baseline_ref),
+                env_changes: Vec::new(),
+                threshold_pct: facts
+                    .thresholds_pct
+                    .get(&missing.key.to_string())
+                    .copied()
+                    .unwrap_or_else(|| GateConfig::default().max_drop_pct),
+            });
+        }
+    }
+    let fail_on = facts
+        .as_ref()
+        .map_or_else(|| runs::fail_on(config), |f| f.fail_on.clone());
     let promoted = store
         .baselines(Some(&run.summary.gpu_sku))?
         .iter()
         .any(|b| b.run_id == run.summary.id);
-    let report = RunReport::build(run, &judgements, &runs::fail_on(config), promoted);
+    let report = RunReport::build(run, &judgements, &fail_on, promoted);
     let report_config = config.map_or_else(ReportConfig::default, |c| c.report.clone());
-    let branch = config.map_or_else(
-        || GateConfig::default().baseline_branch,
-        |c| c.gate.baseline_branch.clone(),
+    let branch = facts.as_ref().map_or_else(
+        || {
+            config.map_or_else(
+                || GateConfig::default().baseline_branch,
+                |c| c.gate.baseline_branch.clone(),
+            )
+        },
+        |f| f.baseline_branch.clone(),
     );
     let trends = trends(store, &report, report_config.trend_runs, Some(&branch))?;
     Ok(report.with_trends(&trends))
@@ -288,6 +361,33 @@ fn check_ready(genv: &GithubEnv, opts: &PublishOptions) -> Result<Option<GithubT
     Ok(Some(GithubTarget::new(&genv.api_url, repository, token)?))
 }
 
+/// The run must have been measured for the pull request and commit it is posted to
+/// (DESIGN.md §13): its stored head commit, else its measured one.
+fn check_belongs(
+    report: &RunReport,
+    opts: &PublishOptions,
+    pr: Option<u64>,
+    sha: Option<&str>,
+) -> Result<(), GithubError> {
+    let head = opts
+        .run_head_sha
+        .as_deref()
+        .or(report.run.git_sha.as_deref());
+    trust::check_target(
+        &trust::RunFacts {
+            id: report.run.id,
+            pr_number: report.run.pr_number,
+            head_sha: head,
+            branch: report.run.branch.as_deref(),
+        },
+        &trust::Target { pr_number: pr, sha },
+    )
+    .map_err(|m| GithubError::RunMismatch {
+        run: report.run.id,
+        reason: m.to_string(),
+    })
+}
+
 /// Step summary, annotations, then (unless a fork's read-only token) comments and statuses.
 pub fn publish_report(
     renderer: &Renderer,
@@ -314,12 +414,13 @@ pub fn publish_report(
         return Ok(());
     };
     let pr = opts.pr.or(event.pr_number).or(report.run.pr_number);
-    let sha = opts
-        .sha
-        .clone()
-        .or(event.head_sha)
-        .or_else(|| genv.sha.clone())
-        .or_else(|| report.run.git_sha.clone());
+    let sha = head_sha(genv, opts, &event).or_else(|| report.run.git_sha.clone());
+    check_belongs(report, opts, pr, sha.as_deref())?;
+    let template = opts
+        .status_context
+        .as_deref()
+        .unwrap_or(crate::config::DEFAULT_STATUS_CONTEXT);
+    let target_url = opts.target_url.clone().or_else(|| genv.run_url.clone());
     let mut publication = Publication {
         pr_number: pr,
         ..Publication::default()
@@ -331,18 +432,36 @@ pub fn publish_report(
                 body: renderer.comment(report, &suite.name, GITHUB_COMMENT_LIMIT)?,
             });
         }
-        if let Some(sha) = &sha {
+        if let Some(sha) = &sha
+            && opts.checks.check_runs()
+        {
+            let name = report::status_context(template, &suite.name, &report.run.gpu_sku);
+            let details = target_url.clone();
+            publication.check_runs.push(check_run(
+                renderer,
+                report,
+                suite,
+                (name, sha, details),
+                opts,
+            )?);
+        }
+        if let Some(sha) = &sha
+            && opts.checks.statuses()
+        {
             let (state, description) = report::suite_status(suite);
             publication.statuses.push(StatusPost {
                 sha: sha.clone(),
                 state,
-                context: report::status_context(&suite.name, &report.run.gpu_sku),
+                context: report::status_context(template, &suite.name, &report.run.gpu_sku),
                 description,
-                target_url: genv.run_url.clone(),
+                target_url: target_url.clone(),
             });
         }
     }
-    if publication.comments.is_empty() && publication.statuses.is_empty() {
+    if publication.comments.is_empty()
+        && publication.statuses.is_empty()
+        && publication.check_runs.is_empty()
+    {
         output::warn(
             "nothing to publish: no pull request and no commit (set GITHUB_SHA or pass --sha)",
         );
@@ -369,12 +488,55 @@ pub fn publish_report(
             done.statuses
         );
     }
+    if let Some(sha) = &sha
+        && done.check_runs > 0
+    {
+        let _ = writeln!(text, "published: {} check run(s) on {sha}", done.check_runs);
+    }
     note(text.trim_end());
     Ok(())
 }
 
+/// The head commit a pull request's checks belong to: `--sha`, the event's head (for
+/// `pull_request` events `GITHUB_SHA` is a merge commit), then `GITHUB_SHA`.
+fn head_sha(genv: &GithubEnv, opts: &PublishOptions, event: &github::EventInfo) -> Option<String> {
+    opts.sha
+        .clone()
+        .or_else(|| event.head_sha.clone())
+        .or_else(|| genv.sha.clone())
+}
+
+/// A suite's completed check run: conclusion, title, the summary table and the full report
+/// (evidence) as its output, cut to GitHub's limits, and an annotation per failing case.
+/// `run` names the check run (as the status is named), the head commit and the details link.
+fn check_run(
+    renderer: &Renderer,
+    report: &RunReport,
+    suite: &report::SuiteReport,
+    (name, sha, details_url): (String, &str, Option<String>),
+    opts: &PublishOptions,
+) -> Result<CheckRunPost, Error> {
+    let one = report.for_suite(&suite.name);
+    let summary = renderer.render(ReportFormat::Summary, &one)?;
+    let text = renderer.render(ReportFormat::Markdown, &one)?;
+    let path = opts.annotation_path.as_deref().unwrap_or("utilgate.toml");
+    Ok(CheckRunPost {
+        id: opts.check_run_ids.get(&name).copied(),
+        head_sha: sha.to_owned(),
+        details_url,
+        conclusion: report::suite_conclusion(suite),
+        output: CheckOutput {
+            title: report::check_title(suite),
+            summary: report::fit_comment(&summary, CHECK_OUTPUT_LIMIT),
+            text: Some(report::fit_comment(&text, CHECK_OUTPUT_LIMIT)),
+            annotations: report::check_annotations(report, &suite.name, path, 1),
+        },
+        name,
+    })
+}
+
 /// The exit a stored run's report stands for: the gate first, then cases that failed to run.
-fn outcome_of(report: &RunReport) -> Outcome {
+pub(crate) fn outcome_of(report: &RunReport) -> Outcome {
     if !report.gate.passed {
         Outcome::GateFailed
     } else if report.gate.counts.contains_key(&Verdict::Error) {
@@ -386,7 +548,10 @@ fn outcome_of(report: &RunReport) -> Outcome {
 
 /// A publishing error after the run is stored: exit 2, unless the gate failed (exit 1 wins);
 /// then it is printed and the gate's outcome stands.
-fn unless_gate_failed(result: Result<(), Error>, gate_failed: bool) -> Result<(), Error> {
+pub(crate) fn unless_gate_failed(
+    result: Result<(), Error>,
+    gate_failed: bool,
+) -> Result<(), Error> {
     match result {
         Err(err) if gate_failed => {
             let _ = output::report_error(&err);
@@ -396,18 +561,46 @@ fn unless_gate_failed(result: Result<(), Error>, gate_failed: bool) -> Result<()
     }
 }
 
+/// The status name: the publishing side's config when it has one (the default branch's, in
+/// the publishing workflow), else the one stored with the run.
+#[must_use]
+pub fn status_context(
+    config: Option<&Config>,
+    stored: Option<&crate::store::PublishFacts>,
+) -> String {
+    config.map_or_else(
+        || {
+            stored.map_or_else(
+                || crate::config::DEFAULT_STATUS_CONTEXT.to_owned(),
+                |f| f.status_context.clone(),
+            )
+        },
+        |c| c.report.status_context.clone(),
+    )
+}
+
 /// `utilgate publish [RUN]`.
 pub fn publish(args: &PublishArgs) -> Result<Outcome, Error> {
+    if args.workflow_run {
+        return crate::commands::publish_check::publish_after_check(args);
+    }
     let loaded = runs::optional_config(&args.config)?;
     let renderer = renderer(loaded.as_ref())?;
     let (store, config) = runs::store_from(&args.config)?;
     let run = runs::load_run(&store, args.run)?;
     let report = stored_report(&store, &run, config.as_ref())?;
     let outcome = outcome_of(&report);
+    let facts = store.publish_facts(run.summary.id)?;
     let opts = PublishOptions {
         event_file: args.event.clone(),
         pr: args.pr,
         sha: args.sha.clone(),
+        run_head_sha: facts.as_ref().and_then(|f| f.pr_head_sha.clone()),
+        status_context: Some(status_context(config.as_ref(), facts.as_ref())),
+        target_url: None,
+        checks: config.as_ref().map(|c| c.github.checks).unwrap_or_default(),
+        annotation_path: loaded.as_ref().map(annotation_path),
+        ..PublishOptions::default()
     };
     let genv = GithubEnv::from_env(&env_lookup());
     let result = (|| {
@@ -427,6 +620,16 @@ pub struct RunPublishing {
     github: Option<GithubEnv>,
     trend_runs: usize,
     baseline_branch: String,
+    status_context: String,
+    /// Check runs, the ids of those started `in_progress`, and where annotations point.
+    checks: PublishOptions,
+}
+
+/// The config file as the repository names it (relative to the working directory, which in
+/// Actions is the checkout), for check-run annotations.
+fn annotation_path(loaded: &LoadedConfig) -> String {
+    let path = loaded.path.strip_prefix("./").unwrap_or(&loaded.path);
+    path.to_string_lossy().replace('\\', "/")
 }
 
 /// Validate `--report-dir` and `--github` before the first harness starts: the directory is
@@ -452,16 +655,56 @@ pub fn prepare_run(args: &RunArgs, loaded: &LoadedConfig) -> Result<Option<RunPu
         github,
         trend_runs: loaded.config.report.trend_runs,
         baseline_branch: loaded.config.gate.baseline_branch.clone(),
+        status_context: loaded.config.report.status_context.clone(),
+        checks: PublishOptions {
+            checks: loaded.config.github.checks,
+            annotation_path: Some(annotation_path(loaded)),
+            ..PublishOptions::default()
+        },
     }))
 }
 
 impl RunPublishing {
+    /// With `[github] checks` asking for check runs: create one `in_progress` check run per
+    /// suite on the pull request's head commit, so the pull request shows the gate running.
+    /// A fork's read-only token gets none (the warning comes at the end).
+    pub fn start(&mut self, gpu_sku: &str, suites: &[&str]) -> Result<(), Error> {
+        let Some(genv) = &self.github else {
+            return Ok(());
+        };
+        if !self.checks.checks.check_runs() {
+            return Ok(());
+        }
+        let event = read_event(genv, &self.checks)?;
+        let Some(target) = check_ready(genv, &self.checks)? else {
+            return Ok(());
+        };
+        let Some(sha) = head_sha(genv, &self.checks, &event) else {
+            output::warn("no commit to show the gate running on (set GITHUB_SHA)");
+            return Ok(());
+        };
+        let starts: Vec<CheckRunStart> = suites
+            .iter()
+            .map(|suite| CheckRunStart {
+                name: report::status_context(&self.status_context, suite, gpu_sku),
+                head_sha: sha.clone(),
+                details_url: genv.run_url.clone(),
+            })
+            .collect();
+        let ids = github::start_check_runs(&target, &starts)?;
+        for (start, id) in starts.into_iter().zip(ids) {
+            self.checks.check_run_ids.insert(start.name, id);
+        }
+        Ok(())
+    }
+
     /// Write the report files and publish, after the run is stored.
     pub fn finish(
         &self,
         store: &Store,
         report: &RunReport,
         gate_failed: bool,
+        head_sha: Option<&str>,
     ) -> Result<(), Error> {
         let result = (|| {
             let trends = trends(store, report, self.trend_runs, Some(&self.baseline_branch))?;
@@ -470,7 +713,12 @@ impl RunPublishing {
                 write_report_dir(&self.renderer, &report, dir)?;
             }
             if let Some(genv) = &self.github {
-                publish_report(&self.renderer, &report, genv, &PublishOptions::default())?;
+                let opts = PublishOptions {
+                    run_head_sha: head_sha.map(str::to_owned),
+                    status_context: Some(self.status_context.clone()),
+                    ..self.checks.clone()
+                };
+                publish_report(&self.renderer, &report, genv, &opts)?;
             }
             Ok(())
         })();

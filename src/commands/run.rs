@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::case::{CaseKey, CommandVars, Verdict};
-use crate::catalog::{GpuSpec, Precision};
+use crate::catalog::Precision;
 use crate::cli::{Format, RunArgs};
 use crate::commands::gpu_run::{self, GpuWatch};
 use crate::commands::judge::{self, Against, CaseInput};
-use crate::commands::{Outcome, env_lookup, open_store};
+use crate::commands::{Outcome, device, env_lookup, open_store};
 use crate::compare;
 use crate::config::{LoadedConfig, SuiteConfig};
 use crate::error::Error;
@@ -41,51 +41,6 @@ fn git(dir: &Path, args: &[&str]) -> Option<String> {
         .ok()?;
     let text = String::from_utf8(out.stdout).ok()?.trim().to_owned();
     (out.status.success() && !text.is_empty() && text != "HEAD").then_some(text)
-}
-
-/// The device spec: `[gpu]` from the config (a catalogue entry, declared figures, or the
-/// host's measured bandwidth for CPU examples).
-fn device_spec(
-    loaded: &LoadedConfig,
-    store_path: &Path,
-    watch: Option<&GpuWatch>,
-) -> Result<GpuSpec, Error> {
-    if let Some(spec) = gpu_run::spec_from_nvml(loaded.config.gpu.as_ref(), watch)? {
-        return Ok(spec);
-    }
-    let Some(gpu) = &loaded.config.gpu else {
-        return Err(Error::NoDeviceSpec);
-    };
-    if gpu.measure_host_bandwidth {
-        let host = hostname();
-        let cache = store_path
-            .parent()
-            .unwrap_or(Path::new("."))
-            .join("host-bandwidth.json");
-        let now = crate::commands::now().to_string();
-        let measured =
-            crate::measure::host::best_measured(&cache, &host, &now).map_err(|source| {
-                Error::Io {
-                    path: cache,
-                    source,
-                }
-            })?;
-        let name = gpu.name.clone().unwrap_or_else(|| "host-cpu".to_owned());
-        return Ok(GpuSpec::declared(
-            &name,
-            measured.bytes_per_s / 1e9,
-            &gpu.dense_tflops,
-            gpu.memory_gb,
-        )?);
-    }
-    gpu.declared_spec()?.ok_or(Error::NoDeviceSpec)
-}
-
-fn hostname() -> String {
-    nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
-        .unwrap_or_else(|| "unknown-host".to_owned())
 }
 
 /// Everything needed to run one case.
@@ -210,6 +165,11 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     // Validate everything cheap before the first harness starts.
     let loaded = crate::config::load(&args.config.config)?;
     let config = &loaded.config;
+    if config.suites.is_empty() {
+        return Err(Error::NoSuites {
+            path: loaded.path.clone(),
+        });
+    }
     for wanted in &args.suites {
         if !config.suites.iter().any(|s| &s.name == wanted) {
             let names: Vec<&str> = config.suites.iter().map(|s| s.name.as_str()).collect();
@@ -225,12 +185,21 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         .iter()
         .filter(|s| args.suites.is_empty() || args.suites.contains(&s.name))
         .collect();
-    let publishing = crate::commands::publish::prepare_run(args, &loaded)?;
+    // A harness could read a token from utilgate's own environment (DESIGN.md §13).
+    if !args.trusted {
+        crate::commands::credentials::refuse_near_harness(&loaded.dir)?;
+    }
+    let mut publishing = crate::commands::publish::prepare_run(args, &loaded)?;
+    let pr_event = crate::commands::publish::pull_request_event(&env_lookup())?;
     let store_path = loaded.store_path(args.config.db.as_deref());
     gpu_run::check_workloads(&suites)?;
     let mut store = open_store(&store_path, config.store.busy_timeout_s)?;
     let watch = GpuWatch::start(config, env_lookup()("CUDA_VISIBLE_DEVICES").as_deref());
-    let gpu = device_spec(&loaded, &store_path, watch.as_ref())?;
+    let gpu = device::device_spec(config.gpu.as_ref(), &store_path, watch.as_ref())?;
+    if let Some(publishing) = publishing.as_mut() {
+        let names: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
+        publishing.start(&gpu.name, &names)?;
+    }
     let gpu_state = |m: &Measured| watch.as_ref().and_then(|w| w.summary_json(&m.gpu_samples));
 
     let mut plans = Vec::new();
@@ -251,7 +220,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     }
 
     let env = env_lookup();
-    let meta = resolve_meta(
+    let mut meta = resolve_meta(
         &MetaFlags {
             git_sha: args.git_sha.clone(),
             branch: args.branch.clone(),
@@ -262,6 +231,10 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         git(&loaded.dir, &["rev-parse", "HEAD"]),
         git(&loaded.dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
     );
+    if let Some(event) = pr_event {
+        meta.pr_number = meta.pr_number.or(event.pr_number);
+        meta.head_sha = event.head_sha;
+    }
 
     let cancel = Arc::new(AtomicBool::new(false));
     {
@@ -422,7 +395,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         pr_number: meta.pr_number,
         gpu_sku: gpu.name.clone(),
         gpu_json: gpu_run::gpu_json(&gpu, watch.as_ref()),
-        host: Some(hostname()),
+        host: Some(device::hostname()),
         utilgate_version: env!("CARGO_PKG_VERSION").to_owned(),
         config_json: serde_json::to_value(config).ok(),
         promote_reason: format!("run passed the gate on {}", config.gate.baseline_branch),
@@ -431,7 +404,26 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     if cancel.load(Ordering::SeqCst) {
         return Err(Error::Interrupted);
     }
-    let run_id = store.insert_run(&new_run)?;
+    let facts = crate::store::PublishFacts {
+        fail_on: config.gate.fail_on.clone(),
+        gate_passed: !gate_failed,
+        baseline_branch: config.gate.baseline_branch.clone(),
+        thresholds_pct: judgements
+            .iter()
+            .map(|j| (j.key.to_string(), j.threshold_pct))
+            .collect(),
+        status_context: config.report.status_context.clone(),
+        pr_head_sha: meta.head_sha.clone(),
+        missing: judgements
+            .iter()
+            .skip(plans.len())
+            .map(|j| crate::store::MissingCase {
+                key: j.key.clone(),
+                decision: j.decision.clone(),
+            })
+            .collect(),
+    };
+    let run_id = store.insert_run_with(&new_run, Some(&facts))?;
     let stored = store.run(run_id)?.ok_or(Error::NoSuchRun(run_id.0))?;
     let report = report::RunReport::build(&stored, &judgements, &config.gate.fail_on, promote_run);
     match args.format.format {
@@ -439,7 +431,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         Format::Json => output::emit(&report::render_json(&report)?)?,
     }
     if let Some(publishing) = publishing {
-        publishing.finish(&store, &report, gate_failed)?;
+        publishing.finish(&store, &report, gate_failed, meta.head_sha.as_deref())?;
     }
     Ok(if gate_failed {
         Outcome::GateFailed

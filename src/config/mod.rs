@@ -19,7 +19,8 @@ pub use error::{ConfigError, Problem};
 pub use load::{LoadedConfig, load, resolve_model};
 pub use parse::parse;
 pub use types::{
-    CaseOverride, Config, DEFAULT_CONFIG, DEFAULT_CONFIG_PATH, DEFAULT_STORE_PATH, GateConfig,
-    GpuConfig, ModelConfig, ReportConfig, StoreConfig, SuiteConfig, Workload,
+    CaseOverride, Config, DEFAULT_CONFIG, DEFAULT_CONFIG_PATH, DEFAULT_STATUS_CONTEXT,
+    DEFAULT_STORE_PATH, GateConfig, GithubConfig, GpuConfig, ModelConfig, ReportConfig,
+    StoreConfig, SuiteConfig, Workload,
 };
 pub use validate::{ValidationContext, validate};

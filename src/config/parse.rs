@@ -7,7 +7,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::{
-    Config, ConfigError, GateConfig, GpuConfig, ModelConfig, ReportConfig, StoreConfig, SuiteConfig,
+    Config, ConfigError, GateConfig, GithubConfig, GpuConfig, ModelConfig, ReportConfig,
+    StoreConfig, SuiteConfig,
 };
 use crate::case::Verdict;
 
@@ -23,6 +24,8 @@ struct RawConfig {
     gpu: Option<GpuConfig>,
     #[serde(default)]
     report: ReportConfig,
+    #[serde(default)]
+    github: GithubConfig,
     #[serde(default)]
     models: toml::Table,
     #[serde(default, rename = "suite")]
@@ -118,6 +121,7 @@ pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         gate: raw.gate,
         gpu: raw.gpu,
         report: raw.report,
+        github: raw.github,
         models,
         suites: raw.suites,
     })

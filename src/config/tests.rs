@@ -257,3 +257,38 @@ fn a_suite_names_exactly_one_of_command_and_workload() {
     .expect_err("unknown workload");
     assert!(err.to_string().contains("suite[0].workload"), "{err}");
 }
+
+#[test]
+fn status_names_must_tell_suites_apart() {
+    let names = known(&["llama-3.1-8b"]);
+    let problems_for = |status: &str, extra_suite: bool| {
+        let mut text = format!("{EXAMPLE}\n[report]\nstatus_context = {status:?}\n");
+        if extra_suite {
+            let suite = &EXAMPLE[EXAMPLE.find("[[suite]]").expect("a suite")..];
+            text.push_str(&suite.replace("name = \"decode\"", "name = \"decode-2\""));
+        }
+        let config = parse(&text, Path::new("u.toml")).expect("parses");
+        validate(
+            &config,
+            &ValidationContext {
+                known_models: &names,
+            },
+        )
+        .into_iter()
+        .filter(|p| p.key == "report.status_context")
+        .map(|p| p.message)
+        .collect::<Vec<_>>()
+    };
+    assert!(problems_for("utilgate/{suite}", true).is_empty());
+    assert!(problems_for("perf/{suite} ({gpu})", true).is_empty());
+    assert!(
+        problems_for("utilgate", false).is_empty(),
+        "one suite, one name"
+    );
+    assert_eq!(
+        problems_for("utilgate", true),
+        vec!["\"utilgate\" gives every suite the same status name".to_owned()]
+    );
+    assert_eq!(problems_for("utilgate/{model}", false).len(), 1);
+    assert_eq!(problems_for(" ", false), vec!["is empty".to_owned()]);
+}

@@ -26,9 +26,19 @@ pub struct Config {
     pub gate: GateConfig,
     pub gpu: Option<GpuConfig>,
     pub report: ReportConfig,
+    pub github: GithubConfig,
     pub models: BTreeMap<String, ModelConfig>,
     #[serde(rename = "suite")]
     pub suites: Vec<SuiteConfig>,
+}
+
+/// `[github]`: how results show beside a pull request.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GithubConfig {
+    /// `"status"` (default), `"check-run"` or `"both"`.
+    #[serde(default)]
+    pub checks: crate::github::ChecksMode,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -62,6 +72,11 @@ pub struct ReportConfig {
     /// Earlier results of a case shown in its trend (Markdown sparkline, HTML chart).
     #[serde(default = "default_trend_runs")]
     pub trend_runs: usize,
+    /// The commit status name per suite: `{suite}` and `{gpu}` are filled in. Without
+    /// `{gpu}` (the default) the name stays the same across a mixed runner pool, so a
+    /// required status check can name it.
+    #[serde(default = "default_status_context")]
+    pub status_context: String,
 }
 
 impl Default for ReportConfig {
@@ -69,12 +84,20 @@ impl Default for ReportConfig {
         Self {
             templates: None,
             trend_runs: default_trend_runs(),
+            status_context: default_status_context(),
         }
     }
 }
 
 fn default_trend_runs() -> usize {
     10
+}
+
+/// The default commit status name: `utilgate/decode`.
+pub const DEFAULT_STATUS_CONTEXT: &str = "utilgate/{suite}";
+
+fn default_status_context() -> String {
+    DEFAULT_STATUS_CONTEXT.to_owned()
 }
 
 fn default_store_path() -> String {
@@ -157,19 +180,19 @@ impl GpuConfig {
     /// The device spec `[gpu]` declares: a catalogue entry with any overrides, or declared
     /// figures. `None` when it declares neither (e.g. only `measure_host_bandwidth`). Pure.
     pub fn declared_spec(&self) -> Result<Option<GpuSpec>, CatalogError> {
-        if let Some(name) = &self.name
-            && !self.measure_host_bandwidth
-        {
-            let spec = crate::catalog::gpu::resolve_gpu(name)?;
-            return spec
-                .with_overrides(self.mem_bandwidth_gb_s, &self.dense_tflops, self.memory_gb)
-                .map(Some);
+        if self.measure_host_bandwidth {
+            return Ok(None);
         }
-        match self.mem_bandwidth_gb_s {
-            Some(bw) if !self.measure_host_bandwidth => {
-                GpuSpec::declared("declared-gpu", bw, &self.dense_tflops, self.memory_gb).map(Some)
-            }
-            _ => Ok(None),
+        crate::catalog::declare_device(self.name.as_deref(), self.figures())
+    }
+
+    /// The figures this table declares.
+    #[must_use]
+    pub fn figures(&self) -> crate::catalog::DeclaredFigures<'_> {
+        crate::catalog::DeclaredFigures {
+            mem_bandwidth_gb_s: self.mem_bandwidth_gb_s,
+            dense_tflops: &self.dense_tflops,
+            memory_gb: self.memory_gb,
         }
     }
 }

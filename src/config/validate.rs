@@ -51,6 +51,8 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
         );
     }
 
+    check_status_context(config, &mut push);
+
     if let Some(gpu) = &config.gpu {
         if gpu.name.is_none() && gpu.mem_bandwidth_gb_s.is_none() && !gpu.measure_host_bandwidth {
             push(
@@ -115,13 +117,8 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
         }
     }
 
-    if config.suites.is_empty() {
-        push(
-            "suite".into(),
-            "no suite is defined".into(),
-            "add a [[suite]] table with name, command, models, precisions, phases, batches and contexts",
-        );
-    }
+    // No suite is fine here: `floor`, `runs`, `baseline` and `report` need none; `run`
+    // refuses an empty grid itself (`Error::NoSuites`) and `config check` notes it.
     let mut names = BTreeSet::new();
     for (i, suite) in config.suites.iter().enumerate() {
         let at = |field: &str| format!("suite[{i}].{field}");
@@ -252,6 +249,33 @@ fn check_drop_pct(pct: f64, key: &str, push: &mut impl FnMut(String, String, &st
             key.to_owned(),
             format!("{pct} is outside (0, 100)"),
             "write a percentage such as 3.0",
+        );
+    }
+}
+
+/// `[report] status_context` names one commit status per suite: with several suites it must
+/// tell them apart, and only `{suite}` and `{gpu}` are filled in.
+fn check_status_context(config: &Config, push: &mut impl FnMut(String, String, &str)) {
+    let template = &config.report.status_context;
+    let key = "report.status_context".to_owned();
+    let rest = template.replace("{suite}", "").replace("{gpu}", "");
+    if template.trim().is_empty() {
+        push(
+            key,
+            "is empty".into(),
+            "write status_context = \"utilgate/{suite}\"",
+        );
+    } else if rest.contains('{') || rest.contains('}') {
+        push(
+            key,
+            format!("{template:?} has a placeholder other than {{suite}} and {{gpu}}"),
+            "write status_context = \"utilgate/{suite}\" (add ({gpu}) for one name per GPU)",
+        );
+    } else if config.suites.len() > 1 && !template.contains("{suite}") {
+        push(
+            key,
+            format!("{template:?} gives every suite the same status name"),
+            "put {suite} in it: status_context = \"utilgate/{suite}\"",
         );
     }
 }

@@ -1,8 +1,11 @@
 //! The short texts GitHub shows beside a pull request: commit-status descriptions (at most 140
-//! characters) and `::error`/`::warning` workflow annotations. Pure.
+//! characters), `::error`/`::warning` workflow annotations, and a check run's conclusion, title
+//! and annotations. Pure.
 
 use crate::case::Verdict;
-use crate::github::CommitState;
+use crate::github::{
+    AnnotationLevel, CHECK_TITLE_LIMIT, CheckAnnotation, CheckConclusion, CommitState,
+};
 use crate::report::{RunReport, SuiteReport};
 
 /// GitHub rejects commit-status descriptions longer than this.
@@ -10,8 +13,8 @@ pub const STATUS_DESCRIPTION_LIMIT: usize = 140;
 
 /// The status context of a suite on a GPU: one check line per suite beside the pull request.
 #[must_use]
-pub fn status_context(suite: &str, gpu_sku: &str) -> String {
-    format!("utilgate/{suite} ({gpu_sku})")
+pub fn status_context(template: &str, suite: &str, gpu_sku: &str) -> String {
+    template.replace("{suite}", suite).replace("{gpu}", gpu_sku)
 }
 
 /// A suite's commit status: failure when the gate fails, error when a case could not be
@@ -29,6 +32,69 @@ pub fn suite_status(suite: &SuiteReport) -> (CommitState, String) {
         state,
         truncate_chars(&suite.summary, STATUS_DESCRIPTION_LIMIT),
     )
+}
+
+/// A suite's check-run conclusion: failure when the gate fails or a case could not be
+/// measured; neutral when nothing failed but a case needs a look without a verdict
+/// (inconclusive, new, missing); success otherwise (pass, improved).
+#[must_use]
+pub fn suite_conclusion(suite: &SuiteReport) -> CheckConclusion {
+    let has = |v: Verdict| suite.counts.get(&v).is_some_and(|k| *k > 0);
+    if !suite.passed || suite.errors > 0 {
+        CheckConclusion::Failure
+    } else if has(Verdict::Inconclusive) || has(Verdict::New) || has(Verdict::Missing) {
+        CheckConclusion::Neutral
+    } else {
+        CheckConclusion::Success
+    }
+}
+
+/// A check run's title: the suite's summary, under GitHub's 255-character limit.
+#[must_use]
+pub fn check_title(suite: &SuiteReport) -> String {
+    truncate_chars(&suite.summary, CHECK_TITLE_LIMIT - 1)
+}
+
+/// One check-run annotation per case of `suite` that fails the gate or errored (failure), and
+/// per other case needing attention (warning; improved cases get none). They point at `path`
+/// (the config, relative to the repository root) at `line`, where the suite is defined.
+#[must_use]
+pub fn check_annotations(
+    report: &RunReport,
+    suite: &str,
+    path: &str,
+    line: u32,
+) -> Vec<CheckAnnotation> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.key.suite == suite && c.attention && c.verdict != Verdict::Improved)
+        .map(|c| {
+            let level = if c.fails_gate || c.verdict == Verdict::Error {
+                AnnotationLevel::Failure
+            } else {
+                AnnotationLevel::Warning
+            };
+            let change = c
+                .drop_pct
+                .map(|d| format!("utilisation {:+.1}%. ", -d + 0.0))
+                .unwrap_or_default();
+            let reasons = c.decision.reasons.join("\n");
+            let error = c.error.as_deref().unwrap_or_default();
+            CheckAnnotation {
+                path: path.to_owned(),
+                start_line: line,
+                end_line: line,
+                annotation_level: level,
+                title: truncate_chars(
+                    &format!("utilgate {}: {}", c.verdict, c.case),
+                    CHECK_TITLE_LIMIT - 1,
+                ),
+                // GitHub caps an annotation's message at 64 KB; a case's reasons are far less.
+                message: truncate_chars(format!("{change}{reasons}\n{error}").trim(), 60_000),
+            }
+        })
+        .collect()
 }
 
 /// `text` cut to at most `limit` characters, ending in `…` when cut.
@@ -133,8 +199,55 @@ mod tests {
         assert!(text.chars().count() <= STATUS_DESCRIPTION_LIMIT);
         assert_eq!(suite_status(&by_name("prefill")).0, CommitState::Success);
         assert_eq!(
-            status_context("decode", "h100-sxm"),
-            "utilgate/decode (h100-sxm)"
+            status_context("utilgate/{suite}", "decode", "h100-sxm"),
+            "utilgate/decode"
+        );
+        assert_eq!(
+            status_context("perf/{suite} ({gpu})", "decode", "h100-sxm"),
+            "perf/decode (h100-sxm)"
+        );
+    }
+
+    #[test]
+    fn check_runs_conclude_by_the_worst_verdict() {
+        let report = crate::report::render::tests::sample_report();
+        let by_name = |n: &str| {
+            report
+                .suites
+                .iter()
+                .find(|s| s.name == n)
+                .expect("suite")
+                .clone()
+        };
+        assert_eq!(
+            suite_conclusion(&by_name("decode")),
+            CheckConclusion::Failure
+        );
+        let mut quiet = by_name("prefill");
+        quiet.counts.clear();
+        quiet.counts.insert(Verdict::Pass, 3);
+        quiet.counts.insert(Verdict::Improved, 1);
+        assert_eq!(suite_conclusion(&quiet), CheckConclusion::Success);
+        quiet.counts.insert(Verdict::Inconclusive, 1);
+        assert_eq!(suite_conclusion(&quiet), CheckConclusion::Neutral);
+        quiet.errors = 1;
+        assert_eq!(suite_conclusion(&quiet), CheckConclusion::Failure);
+        let mut long = by_name("decode");
+        long.summary = "x".repeat(1000);
+        assert!(check_title(&long).chars().count() < 255);
+
+        let annotations = check_annotations(&report, "decode", "utilgate.toml", 7);
+        assert!(!annotations.is_empty());
+        assert!(
+            annotations
+                .iter()
+                .all(|a| a.start_line == 7 && a.path == "utilgate.toml")
+        );
+        assert!(
+            annotations
+                .iter()
+                .any(|a| a.annotation_level == AnnotationLevel::Failure
+                    && a.title.starts_with("utilgate regressed: decode/"))
         );
     }
 

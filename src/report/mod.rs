@@ -2,6 +2,7 @@
 //! minijinja templates: PR comment, step summary, HTML, `JUnit`).
 
 mod context;
+pub mod evidence;
 pub mod floor;
 mod github_text;
 pub mod history;
@@ -14,7 +15,8 @@ pub use context::{
     gpu_notes, severity, summary_line,
 };
 pub use github_text::{
-    STATUS_DESCRIPTION_LIMIT, annotations, status_context, suite_status, truncate_chars,
+    STATUS_DESCRIPTION_LIMIT, annotations, check_annotations, check_title, status_context,
+    suite_conclusion, suite_status, truncate_chars,
 };
 pub use human::{render_human, render_json};
 pub use render::{

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use jiff::Timestamp;
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags};
 
 use super::error::StoreError;
@@ -95,6 +96,15 @@ impl Store {
         }
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = connect(path, flags, busy_timeout)?;
+        // A store read from a pull-request check's artifact is data from untrusted code:
+        // SQLite's defensive mode, and no trust in functions its schema names.
+        for (setting, on) in [
+            (DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true),
+            (DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false),
+        ] {
+            conn.set_db_config(setting, on)
+                .map_err(|e| StoreError::open(path, e))?;
+        }
         let found = schema::version(&conn).map_err(|e| StoreError::open(path, e))?;
         if found > schema::LATEST {
             return Err(StoreError::NewerSchema {

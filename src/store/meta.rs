@@ -18,6 +18,9 @@ pub struct RunMeta {
     pub branch: Option<String>,
     pub trigger: String,
     pub pr_number: Option<u64>,
+    /// The pull request's head commit, from the `pull_request` event (`git_sha` is then the
+    /// merge commit Actions checks out); publish checks it. Set by the caller from the event.
+    pub head_sha: Option<String>,
 }
 
 /// Resolve run metadata: flags first, then GitHub Actions' variables, then git. Pure: the
@@ -52,5 +55,6 @@ pub fn resolve_meta(
             .or_else(|| non_empty("GITHUB_EVENT_NAME"))
             .unwrap_or_else(|| "manual".to_owned()),
         pr_number: flags.pr_number.or(pr_from_ref),
+        head_sha: None,
     }
 }

@@ -8,6 +8,7 @@ mod error;
 pub mod export;
 pub mod meta;
 mod probes;
+mod publish;
 mod results;
 mod runs;
 pub mod samples;
@@ -21,6 +22,7 @@ mod tests;
 pub use db::Store;
 pub use error::StoreError;
 pub use probes::{NewProbe, StoredProbe};
+pub use publish::{MissingCase, PublishFacts};
 pub use samples::SampleError;
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use types::{

@@ -9,6 +9,7 @@ use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params}
 
 use super::db::{Store, i64_to_u64, ns_to_timestamp, parse_json, timestamp_to_ns, u64_to_i64};
 use super::error::StoreError;
+use super::publish::PublishFacts;
 use super::samples;
 use super::types::{BaselineMoveKind, NewResult, NewRun, RunFilter, RunId, RunSummary, StoredRun};
 
@@ -83,6 +84,15 @@ impl Store {
     /// result flagged `promote` (kind `promote`, `run.promote_reason`, at `run.finished_at`),
     /// all in one transaction: if anything fails, nothing of the run is visible.
     pub fn insert_run(&mut self, run: &NewRun) -> Result<RunId, StoreError> {
+        self.insert_run_with(run, None)
+    }
+
+    /// [`Store::insert_run`], with what publishing needs stored in the same transaction.
+    pub fn insert_run_with(
+        &mut self,
+        run: &NewRun,
+        publish: Option<&PublishFacts>,
+    ) -> Result<RunId, StoreError> {
         self.write_run(
             run,
             &MovePlan {
@@ -91,6 +101,7 @@ impl Store {
                 moved_at: run.finished_at,
                 only_flagged: true,
             },
+            publish,
         )
     }
 
@@ -112,11 +123,26 @@ impl Store {
                 moved_at,
                 only_flagged: false,
             },
+            None,
         )
     }
 
-    fn write_run(&mut self, run: &NewRun, plan: &MovePlan<'_>) -> Result<RunId, StoreError> {
+    fn write_run(
+        &mut self,
+        run: &NewRun,
+        plan: &MovePlan<'_>,
+        publish: Option<&PublishFacts>,
+    ) -> Result<RunId, StoreError> {
         let path = self.path.clone();
+        let publish_json = publish
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|source| StoreError::Json {
+                path: path.clone(),
+                column: "runs.publish_json",
+                row: 0,
+                source,
+            })?;
         let started_ns = timestamp_to_ns(&path, run.started_at)?;
         let finished_ns = timestamp_to_ns(&path, run.finished_at)?;
         let moved_ns = timestamp_to_ns(&path, plan.moved_at)?;
@@ -156,8 +182,9 @@ impl Store {
             .map_err(fail("begin writing a run"))?;
         tx.execute(
             "INSERT INTO runs (started_at_ns, finished_at_ns, git_sha, branch, trigger, pr_number,
-                               gpu_sku, gpu_json, host, utilgate_version, config_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                               gpu_sku, gpu_json, host, utilgate_version, config_json,
+                               publish_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
             params![
                 started_ns,
                 finished_ns,
@@ -170,6 +197,7 @@ impl Store {
                 run.host,
                 run.utilgate_version,
                 json_text(run.config_json.as_ref()),
+                publish_json,
             ],
         )
         .map_err(fail("write a run"))?;

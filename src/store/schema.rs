@@ -126,8 +126,14 @@ CREATE TRIGGER probes_append_only_update BEFORE UPDATE ON probes
     BEGIN SELECT RAISE(ABORT, 'probes are append-only'); END;
 ";
 
+/// What `utilgate publish` needs from a run, stored with it (see `publish.rs`): the gate in
+/// force, the pull request's head commit, the status name. NULL for older runs.
+const V4_PUBLISH: &str = r"
+ALTER TABLE runs ADD COLUMN publish_json TEXT;
+";
+
 /// The ordered migrations; the store's version is how many of them it has applied.
-pub(crate) const MIGRATIONS: &[&str] = &[V1_TABLES, V2_INDEXES, V3_PROBES];
+pub(crate) const MIGRATIONS: &[&str] = &[V1_TABLES, V2_INDEXES, V3_PROBES, V4_PUBLISH];
 
 /// The schema version this build writes and reads.
 #[expect(

@@ -628,3 +628,43 @@ fn two_writers_both_land() {
     assert!(runs.iter().all(|r| r.n_results == 10));
     assert_eq!(store.baselines(None).expect("lists").len(), 20);
 }
+
+#[test]
+fn publishing_facts_round_trip_and_untrusted_stores_open_defensively() {
+    use rusqlite::config::DbConfig;
+    let (_dir, path, mut store) = temp_store();
+    let facts = PublishFacts {
+        fail_on: vec![Verdict::Regressed, Verdict::Invalid],
+        gate_passed: false,
+        baseline_branch: "main".into(),
+        thresholds_pct: BTreeMap::from([(key("decode", 1).to_string(), 3.0)]),
+        status_context: "utilgate/{suite}".into(),
+        pr_head_sha: Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821".into()),
+        missing: Vec::new(),
+    };
+    let with = store
+        .insert_run_with(
+            &run("feature", 1, vec![result(key("decode", 1), 6.0, false)]),
+            Some(&facts),
+        )
+        .expect("stores");
+    let without = store
+        .insert_run(&run("main", 2, vec![result(key("decode", 1), 6.0, true)]))
+        .expect("stores");
+    drop(store);
+    let read = Store::open_existing_read_only(&path, TIMEOUT).expect("opens");
+    assert_eq!(read.publish_facts(with).expect("reads"), Some(facts));
+    assert_eq!(read.publish_facts(without).expect("reads"), None);
+    // A store from a pull request's artifact is untrusted input.
+    assert!(
+        read.conn
+            .db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE)
+            .expect("reads")
+    );
+    assert!(
+        !read
+            .conn
+            .db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA)
+            .expect("reads")
+    );
+}

@@ -112,6 +112,12 @@ timeout_s = 20
             "GITHUB_REF_NAME",
             "GITHUB_HEAD_REF",
             "GITHUB_EVENT_NAME",
+            "GITHUB_EVENT_PATH",
+            // A credential in utilgate's environment stops `run` (tests that want one set it).
+            "GITHUB_TOKEN",
+            "GH_TOKEN",
+            "ACTIONS_RUNTIME_TOKEN",
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
             "UTILGATE_CONFIG",
             "UTILGATE_DB",
             "NO_COLOR",

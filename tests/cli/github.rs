@@ -10,10 +10,10 @@ use wiremock::{Mock, MockServer, Request, ResponseTemplate};
 
 use crate::env::{TestEnv, stderr, stdout};
 
-const REPO: &str = "Codertocat/Hello-World";
-const HEAD_SHA: &str = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
-const MERGE_SHA: &str = "1111111111111111111111111111111111111111";
-const TOKEN: &str = "ghp_UtilgateTestToken0123456789SECRET";
+pub(crate) const REPO: &str = "Codertocat/Hello-World";
+pub(crate) const HEAD_SHA: &str = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
+pub(crate) const MERGE_SHA: &str = "1111111111111111111111111111111111111111";
+pub(crate) const TOKEN: &str = "ghp_UtilgateTestToken0123456789SECRET";
 const MARKER: &str = "<!-- utilgate:comment suite=decode gpu=h100-sxm -->";
 
 fn fixture(name: &str) -> String {
@@ -23,12 +23,12 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
-fn fixture_json(name: &str) -> Value {
+pub(crate) fn fixture_json(name: &str) -> Value {
     serde_json::from_str(&fixture(name)).expect("fixture is JSON")
 }
 
 /// A comment as the REST API returns it (the webhook's comment object is the same shape).
-fn comment(id: u64, body: &str) -> Value {
+pub(crate) fn comment(id: u64, body: &str) -> Value {
     let mut c = fixture_json("issue_comment__created.payload.json")["comment"].clone();
     c["id"] = id.into();
     c["body"] = body.into();
@@ -36,7 +36,7 @@ fn comment(id: u64, body: &str) -> Value {
     c
 }
 
-fn status_response() -> Value {
+pub(crate) fn status_response() -> Value {
     let s = fixture_json("status__payload.json");
     json!({
         "id": s["id"], "node_id": "MDY6U3RhdHVzMQ==", "url": "https://api.github.com/x",
@@ -48,13 +48,13 @@ fn status_response() -> Value {
 
 /// A mock GitHub: the comment list is empty the first time and holds the sticky comment
 /// afterwards; creating, updating and statuses succeed.
-struct Github {
+pub(crate) struct Github {
     rt: tokio::runtime::Runtime,
     server: MockServer,
 }
 
 impl Github {
-    fn start() -> Github {
+    pub(crate) fn start() -> Github {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -64,7 +64,7 @@ impl Github {
         Github { rt, server }
     }
 
-    fn happy() -> Github {
+    pub(crate) fn happy() -> Github {
         let gh = Github::start();
         let comments = format!("/repos/{REPO}/issues/2/comments");
         gh.mount(
@@ -88,8 +88,9 @@ impl Github {
                 .and(path(comments))
                 .respond_with(ResponseTemplate::new(201).set_body_json(comment(77, MARKER))),
         );
+        // Only the documented verb: a POST to the comment gets wiremock's 404.
         gh.mount(
-            Mock::given(method("POST"))
+            Mock::given(method("PATCH"))
                 .and(path(format!("/repos/{REPO}/issues/comments/77")))
                 .respond_with(ResponseTemplate::new(200).set_body_json(comment(77, MARKER))),
         );
@@ -103,7 +104,7 @@ impl Github {
         gh
     }
 
-    fn forbidden() -> Github {
+    pub(crate) fn forbidden() -> Github {
         let gh = Github::start();
         gh.mount(Mock::given(wiremock::matchers::any()).respond_with(
             ResponseTemplate::new(403).set_body_json(json!({
@@ -115,23 +116,27 @@ impl Github {
         gh
     }
 
-    fn mount(&self, mock: Mock) {
+    pub(crate) fn mount(&self, mock: Mock) {
         self.rt.block_on(mock.mount(&self.server));
     }
 
-    fn requests(&self) -> Vec<Request> {
+    pub(crate) fn requests(&self) -> Vec<Request> {
         self.rt
             .block_on(self.server.received_requests())
             .expect("recording is on")
     }
 
-    fn uri(&self) -> String {
+    pub(crate) fn uri(&self) -> String {
         self.server.uri()
     }
 }
 
 /// Requests by method and path.
-fn matching<'a>(requests: &'a [Request], verb: &str, path_part: &str) -> Vec<&'a Request> {
+pub(crate) fn matching<'a>(
+    requests: &'a [Request],
+    verb: &str,
+    path_part: &str,
+) -> Vec<&'a Request> {
     requests
         .iter()
         .filter(|r| r.method.as_str() == verb && r.url.path().contains(path_part))
@@ -139,14 +144,14 @@ fn matching<'a>(requests: &'a [Request], verb: &str, path_part: &str) -> Vec<&'a
 }
 
 /// The Actions environment of a `pull_request` job.
-struct Actions {
-    event: PathBuf,
-    summary: PathBuf,
+pub(crate) struct Actions {
+    pub(crate) event: PathBuf,
+    pub(crate) summary: PathBuf,
     api: String,
 }
 
 impl Actions {
-    fn new(env: &TestEnv, api: &str, fork: bool) -> Actions {
+    pub(crate) fn new(env: &TestEnv, api: &str, fork: bool) -> Actions {
         let mut event = fixture_json("pull_request__opened.payload.json");
         if fork {
             event["pull_request"]["head"]["repo"]["fork"] = true.into();
@@ -159,7 +164,7 @@ impl Actions {
         }
     }
 
-    fn apply(&self, cmd: &mut assert_cmd::Command) {
+    pub(crate) fn apply(&self, cmd: &mut assert_cmd::Command) {
         cmd.env("GITHUB_ACTIONS", "true")
             .env("GITHUB_TOKEN", TOKEN)
             .env("GITHUB_API_URL", &self.api)
@@ -173,7 +178,7 @@ impl Actions {
     }
 }
 
-fn clean(env: &TestEnv) -> assert_cmd::Command {
+pub(crate) fn clean(env: &TestEnv) -> assert_cmd::Command {
     let mut cmd = env.cmd();
     for var in [
         "GITHUB_TOKEN",
@@ -189,19 +194,35 @@ fn clean(env: &TestEnv) -> assert_cmd::Command {
     cmd
 }
 
-fn publish(env: &TestEnv, actions: &Actions, extra: &[&str]) -> Output {
+pub(crate) fn publish(env: &TestEnv, actions: &Actions, extra: &[&str]) -> Output {
     let mut cmd = clean(env);
     actions.apply(&mut cmd);
     cmd.arg("publish").args(extra);
     cmd.output().expect("runs")
 }
 
-/// A stored baseline on main, then (optionally slower) a run of the pull request.
-fn baseline_then_pr(env: &TestEnv, pr_step_ms: &str) {
+/// A stored baseline on main, then (optionally slower) a run of pull request #2 measured as
+/// the PR check measures it: in its `pull_request` event, with no token.
+pub(crate) fn baseline_then_pr(env: &TestEnv, pr_step_ms: &str) {
     let out = env.run("main", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let out = env.run("feature", &[("STEP_MS", pr_step_ms)]);
+    let out = pr_run(env, pr_step_ms);
     assert!(out.status.code().is_some(), "{}", stderr(&out));
+}
+
+/// A run of pull request #2 (head `HEAD_SHA`) in its `pull_request` event, without a token.
+fn pr_run(env: &TestEnv, pr_step_ms: &str) -> Output {
+    let event = env.write(
+        "gh/pr-run-event.json",
+        &fixture("pull_request__opened.payload.json"),
+    );
+    clean(env)
+        .args(["run", "--branch", "feature", "--git-sha", MERGE_SHA])
+        .env("GITHUB_EVENT_NAME", "pull_request")
+        .env("GITHUB_EVENT_PATH", event)
+        .env("STEP_MS", pr_step_ms)
+        .output()
+        .expect("runs")
 }
 
 #[test]
@@ -228,8 +249,12 @@ fn the_first_publish_creates_the_comment_and_the_second_updates_it() {
 
     let requests = gh.requests();
     let created = matching(&requests, "POST", "/issues/2/comments");
-    let updated = matching(&requests, "POST", "/issues/comments/77");
+    let updated = matching(&requests, "PATCH", "/issues/comments/77");
     assert_eq!(created.len(), 1, "one comment created, never duplicated");
+    assert!(
+        matching(&requests, "POST", "/issues/comments/77").is_empty(),
+        "the update uses PATCH, as GitHub documents"
+    );
     assert_eq!(
         updated.len(),
         1,
@@ -258,7 +283,7 @@ fn the_first_publish_creates_the_comment_and_the_second_updates_it() {
         assert_eq!(s.url.path(), format!("/repos/{REPO}/statuses/{HEAD_SHA}"));
         let body: Value = s.body_json().expect("json");
         assert_eq!(body["state"], "success");
-        assert_eq!(body["context"], "utilgate/decode (h100-sxm)");
+        assert_eq!(body["context"], "utilgate/decode");
         assert_eq!(
             body["target_url"],
             "https://github.com/Codertocat/Hello-World/actions/runs/4242"
@@ -287,6 +312,7 @@ fn a_regression_fails_the_status_and_annotates_from_run() {
     let out = cmd
         .args([
             "run",
+            "--trusted",
             "--github",
             "--branch",
             "feature",
@@ -353,7 +379,7 @@ fn a_403_explains_the_permissions_block_and_the_gate_still_decides_the_exit() {
     assert_eq!(listed["runs"].as_array().expect("runs").len(), 2);
 
     // A failed gate keeps exit 1 even when the upload fails.
-    let out = env.run("feature", &[("STEP_MS", "11.5")]);
+    let out = pr_run(&env, "11.5");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let out = publish(&env, &actions, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -399,6 +425,7 @@ fn a_fork_pull_request_gets_files_and_a_warning_and_exits_as_the_gate_says() {
     let out = cmd
         .args([
             "run",
+            "--trusted",
             "--github",
             "--report-dir",
             "out",
@@ -442,6 +469,7 @@ fn a_fork_pull_request_gets_files_and_a_warning_and_exits_as_the_gate_says() {
     let out = cmd
         .args([
             "run",
+            "--trusted",
             "--github",
             "--branch",
             "feature",
@@ -491,6 +519,7 @@ fn the_token_never_appears_in_any_output_report_or_the_store() {
         actions.apply(&mut cmd);
         cmd.args([
             "run",
+            "--trusted",
             "--github",
             "--report-dir",
             "out",

@@ -5,6 +5,8 @@
     reason = "tests start processes and read the environment"
 )]
 
+mod adopt;
+mod checks;
 mod env;
 mod example;
 mod failures;
@@ -16,3 +18,6 @@ mod history;
 mod python;
 mod report;
 mod run;
+mod standin;
+mod trust;
+mod workflows;

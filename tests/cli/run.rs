@@ -136,10 +136,13 @@ fn the_harness_never_sees_the_github_token() {
         "harness.sh",
         r#"printf '{"env": {"token": "%s"}}\n{"steps_ms": [12.0, 12.1, 12.2]}\n' "${GITHUB_TOKEN:-absent}" >> "$UTILGATE_OUT""#,
     );
-    let out = env.run(
-        "feature",
-        &[("GITHUB_TOKEN", "ghp_never_leak_this_0123456789")],
-    );
+    // A trusted run may hold the token; its harness still never inherits it.
+    let out = env
+        .cmd()
+        .args(["run", "--trusted", "--branch", "feature"])
+        .env("GITHUB_TOKEN", "ghp_never_leak_this_0123456789")
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let show = env.json(&["runs", "show"]);
     let cases = show["cases"].as_array().expect("cases");

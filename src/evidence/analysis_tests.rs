@@ -1,0 +1,221 @@
+//! Per-step analysis, diagnosis and diff on real traces from other sources than the HTA goldens
+//! (`tests/fixtures/pytorch_profiler_gpu/`, `tests/fixtures/torch_traces_hta/`) and on small
+//! hand-written traces. Reads fixture files.
+
+use std::path::Path;
+
+use super::analysis::{Options, analyse};
+use super::classify::Category;
+use super::diagnosis::{attention_growth, diagnose};
+use super::diff::diff;
+use super::kineto;
+
+fn load(dir: &str, name: &str) -> super::model::Trace {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(dir)
+        .join(name);
+    super::source::load(&p).expect("fixture loads").1
+}
+
+#[test]
+fn llm_inference_traces_from_three_gpus_analyse() {
+    for (file, min_kernels) in [
+        ("TraceLens__b200__eager_trace.json.gz", 700.0),
+        (
+            "TraceLens__h100__Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+            1000.0,
+        ),
+        (
+            "TraceLens__inference__sglang_decode__sglang_Qwen3-8B_decode.json.gz",
+            500.0,
+        ),
+    ] {
+        let trace = load("pytorch_profiler_gpu", file);
+        let a = analyse(&trace, &Options::default());
+        assert!(a.has_gpu, "{file}");
+        assert!(a.steps_used >= 1, "{file}");
+        assert!(
+            a.step.kernels >= min_kernels,
+            "{file}: {} kernels",
+            a.step.kernels
+        );
+        assert!(
+            a.step.gpu_busy_us > 0.0
+                && a.step.gpu_busy_us <= a.step.wall_us.max(a.step.gpu_busy_us)
+        );
+        assert!((0.0..=1.0).contains(&a.step.gpu_idle_share));
+        let cat_total: f64 = a.categories.values().sum();
+        let kernel_total: f64 = a.kernels.iter().map(|k| k.total_us).sum();
+        assert!(
+            (cat_total - kernel_total).abs() < 1e-6 * cat_total.max(1.0),
+            "{file}"
+        );
+        assert!(
+            a.categories.get(&Category::Gemm).copied().unwrap_or(0.0) > 0.0,
+            "{file}: {:?}",
+            a.categories
+        );
+        assert!(a.step.launches > 0.0, "{file}");
+    }
+}
+
+#[test]
+fn the_b200_vllm_step_is_found_by_its_annotation_and_shows_communication() {
+    let trace = load(
+        "pytorch_profiler_gpu",
+        "TraceLens__b200__eager_trace.json.gz",
+    );
+    let a = analyse(&trace, &Options::default());
+    // vLLM's TP=8 all-reduce runs as multimem kernels.
+    assert!(
+        a.categories
+            .get(&Category::Communication)
+            .copied()
+            .unwrap_or(0.0)
+            > 0.0,
+        "{:?}",
+        a.categories
+    );
+    assert!(
+        a.categories
+            .get(&Category::Normalisation)
+            .copied()
+            .unwrap_or(0.0)
+            > 0.0
+    );
+}
+
+#[test]
+fn a_cpu_only_trace_gives_the_operator_breakdown() {
+    let trace = load(
+        "torch_traces_hta",
+        "cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+    );
+    let a = analyse(&trace, &Options::default());
+    assert!(!a.has_gpu);
+    assert!(!a.operators.is_empty());
+    let d = diagnose(&a, None);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert!(d[0].starts_with("CPU-only trace:"), "{d:?}");
+}
+
+#[test]
+fn ids_above_i64_max_and_amd_traces_read() {
+    let trace = load(
+        "torch_traces_hta",
+        "large_integer_trace__rank-70.Mar_25_20_48_12.2861.pt.trace.json.gz",
+    );
+    assert!(trace.events_seen > 0);
+    let trace = load(
+        "torch_traces_hta",
+        "amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+    );
+    let a = analyse(&trace, &Options::default());
+    assert!(a.has_gpu && a.step.kernels > 0.0);
+}
+
+/// Two steps of a decode loop: three kernels launched back to back, the attention kernel slower in
+/// the second trace, one more copy and a sync.
+fn decode_trace(attn_us: u32, extra_sync: bool) -> String {
+    let mut ev = Vec::new();
+    let mut corr = 1;
+    for step in 0..3u32 {
+        let t0 = step * 1000;
+        ev.push(format!(r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{step}","pid":1,"tid":1,"ts":{t0},"dur":900}}"#));
+        let mut gpu_t = t0 + 20;
+        for (i, (name, dur)) in [
+            ("ampere_bf16_gemm_128x64", 200),
+            ("flash_fwd_splitkv_kernel<Traits<128>>", attn_us),
+            ("rms_norm_kernel", 10),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let launch = t0 + 5 + 5 * u32::try_from(i).expect("small");
+            ev.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{launch},"dur":3,"args":{{"correlation":{corr}}}}}"#));
+            ev.push(format!(r#"{{"ph":"X","cat":"kernel","name":"{name}","pid":0,"tid":7,"ts":{gpu_t},"dur":{dur},"args":{{"stream":7,"correlation":{corr},"device":0}}}}"#));
+            gpu_t += dur + 2;
+            corr += 1;
+        }
+        ev.push(format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":{},"dur":4}}"#,
+            t0 + 4
+        ));
+        if extra_sync {
+            ev.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaStreamSynchronize","pid":1,"tid":1,"ts":{},"dur":50}}"#, t0 + 600));
+        }
+    }
+    format!(r#"{{"traceEvents":[{}]}}"#, ev.join(","))
+}
+
+#[test]
+fn warm_up_is_dropped_and_the_grown_kernel_leads_the_diff() {
+    let then = analyse(
+        &kineto::read(decode_trace(40, false).as_bytes()).expect("valid"),
+        &Options::default(),
+    );
+    let now = analyse(
+        &kineto::read(decode_trace(57, true).as_bytes()).expect("valid"),
+        &Options::default(),
+    );
+    assert_eq!(then.steps_found, 3);
+    assert_eq!(then.steps_used, 2, "the first step is warm-up");
+    assert!((then.step.kernels - 3.0).abs() < 1e-9);
+    assert!((then.step.launches - 3.0).abs() < 1e-9);
+    assert!((then.categories[&Category::Attention] - 40.0).abs() < 1e-9);
+    assert!((then.step.gpu_busy_us - 250.0).abs() < 1e-9);
+    assert!((now.step.syncs - 1.0).abs() < 1e-9);
+    let d = diff(&then, &now);
+    assert_eq!(d.kernels.len(), 1, "{:?}", d.kernels);
+    assert_eq!(d.kernels[0].name, "flash_fwd_splitkv_kernel");
+    let lines = d.lines(5);
+    assert!(
+        lines[0]
+            .starts_with("flash_fwd_splitkv_kernel +42% (40.0 -> 57.0 µs per step; 1 -> 1 calls)"),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l == "host-device syncs per step 0 -> 1"),
+        "{lines:?}"
+    );
+    assert!(
+        diagnose(&now, None)
+            .iter()
+            .any(|s| s.starts_with("synchronisation: 1.0 host-device syncs"))
+    );
+    assert_eq!(
+        attention_growth(&[(4096, &now), (512, &then)]),
+        None,
+        "x1.4 is under the threshold"
+    );
+    let long = analyse(
+        &kineto::read(decode_trace(90, false).as_bytes()).expect("valid"),
+        &Options::default(),
+    );
+    let growth = attention_growth(&[(4096, &long), (512, &then)]).expect("grows");
+    assert_eq!(
+        growth,
+        "attention grows with context: 40.0 µs per step at context 512 -> 90.0 µs at 4096 (x2.2)"
+    );
+}
+
+#[test]
+fn a_trace_without_steps_is_one_step_and_annotations_count_as_steps() {
+    let t = kineto::read(r#"{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":0,"dur":5,"args":{"stream":7}}]}"#.as_bytes()).expect("valid");
+    let a = analyse(&t, &Options::default());
+    assert_eq!(a.step_source, "whole trace");
+    assert_eq!(a.steps_used, 1);
+    let t = kineto::read(
+        r#"{"traceEvents":[
+        {"ph":"X","cat":"user_annotation","name":"decode_step","ts":0,"dur":10},
+        {"ph":"X","cat":"user_annotation","name":"decode_step","ts":10,"dur":10}]}"#
+            .as_bytes(),
+    )
+    .expect("valid");
+    let a = analyse(&t, &Options::default());
+    assert_eq!(a.step_source, "decode_step");
+    assert_eq!(a.steps_used, 2, "two steps: nothing dropped as warm-up");
+}

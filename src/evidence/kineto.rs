@@ -1,0 +1,430 @@
+//! Streaming reader of Kineto / Chrome-trace JSON (torch.profiler `export_chrome_trace`,
+//! `tensorboard_trace_handler`) into the evidence model. Pure over any `Read`: the caller opens the
+//! file (see `source.rs`).
+//!
+//! Each element of `traceEvents` is deserialised into a typed event with only the fields the model
+//! needs and dropped at once, so memory holds the compact records, never the JSON (a whole-file
+//! `serde_json::Value` parses about 6x slower; shared/CRATES.md). Accepted variations: `pid`/`tid`
+//! as strings or integers, ids above `i64::MAX`, integer or fractional timestamps, a bare JSON
+//! array instead of the `{"traceEvents": [...]}` object.
+
+use std::fmt;
+use std::io::Read;
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use super::model::{CpuKind, CpuOp, GpuKind, GpuOp, Trace};
+
+/// Why a trace could not be read. The position is the reader's line and column.
+#[derive(Debug, thiserror::Error)]
+pub enum KinetoError {
+    #[error("malformed trace JSON at line {line}, column {column}: {source}")]
+    Malformed {
+        line: usize,
+        column: usize,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("the trace ends early (truncated) at line {line}, column {column}")]
+    Truncated { line: usize, column: usize },
+    #[error("failed to read the trace: {0}")]
+    Io(#[source] std::io::Error),
+    #[error("the trace holds no traceEvents")]
+    NoEvents,
+}
+
+impl KinetoError {
+    #[must_use]
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            KinetoError::Malformed { .. } => Some(
+                "old Kineto versions wrote unescaped quotes in names; re-export the trace with a current torch.profiler"
+                    .into(),
+            ),
+            KinetoError::Truncated { .. } => {
+                Some("the profiler was probably killed while writing; record the trace again".into())
+            }
+            KinetoError::NoEvents => {
+                Some("torch.profiler writes {\"traceEvents\": [...]}; is this a trace file?".into())
+            }
+            KinetoError::Io(_) => None,
+        }
+    }
+}
+
+impl From<serde_json::Error> for KinetoError {
+    fn from(e: serde_json::Error) -> Self {
+        if e.is_io() {
+            // serde_json keeps the io::Error as the source; rebuild an io error from its text.
+            return KinetoError::Io(std::io::Error::other(e.to_string()));
+        }
+        if e.is_eof() {
+            return KinetoError::Truncated {
+                line: e.line(),
+                column: e.column(),
+            };
+        }
+        KinetoError::Malformed {
+            line: e.line(),
+            column: e.column(),
+            source: e,
+        }
+    }
+}
+
+/// Reads a whole trace from `input` (already decompressed).
+pub fn read(input: impl Read) -> Result<Trace, KinetoError> {
+    let reader = std::io::BufReader::with_capacity(1 << 16, input);
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let mut builder = Builder::default();
+    TopSeed(&mut builder).deserialize(&mut de)?;
+    de.end()?;
+    if !builder.saw_events {
+        return Err(KinetoError::NoEvents);
+    }
+    Ok(builder.trace)
+}
+
+#[derive(Default)]
+struct Builder {
+    trace: Trace,
+    saw_events: bool,
+}
+
+impl Builder {
+    fn push(&mut self, ev: RawEvent<'_>) {
+        self.trace.events_seen += 1;
+        let (Some(ts), Some(dur)) = (ev.ts, ev.dur) else {
+            return;
+        };
+        // Only complete events carry a duration ("X"); a missing ph is read as complete too.
+        if ev.ph.as_deref().is_some_and(|ph| ph != "X") {
+            return;
+        }
+        let cat = ev.cat.as_deref().unwrap_or("");
+        if cat == "Trace" {
+            return; // the profiler's own span
+        }
+        if ts.float || dur.float {
+            self.trace.float_timestamps = true;
+        }
+        let name = self.trace.names.intern(ev.name.as_deref().unwrap_or(""));
+        let args = ev.args.unwrap_or_default();
+        let correlation = args.correlation.and_then(Id::into_i64).unwrap_or(-1);
+        if let Some(stream) = args.stream.and_then(Id::into_i64) {
+            let kind = match cat {
+                "kernel" | "Kernel" => GpuKind::Kernel,
+                "gpu_memcpy" | "Memcpy" => GpuKind::Memcpy,
+                "gpu_memset" | "Memset" => GpuKind::Memset,
+                "cuda_sync" => GpuKind::Sync,
+                _ => GpuKind::Other,
+            };
+            self.trace.gpu.push(GpuOp {
+                ts: ts.value,
+                dur: dur.value,
+                name,
+                kind,
+                stream,
+                device: args.device.and_then(Id::into_i64).unwrap_or(-1),
+                correlation,
+                bytes: args.bytes.and_then(Id::into_u64),
+            });
+        } else {
+            let kind = match cat {
+                "cpu_op" | "Operator" => CpuKind::Operator,
+                "user_annotation" => CpuKind::Annotation,
+                "gpu_user_annotation" => CpuKind::GpuAnnotation,
+                "cuda_runtime" | "Runtime" => CpuKind::Runtime,
+                "cuda_driver" => CpuKind::Driver,
+                "python_function" => CpuKind::Python,
+                _ => CpuKind::Other,
+            };
+            self.trace.cpu.push(CpuOp {
+                ts: ts.value,
+                dur: dur.value,
+                name,
+                kind,
+                correlation,
+            });
+        }
+    }
+}
+
+/// The top level: an object with `traceEvents` (and `distributedInfo`), or a bare event array.
+struct TopSeed<'b>(&'b mut Builder);
+
+impl<'de> DeserializeSeed<'de> for TopSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for TopSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a trace object with traceEvents, or an array of trace events")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "traceEvents" => {
+                    self.0.saw_events = true;
+                    map.next_value_seed(EventsSeed(self.0))?;
+                }
+                "distributedInfo" => {
+                    let info: DistributedInfo = map.next_value()?;
+                    self.0.trace.rank = info.rank.and_then(Id::into_i64);
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
+        self.0.saw_events = true;
+        EventsSeed(self.0).visit_seq(seq)
+    }
+}
+
+struct EventsSeed<'b>(&'b mut Builder);
+
+impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EventsSeed<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an array of trace events")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(ev) = seq.next_element::<RawEvent<'de>>()? {
+            self.0.push(ev);
+        }
+        Ok(())
+    }
+}
+
+#[derive(Deserialize)]
+struct DistributedInfo {
+    #[serde(default)]
+    rank: Option<Id>,
+}
+
+/// One trace event: only the fields the model reads; the rest are skipped unparsed.
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(default, borrow)]
+    ph: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    cat: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    ts: Option<Time>,
+    #[serde(default)]
+    dur: Option<Time>,
+    #[serde(default)]
+    args: Option<RawArgs>,
+}
+
+#[derive(Deserialize, Default)]
+struct RawArgs {
+    #[serde(default)]
+    stream: Option<Id>,
+    #[serde(default)]
+    correlation: Option<Id>,
+    #[serde(default)]
+    device: Option<Id>,
+    #[serde(default)]
+    bytes: Option<Id>,
+}
+
+/// A timestamp or duration in microseconds, integer or fractional (or a numeric string).
+#[derive(Debug, Clone, Copy)]
+struct Time {
+    value: f64,
+    float: bool,
+}
+
+impl<'de> Deserialize<'de> for Time {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Time;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a time in microseconds")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Time, E> {
+                Ok(Time {
+                    value: v as f64,
+                    float: false,
+                })
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Time, E> {
+                Ok(Time {
+                    value: v as f64,
+                    float: false,
+                })
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Time, E> {
+                Ok(Time {
+                    value: v,
+                    float: true,
+                })
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Time, E> {
+                let value: f64 = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| E::custom(format!("time {v:?} is not a number")))?;
+                Ok(Time {
+                    value,
+                    float: v.contains(['.', 'e', 'E']),
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// An id (pid, tid, stream, correlation, rank): an integer of any size, a float, a string or null.
+#[derive(Debug, Clone)]
+enum Id {
+    Int(i128),
+    Text(String),
+    Null,
+}
+
+impl Id {
+    fn into_i64(self) -> Option<i64> {
+        match self {
+            Id::Int(v) => i64::try_from(v).ok(),
+            Id::Text(s) => s.trim().parse().ok(),
+            Id::Null => None,
+        }
+    }
+
+    fn into_u64(self) -> Option<u64> {
+        match self {
+            Id::Int(v) => u64::try_from(v).ok(),
+            Id::Text(s) => s.trim().parse().ok(),
+            Id::Null => None,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Id;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an integer or string id")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Id, E> {
+                Ok(Id::Int(i128::from(v)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Id, E> {
+                Ok(Id::Int(i128::from(v)))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Id, E> {
+                // Python's int() truncates, as HTA does with a float stream number.
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    reason = "ids are integral; a fraction is dropped like int()"
+                )]
+                Ok(if v.is_finite() {
+                    Id::Int(v.trunc() as i128)
+                } else {
+                    Id::Null
+                })
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Id, E> {
+                Ok(Id::Text(v.to_owned()))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Id, E> {
+                Ok(Id::Null)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Id, E> {
+                Ok(Id::Null)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Trace, KinetoError> {
+        read(s.as_bytes())
+    }
+
+    #[test]
+    fn reads_kernels_runtime_and_ids_of_any_shape() {
+        let t = parse(
+            r#"{"distributedInfo": {"rank": 3}, "traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": "stream 7", "ts": 10.5, "dur": 2,
+             "args": {"stream": 7, "correlation": 18446744073709551615, "device": 0}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": "host", "tid": 1, "ts": 9, "dur": 1,
+             "args": {"correlation": 5, "Comms Id": 18446744073709551615}},
+            {"ph": "M", "name": "process_name", "pid": 0, "args": {"name": "x"}},
+            {"ph": "f", "id": 5, "pid": 0, "tid": 7, "ts": 10, "cat": "ac2g", "name": "ac2g", "bp": "e"}
+        ]}"#,
+        )
+        .expect("valid");
+        assert_eq!(t.rank, Some(3));
+        assert_eq!(t.events_seen, 4);
+        assert_eq!(t.gpu.len(), 1);
+        assert_eq!(t.gpu[0].stream, 7);
+        assert_eq!(
+            t.gpu[0].correlation, -1,
+            "a u64 above i64::MAX is no usable correlation"
+        );
+        assert!(t.float_timestamps);
+        assert_eq!(t.cpu.len(), 1);
+        assert_eq!(t.cpu[0].kind, CpuKind::Runtime);
+        assert_eq!(t.cpu[0].correlation, 5);
+    }
+
+    #[test]
+    fn a_bare_array_is_a_trace() {
+        let t = parse(r#"[{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 3}]"#)
+            .expect("valid");
+        assert_eq!(t.cpu.len(), 1);
+        assert!(!t.float_timestamps);
+    }
+
+    #[test]
+    fn unescaped_quotes_are_a_malformed_error_with_a_position() {
+        let err = parse("{\"traceEvents\": [\n{\"ph\": \"X\", \"name\": \"at::\"foo\"\", \"ts\": 1, \"dur\": 1}]}")
+            .expect_err("malformed");
+        assert!(
+            matches!(err, KinetoError::Malformed { line: 2, .. }),
+            "{err:?}"
+        );
+        assert!(err.hint().is_some());
+    }
+
+    #[test]
+    fn truncation_and_empty_objects_are_typed() {
+        let err = parse(r#"{"traceEvents": [{"ph": "X", "ts": 1"#).expect_err("truncated");
+        assert!(matches!(err, KinetoError::Truncated { .. }), "{err:?}");
+        let err = parse(r#"{"schemaVersion": 1}"#).expect_err("no events");
+        assert!(matches!(err, KinetoError::NoEvents));
+        let err = read(&b"{\"traceEvents\": [{\"name\": \"\xff\"}]}"[..]).expect_err("not utf-8");
+        assert!(matches!(err, KinetoError::Malformed { .. }), "{err:?}");
+    }
+}

@@ -1,0 +1,25 @@
+//! Evidence: why a case got slower. Readers (Kineto traces today; Nsight Systems and Nsight
+//! Compute next) feed one evidence model, analysed per step, diagnosed and diffed against the
+//! baseline's evidence. Pure but the readers: `source.rs` opens files. Declarations only.
+
+pub mod analysis;
+pub mod classify;
+pub mod diagnosis;
+pub mod diff;
+pub mod hta;
+pub mod kineto;
+pub mod model;
+pub mod source;
+
+#[cfg(test)]
+mod analysis_tests;
+#[cfg(test)]
+mod hta_golden;
+
+pub use analysis::{Analysis, NameStat, Options, StepSummary, analyse};
+pub use classify::{Category, Classifier};
+pub use diagnosis::{attention_growth, diagnose};
+pub use diff::{Change, TraceDiff, diff};
+pub use kineto::KinetoError;
+pub use model::{CpuKind, CpuOp, GpuKind, GpuOp, NameId, Names, Trace};
+pub use source::{TraceFileError, load};
