@@ -157,6 +157,13 @@ pub enum Error {
     NoSuchCase { run: i64, case: String },
     #[error("run {run} holds no analysed trace for {case}")]
     NoTrace { run: i64, case: String },
+    /// A command-line value that parses but cannot be used, with the fix.
+    #[error("{arg}: {problem}")]
+    Argument {
+        arg: String,
+        problem: String,
+        fix: String,
+    },
 }
 
 impl Error {
@@ -224,6 +231,7 @@ impl Error {
             Error::TraceNeedsCase { run } | Error::NoSuchCase { run, .. } => {
                 Some(format!("`utilgate runs show {run}` lists its cases"))
             }
+            Error::Argument { fix, .. } => Some(fix.clone()),
             Error::NoTrace { .. } => Some(
                 "traces are captured by suites with trace = true or `utilgate run --trace`".into(),
             ),

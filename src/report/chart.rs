@@ -163,6 +163,7 @@ pub fn verdict_svg(points: &[TrendPoint], guide: &ChartGuide) -> String {
             );
         }
     }
+    super::render::change_point_marks(&mut svg, &usable, &x_of, TOP, H - BOTTOM);
     let path: Vec<String> = usable
         .iter()
         .map(|(i, _, v)| format!("{},{}", num(x_of(*i)), num(y_of(*v))))
@@ -174,7 +175,7 @@ pub fn verdict_svg(points: &[TrendPoint], guide: &ChartGuide) -> String {
     );
     for (i, p, v) in &usable {
         let sha = p.git_sha.as_deref().map_or_else(String::new, |s| {
-            format!(" @ {}", escape(&s.chars().take(12).collect::<String>()))
+            format!(" @ {}", escape(super::format::short_sha(s)))
         });
         let _ = write!(
             svg,

@@ -8,6 +8,7 @@ pub mod floor;
 pub mod format;
 mod github_text;
 pub mod gpus;
+pub mod history;
 mod human;
 pub mod probe;
 mod render;

@@ -333,7 +333,8 @@ pub fn sparkline(points: &[TrendPoint]) -> String {
 }
 
 /// An inline SVG line chart of a case's utilisation over its recent runs (oldest left), the
-/// current run highlighted, each point with a tooltip. No scripts, no external resources.
+/// current run highlighted, each point with a tooltip, change points marked by a dashed line.
+/// No scripts, no external resources.
 #[must_use]
 pub fn history_svg(points: &[TrendPoint]) -> String {
     const W: f64 = 480.0;
@@ -402,6 +403,7 @@ pub fn history_svg(points: &[TrendPoint]) -> String {
         W - RIGHT,
         H - 6.0
     );
+    change_point_marks(&mut svg, &usable, &x_of, TOP, H - BOTTOM);
     let path: Vec<String> = usable
         .iter()
         .map(|(i, _, v)| {
@@ -434,6 +436,29 @@ pub fn history_svg(points: &[TrendPoint]) -> String {
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// Change points of the utilisation series (`compare::change_points`, default detector): a
+/// dashed line where the new level starts.
+pub(super) fn change_point_marks(
+    svg: &mut String,
+    usable: &[(usize, &TrendPoint, f64)],
+    x_of: &dyn Fn(usize) -> f64,
+    top: f64,
+    bottom: f64,
+) {
+    let series: Vec<f64> = usable.iter().map(|u| u.2).collect();
+    for c in crate::compare::change_points(&series, &crate::compare::Detector::default())
+        .unwrap_or_default()
+    {
+        let (i, p, _) = usable[c.index];
+        let x = super::format::fixed(x_of(i), 1);
+        let _ = write!(
+            svg,
+            r##"<line class="changepoint" x1="{x}" y1="{top}" x2="{x}" y2="{bottom}" stroke="#bf8700" stroke-dasharray="4 3"><title>change point at run {}: utilisation {:+.1}%</title></line>"##,
+            p.run_id, c.magnitude.change_pct,
+        );
+    }
 }
 
 fn xml_escape(s: &str) -> String {

@@ -15,6 +15,7 @@ mod front;
 mod gate;
 mod github;
 mod gpu;
+mod history;
 mod inject;
 mod lost;
 mod measurements;
