@@ -176,6 +176,7 @@ fn new_run(i: usize, keys: &[CaseKey], rng: &mut StdRng) -> NewRun {
         utilgate_version: "0.1.0".into(),
         config_json: Some(json!({"gate": {"max_drop_pct": 3.0}, "suites": ["decode", "prefill"]})),
         promote_reason: "passed the gate on main".into(),
+        canary_json: None,
         results: keys.iter().map(|k| new_result(k, rng, on_main)).collect(),
     }
 }

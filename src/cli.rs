@@ -103,6 +103,15 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the man page (roff) to stdout.
     Man(ManArgs),
+    /// One case's nightly history on the baseline branch: change points, each with its night,
+    /// size and what arrived (commits, environment, GPU), and any slow slide.
+    ///
+    /// Example: utilgate history decode/llama-3.1-8b/bf16/decode/b8/c4096
+    History(HistoryArgs),
+    /// Change points and slides over every case's nightly history.
+    ///
+    /// Example: utilgate changes --since 2026-11-01
+    Changes(ChangesArgs),
     /// Analyse profiler traces (torch.profiler / Kineto JSON, .json.gz, or a
     /// `tensorboard_trace_handler` directory): per-step breakdown, diagnosis, and the diff of two.
     #[command(subcommand)]
@@ -111,6 +120,40 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct GpusArgs {
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+/// How the change-point detector runs (docs/nightly.md).
+#[derive(Debug, Args, Clone)]
+pub struct DetectorArgs {
+    /// Nights of history to read per case (newest).
+    #[arg(long, default_value_t = 120)]
+    pub nights: usize,
+    /// Largest p-value of a reported change point: the chance of a false one on a case
+    /// without any change.
+    #[arg(long, default_value_t = 0.01)]
+    pub max_pvalue: f64,
+    /// Shuffles of the permutation test (the smallest reachable p-value is 1/(n+1)).
+    #[arg(long, default_value_t = 199)]
+    pub permutations: u32,
+    /// Seed of the permutation test (the same seed gives the same answer).
+    #[arg(long, default_value_t = 0x5eed)]
+    pub seed: u64,
+    /// Restrict to one GPU SKU.
+    #[arg(long)]
+    pub gpu: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The case as printed by `utilgate run` (suite/model/precision/phase/bB/cC), or a part of
+    /// it that names one case.
+    pub case: String,
+    #[command(flatten)]
+    pub detector: DetectorArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
     #[command(flatten)]
     pub format: FormatArgs,
 }
@@ -184,6 +227,22 @@ pub struct ImportServeArgs {
     /// Never move baselines, even on the baseline branch.
     #[arg(long)]
     pub no_promote: bool,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct ChangesArgs {
+    /// Only change points from this date on (YYYY-MM-DD, UTC, or an RFC 3339 time).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only this suite.
+    #[arg(long)]
+    pub suite: Option<String>,
+    #[command(flatten)]
+    pub detector: DetectorArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
     #[command(flatten)]
     pub format: FormatArgs,
 }

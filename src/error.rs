@@ -159,6 +159,13 @@ pub enum Error {
     NoTrace { run: i64, case: String },
     #[error("{what} is not available for suites of kind = \"serve\" (selected: {})", suites.join(", "))]
     ServeSuiteUnsupported { what: String, suites: Vec<String> },
+    /// A command-line value that parses but cannot be used, with the fix.
+    #[error("{arg}: {problem}")]
+    Argument {
+        arg: String,
+        problem: String,
+        fix: String,
+    },
 }
 
 impl Error {
@@ -231,6 +238,7 @@ impl Error {
             Error::ServeSuiteUnsupported { .. } => Some(
                 "run the service suites in a `utilgate run --suite NAME` of their own without it; their report is printed (terminal or --format json) and stored".into(),
             ),
+            Error::Argument { fix, .. } => Some(fix.clone()),
             Error::NoTrace { .. } => Some(
                 "traces are captured by suites with trace = true or `utilgate run --trace`".into(),
             ),

@@ -412,6 +412,7 @@ fn import(args: &BaselineImportArgs) -> Result<Outcome, Error> {
                     serde_json::json!({ "imported_from": path.display().to_string() }),
                 ),
                 promote_reason: String::new(),
+                canary_json: None,
                 results,
             };
             let reason = if reason.is_empty() {

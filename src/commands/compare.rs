@@ -42,6 +42,9 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
         })
         .collect();
     let suites: BTreeSet<String> = inputs.iter().map(|c| c.key.suite.clone()).collect();
+    let canary: Option<crate::compare::Canary> = store
+        .run_canary(run.summary.id)?
+        .and_then(|j| serde_json::from_value(j).ok());
     // Without --against, the run is judged against the baselines it was judged against when it
     // ran: those in place before it started (it may have become the baseline itself since).
     let against = against_run
@@ -54,6 +57,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
         &suites,
         config.as_ref(),
         &against,
+        canary.as_ref(),
     )?;
     let fail_on = fail_on(config.as_ref());
     let report = RunReport::build(&run, &judgements, &fail_on, false);

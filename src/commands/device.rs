@@ -45,12 +45,10 @@ pub fn device_spec(
     if gpu.measure_host_bandwidth {
         let cache = host_cache(store_path);
         let now = crate::commands::now().to_string();
-        let measured =
-            crate::measure::host::best_measured(&cache, &hostname(), &now).map_err(|source| {
-                Error::Io {
-                    path: cache,
-                    source,
-                }
+        let measured = crate::measure::host::pinned_or_measured(&cache, &hostname(), &now)
+            .map_err(|source| Error::Io {
+                path: cache,
+                source,
             })?;
         let name = gpu.name.clone().unwrap_or_else(|| HOST_CPU.to_owned());
         return Ok(GpuSpec::declared(

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::case::CaseKey;
-use crate::compare::{self, Evidence, Policy};
+use crate::compare::{self, Canary, Evidence, Night, Policy, Reference};
 use crate::config::{Config, GateConfig};
 use crate::error::Error;
 use crate::store::{BaselineMoveKind, CaseFilter, Store, StoredResult, StoredRun};
@@ -47,15 +47,29 @@ pub fn policy_for(config: Option<&Config>, key: &CaseKey) -> Policy {
     let threshold = config
         .and_then(|c| c.suites.iter().find(|s| s.name == key.suite))
         .map_or(gate.max_drop_pct, |s| s.max_drop_pct_for(key, gate));
+    let gate_on = config
+        .and_then(|c| c.suites.iter().find(|s| s.name == key.suite))
+        .and_then(|s| s.gate_on.clone())
+        .unwrap_or_else(|| gate.gate_on.clone());
     Policy {
         max_drop_pct: threshold,
         family_alpha: gate.family_alpha,
         confirm_repeats: gate.confirm_repeats as usize,
+        gate_on,
+        stat_max_drop_pct: gate.stat_max_drop_pct.clone(),
         ..Policy::default()
     }
 }
 
-/// Judge every case. `suites` limits which baselines count as missing when absent from `cases`.
+/// The suite's repeats: the weight one night of a case carries in a reference at most.
+fn nominal_repeats(config: Option<&Config>, key: &CaseKey) -> usize {
+    config
+        .and_then(|c| c.suites.iter().find(|s| s.name == key.suite))
+        .map_or(3, |s| s.repeats as usize)
+}
+
+/// Judge every case. `suites` limits which baselines count as missing when absent from `cases`;
+/// `canary` is the machine canary of the run being judged, if it had one.
 pub fn judge(
     store: &Store,
     gpu_sku: &str,
@@ -63,10 +77,11 @@ pub fn judge(
     suites: &BTreeSet<String>,
     config: Option<&Config>,
     against: &Against<'_>,
+    canary: Option<&Canary>,
 ) -> Result<Vec<Judgement>, Error> {
     let mut out = cases
         .iter()
-        .map(|case| judge_case(store, gpu_sku, case, cases.len(), config, against))
+        .map(|case| judge_case(store, gpu_sku, case, cases.len(), config, against, canary))
         .collect::<Result<Vec<_>, _>>()?;
     out.extend(missing(store, gpu_sku, cases, suites, config, against)?);
     Ok(out)
@@ -80,13 +95,14 @@ pub fn judge_case(
     cases_in_grid: usize,
     config: Option<&Config>,
     against: &Against<'_>,
+    canary: Option<&Canary>,
 ) -> Result<Judgement, Error> {
     let history_runs = config.map_or(GateConfig::default().history_runs, |c| c.gate.history_runs);
     let m = cases_in_grid.max(1);
     let policy = policy_for(config, &case.key);
-    let (baseline, history) = match against {
-        Against::Pinned => lineage(store, &case.key, gpu_sku, None, history_runs)?,
-        Against::PinnedAsOf(t) => lineage(store, &case.key, gpu_sku, Some(*t), history_runs)?,
+    let (baseline, since) = match against {
+        Against::Pinned => pinned_and_since(store, &case.key, gpu_sku, None, config)?,
+        Against::PinnedAsOf(t) => pinned_and_since(store, &case.key, gpu_sku, Some(*t), config)?,
         Against::Run(run) => (
             run.results.iter().find(|r| r.key == case.key).cloned(),
             Vec::new(),
@@ -95,30 +111,24 @@ pub fn judge_case(
     let decision = if let Some(message) = &case.error {
         compare::error_decision(message)
     } else {
-        let floor_ms = case.floor_ms.unwrap_or(f64::NAN);
+        let nominal = nominal_repeats(config, &case.key);
         let current = Evidence {
-            repeats_ms: &case.repeats_ms,
-            floor_ms,
+            repeats_ms: compare::confirm_evidence(&case.repeats_ms, nominal),
+            floor_ms: case.floor_ms.unwrap_or(f64::NAN),
         };
-        let history_evidence: Vec<Evidence<'_>> = history
+        let canaries = run_canaries(store, baseline.iter().chain(since.iter()))?;
+        let since_nights: Vec<Night<'_>> = since
             .iter()
-            .filter_map(|r| {
-                r.floor_ms.map(|floor_ms| Evidence {
-                    repeats_ms: &r.repeats_ms,
-                    floor_ms,
-                })
-            })
+            .filter_map(|r| night(r, &canaries, nominal))
             .collect();
-        let base_evidence = baseline.as_ref().and_then(|b| {
-            b.floor_ms.map(|floor_ms| Evidence {
-                repeats_ms: &b.repeats_ms,
-                floor_ms,
-            })
-        });
-        compare::decide(
-            base_evidence.as_ref(),
+        let reference: Option<Reference<'_>> = baseline
+            .as_ref()
+            .and_then(|r| night(r, &canaries, nominal))
+            .map(|pinned| compare::reference(pinned, &since_nights, history_runs));
+        compare::decide_against(
+            reference.as_ref(),
             &current,
-            &history_evidence,
+            canary,
             &policy,
             m,
             gpu_guard(case, baseline.as_ref()).as_deref(),
@@ -136,6 +146,115 @@ pub fn judge_case(
         env_changes,
         threshold_pct: policy.max_drop_pct,
     })
+}
+
+/// A stored result as a candidate for a reference (`None` without a floor).
+fn night<'a>(
+    r: &'a StoredResult,
+    canaries: &'a BTreeMap<i64, Canary>,
+    nominal_repeats: usize,
+) -> Option<Night<'a>> {
+    Some(Night {
+        evidence: Evidence {
+            repeats_ms: &r.repeats_ms,
+            floor_ms: r.floor_ms?,
+        },
+        eligible: stored_eligible(r),
+        nominal_repeats,
+        canary: canaries.get(&r.run_id.0),
+    })
+}
+
+/// Whether a stored result may pool into a reference: by its stored decision when it has one,
+/// else (a result stored before decisions said so) by its verdict.
+fn stored_eligible(r: &StoredResult) -> bool {
+    if r.error.is_some() {
+        return false;
+    }
+    r.decision_json
+        .as_ref()
+        .and_then(|j| serde_json::from_value::<compare::Decision>(j.clone()).ok())
+        .map_or_else(
+            || {
+                matches!(
+                    r.verdict,
+                    Some(crate::case::Verdict::Pass | crate::case::Verdict::Improved)
+                )
+            },
+            |d| compare::eligible(&d),
+        )
+}
+
+/// The stored canaries of the runs these results came from, by run id.
+fn run_canaries<'a>(
+    store: &Store,
+    results: impl Iterator<Item = &'a StoredResult>,
+) -> Result<BTreeMap<i64, Canary>, Error> {
+    let mut out = BTreeMap::new();
+    for r in results {
+        if out.contains_key(&r.run_id.0) {
+            continue;
+        }
+        if let Some(c) = store
+            .run_canary(r.run_id)?
+            .and_then(|j| serde_json::from_value::<Canary>(j).ok())
+        {
+            out.insert(r.run_id.0, c);
+        }
+    }
+    Ok(out)
+}
+
+/// A case's pinned baseline (as of `as_of`, or now) and the candidates to pool with it: the
+/// case's results on the baseline branch since its lineage began (the last accept or import,
+/// else the first baseline), newest first, without the baseline itself, with its floor, at
+/// most a few times `history_runs` of them (`compare::reference` picks the eligible ones).
+fn pinned_and_since(
+    store: &Store,
+    key: &CaseKey,
+    gpu_sku: &str,
+    as_of: Option<jiff::Timestamp>,
+    config: Option<&Config>,
+) -> Result<(Option<StoredResult>, Vec<StoredResult>), Error> {
+    let gate = config.map_or_else(GateConfig::default, |c| c.gate.clone());
+    let Some(baseline) = lineage(store, key, gpu_sku, as_of, 0)?.0 else {
+        return Ok((None, Vec::new()));
+    };
+    // Where the lineage began (its last accept or import, else its first baseline): nothing
+    // measured before it is pooled.
+    let events: Vec<_> = store
+        .baseline_history(&CaseFilter::Key(key.clone()), Some(gpu_sku))?
+        .into_iter()
+        .filter(|e| as_of.is_none_or(|t| e.moved_at < t))
+        .collect();
+    let start_id = events
+        .iter()
+        .position(|e| e.kind != BaselineMoveKind::Promote)
+        .map_or_else(|| events.last(), |i| events.get(i))
+        .map_or(baseline.id, |e| e.result_id);
+    let start = store
+        .results_by_id(&[start_id])?
+        .first()
+        .map_or(baseline.started_at, |r| {
+            r.started_at.min(baseline.started_at)
+        });
+    let same_floor = |r: &StoredResult| match (r.floor_ms, baseline.floor_ms) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-3 * b.abs(),
+        _ => false,
+    };
+    let since = store
+        .case_history(key, gpu_sku, gate.history_runs.saturating_mul(4).max(8) + 8)?
+        .into_iter()
+        .filter(|r| {
+            r.id != baseline.id
+                && r.branch.as_deref() == Some(gate.baseline_branch.as_str())
+                && r.started_at >= start
+                && as_of.is_none_or(|t| r.started_at < t)
+                && r.error.is_none()
+                && same_floor(r)
+        })
+        .collect();
+    Ok((Some(baseline), since))
 }
 
 /// Judgements for the cases with a baseline that this run did not measure.

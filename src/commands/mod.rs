@@ -10,6 +10,7 @@ pub mod evidence;
 pub mod floor;
 pub mod gpu_run;
 pub mod gpus;
+pub mod history;
 pub mod import;
 pub mod judge;
 pub mod probe;
@@ -108,6 +109,8 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Completions(args) => gpus::completions(args),
         Command::Man(args) => gpus::man(args),
         Command::Import(ImportCommand::Serve(args)) => serve::import_serve(args),
+        Command::History(args) => history::history(args),
+        Command::Changes(args) => history::changes(args),
         Command::Trace(TraceCommand::Show(args)) => trace::show(args),
         Command::Trace(TraceCommand::Diff(args)) => trace::diff_cmd(args),
     }

@@ -426,8 +426,20 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     let started_at = journal.started_at.unwrap_or_else(crate::commands::now);
     let evidence_options = crate::commands::evidence::options(&config.evidence)?;
     let mut evidence: Vec<crate::store::NewEvidence> = Vec::new();
+    // The machine canary before the cases (and after them, below), stored with the run.
+    let mut canary = config.canary.enabled.then(crate::compare::Canary::default);
+    let measure_canary = |canary: &mut Option<crate::compare::Canary>| {
+        if let Some(c) = canary.as_mut()
+            && let Err(e) = crate::measure::canary::measure(&config.canary, &loaded.dir, c)
+        {
+            progress.warn(&format!("{e}; this run has no canary"));
+            *canary = None;
+        }
+    };
+    measure_canary(&mut canary);
     let mut inputs = Vec::with_capacity(plans.len());
     let mut measured_all = Vec::with_capacity(plans.len());
+    let mut process_variance = Vec::with_capacity(plans.len());
     for plan in &plans {
         progress.start_case(&plan.key.to_string());
         let recovered = journal.recovered.remove(&plan.key);
@@ -449,9 +461,16 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
             measured.stderr_tail = measured.stderr_tail.as_deref().map(crate::redact::redact);
             journal.journal.append(&plan.key, &measured)?;
         }
+        let mut variance = None;
         for warning in stats::steady_state_warnings(&measured.repeats_ms) {
-            progress.warn(&format!("{}: {warning}", plan.key));
+            // Process variance is worth a word only where it limits the verdict (below).
+            if matches!(warning, stats::SteadyStateWarning::ProcessVariance { .. }) {
+                variance = Some(warning);
+            } else {
+                progress.warn(&format!("{}: {warning}", plan.key));
+            }
         }
+        process_variance.push(variance);
         progress.finish_case(&plan.key.to_string(), measured.error.as_deref());
         inputs.push(CaseInput {
             key: plan.key.clone(),
@@ -464,6 +483,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         });
         measured_all.push(measured);
     }
+    measure_canary(&mut canary);
     progress.clear();
 
     let suite_names: BTreeSet<String> = suites.iter().map(|s| s.name.clone()).collect();
@@ -474,6 +494,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         &suite_names,
         Some(config),
         &Against::Pinned,
+        canary.as_ref(),
     )?;
 
     // Re-measure suspected regressions in fresh processes before failing them.
@@ -486,10 +507,14 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
             progress.warn(&format!(
                 "{}: suspect ({}); re-measuring in {} fresh processes before deciding",
                 plan.key,
-                judgements[i]
-                    .decision
-                    .drop_pct
-                    .map_or_else(|| "noise".to_owned(), |d| format!("utilisation {d:+.1}%")),
+                judgements[i].decision.drop_pct.map_or_else(
+                    || "noise".to_owned(),
+                    |d| if d >= 0.0 {
+                        format!("utilisation fell {d:.1}%")
+                    } else {
+                        format!("utilisation rose {:.1}%", -d)
+                    }
+                ),
                 config.gate.confirm_repeats
             ));
             runner.measure(
@@ -509,14 +534,31 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
                 inputs.len(),
                 Some(config),
                 &Against::Pinned,
+                canary.as_ref(),
             )?;
             judgements[i].decision.reasons.push(format!(
-                "Re-measured in {} fresh processes before deciding (confirm_repeats).",
+                "Re-measured in {} fresh processes before deciding (confirm_repeats); the \
+                 verdict rests on those fresh processes, not on the ones that made it a suspect.",
                 config.gate.confirm_repeats
             ));
         }
     }
 
+    for ((plan, judgement), warning) in plans.iter().zip(&judgements).zip(&process_variance) {
+        let limits = judgement
+            .decision
+            .resolution_pct
+            .is_some_and(|r| r > judgement.threshold_pct);
+        if let Some(warning) = warning.as_ref().filter(|_| limits) {
+            progress.warn(&format!(
+                "{}: {warning} (it limits this case: only a drop above {:.1}% could be \
+                 confirmed against the {}% threshold)",
+                plan.key,
+                judgement.decision.resolution_pct.unwrap_or(f64::NAN),
+                judgement.threshold_pct
+            ));
+        }
+    }
     let verdicts: Vec<Verdict> = judgements.iter().map(|j| j.decision.verdict).collect();
     let gate_failed = compare::gate_failed(verdicts.iter().copied(), &config.gate.fail_on);
     let on_baseline_branch = meta.branch.as_deref() == Some(config.gate.baseline_branch.as_str());
@@ -574,6 +616,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         config_json: serde_json::to_value(config).ok(),
         promote_reason: format!("run passed the gate on {}", config.gate.baseline_branch),
         results,
+        canary_json: canary.as_ref().and_then(|c| serde_json::to_value(c).ok()),
     };
     if cancel.load(Ordering::SeqCst) {
         return Err(Error::Interrupted);

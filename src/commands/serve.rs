@@ -175,6 +175,7 @@ pub fn judge_and_store(
         config_json: plan.config_json.clone(),
         promote_reason: format!("run passed the gate on {}", plan.gate.baseline_branch),
         results: Vec::new(),
+        canary_json: None,
     };
     let run_id = store.insert_serve_run(&run, &cases)?;
 

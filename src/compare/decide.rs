@@ -40,13 +40,17 @@
 //! * **Floor changed** (the model or GPU spec was edited): utilisation then and now are not
 //!   comparable, so the decision compares step times (the same log-ratio) and says so.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
+use super::canary::CanaryShift;
+use super::stat::{GateStat, TailDecision};
 use crate::case::Verdict;
 
 mod estimate;
-use estimate::{Run, RunProblem, level, noise_variance, summarise, var_factor};
+pub(super) use estimate::{Run, RunProblem, level, noise_variance, summarise, var_factor};
 
 /// How a run's level is computed from its repeats' median step times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,6 +93,42 @@ pub struct Policy {
     /// A floor that differs by more than this (percent) between baseline and now counts as
     /// changed.
     pub floor_tolerance_pct: f64,
+    /// The statistics gated, each with the same two-level rule (`super::decide_against`); the
+    /// first supplies the decision's figures. Empty: the median alone.
+    pub gate_on: Vec<GateStat>,
+    /// Thresholds per statistic (percent); a statistic not listed uses
+    /// [`Policy::threshold_for`]'s default.
+    pub stat_max_drop_pct: BTreeMap<GateStat, f64>,
+}
+
+impl Policy {
+    /// The gated statistics, first the one whose figures the decision shows, without repeats.
+    #[must_use]
+    pub fn stats(&self) -> Vec<GateStat> {
+        let mut out: Vec<GateStat> = Vec::new();
+        for s in &self.gate_on {
+            if !out.contains(s) {
+                out.push(*s);
+            }
+        }
+        if out.is_empty() {
+            out.push(GateStat::Median);
+        }
+        out
+    }
+
+    /// The practical threshold of one statistic: as configured, else `max_drop_pct` for the
+    /// median and the mean, and three times it for the p99 (a tail is noisier).
+    #[must_use]
+    pub fn threshold_for(&self, stat: GateStat) -> f64 {
+        self.stat_max_drop_pct
+            .get(&stat)
+            .copied()
+            .unwrap_or(match stat {
+                GateStat::Median | GateStat::Mean => self.max_drop_pct,
+                GateStat::P99 => 3.0 * self.max_drop_pct,
+            })
+    }
 }
 
 impl Default for Policy {
@@ -102,6 +142,8 @@ impl Default for Policy {
             history_for_level: true,
             estimator: Estimator::Huber,
             floor_tolerance_pct: 0.1,
+            gate_on: vec![GateStat::Median, GateStat::Mean],
+            stat_max_drop_pct: BTreeMap::new(),
         }
     }
 }
@@ -149,12 +191,25 @@ pub struct Decision {
     /// Worth re-measuring in fresh processes before the verdict is final.
     #[serde(default)]
     pub suspect: bool,
+    /// The measurement itself could not be trusted (the GPU state, or the machine canary moved):
+    /// such a result never pools into a later reference.
+    #[serde(default)]
+    pub untrusted: bool,
+    /// The statistic whose figures this decision shows.
+    #[serde(default)]
+    pub gated_on: GateStat,
+    /// The other gated statistics' results (a worse one decides the verdict).
+    #[serde(default)]
+    pub tails: Vec<TailDecision>,
+    /// How the machine canary moved against the reference's runs, when both had one.
+    #[serde(default)]
+    pub canary: Option<CanaryShift>,
     /// Plain-language sentences, most important first.
     pub reasons: Vec<String>,
 }
 
 impl Decision {
-    fn bare(verdict: Verdict) -> Self {
+    pub(super) fn bare(verdict: Verdict) -> Self {
         Decision {
             verdict,
             util_now: None,
@@ -172,6 +227,10 @@ impl Decision {
             noise_pct: None,
             resolution_pct: None,
             suspect: false,
+            untrusted: false,
+            gated_on: GateStat::Median,
+            tails: Vec::new(),
+            canary: None,
             reasons: Vec::new(),
         }
     }
@@ -202,16 +261,16 @@ pub fn missing_decision(baseline: Option<&Evidence<'_>>) -> Decision {
     d
 }
 
-fn pct(fraction: f64) -> f64 {
+pub(super) fn pct(fraction: f64) -> f64 {
     100.0 * fraction
 }
 
 /// A log step-time difference as a utilisation drop in percent (positive = slower).
-fn drop_of(log_diff: f64) -> f64 {
+pub(super) fn drop_of(log_diff: f64) -> f64 {
     pct(1.0 - (-log_diff).exp())
 }
 
-fn fmt_p(p: f64) -> String {
+pub(super) fn fmt_p(p: f64) -> String {
     if p >= 0.001 {
         format!("{p:.3}")
     } else {
@@ -220,18 +279,18 @@ fn fmt_p(p: f64) -> String {
 }
 
 /// The statistics of one comparison, before the verdict.
-struct Test {
+pub(super) struct Test {
     /// Level now minus reference level, log step time.
-    est: f64,
-    se: f64,
+    pub(super) est: f64,
+    pub(super) se: f64,
     /// Pooled degrees of freedom of the noise; 0 when it could not be measured.
-    df: usize,
+    pub(super) df: usize,
     /// Critical value at the per-case level; infinite without degrees of freedom.
-    q: f64,
-    alpha_case: f64,
-    p_slower: Option<f64>,
-    p_faster: Option<f64>,
-    noise: f64,
+    pub(super) q: f64,
+    pub(super) alpha_case: f64,
+    pub(super) p_slower: Option<f64>,
+    pub(super) p_faster: Option<f64>,
+    pub(super) noise: f64,
 }
 
 fn test(now: &Run, reference: &[f64], runs: &[&Run], policy: &Policy, cases: usize) -> Test {
@@ -415,10 +474,11 @@ fn compare_runs(
     t
 }
 
-fn apply_guard(d: &mut Decision, gpu_guard: Option<&str>) {
+pub(super) fn apply_guard(d: &mut Decision, gpu_guard: Option<&str>) {
     if let Some(reason) = gpu_guard {
         d.verdict = Verdict::Inconclusive;
         d.suspect = false;
+        d.untrusted = true;
         d.reasons.insert(
             0,
             format!("The GPU state cannot be trusted for this measurement: {reason}."),
@@ -427,7 +487,7 @@ fn apply_guard(d: &mut Decision, gpu_guard: Option<&str>) {
 }
 
 /// Sets the verdict and its main sentences from the test.
-fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
+pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
     let threshold = policy.max_drop_pct.clamp(0.0, 99.9);
     let slower_than_threshold = t.est > -(-threshold / 100.0).ln_1p();
     let faster_than_threshold = -t.est > (threshold / 100.0).ln_1p();
@@ -464,7 +524,7 @@ fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
         format!(
             "With {} repeats now, {} in the reference and a per-process noise of {:.2}% \
              ({} degrees of freedom), the change lies between a drop of {:.1}% and {:.1}% at \
-             the per-case level {} (= {} / {} cases; one-sided p = {}).",
+             the per-case level {} (= {} / {} comparisons, cases x gated statistics; one-sided p = {}).",
             d.repeats_now,
             d.repeats_then,
             pct(t.noise.exp_m1()),
@@ -509,15 +569,19 @@ fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
     } else {
         d.verdict = Verdict::Pass;
         let within = if slower_than_threshold || faster_than_threshold {
-            "beyond the threshold but within the measured noise"
+            format!(
+                "beyond the {threshold}% threshold but within the measured noise (per-process \
+                 noise {:.2}%)",
+                pct(t.noise.exp_m1())
+            )
         } else {
-            "within the threshold"
+            format!("within the {threshold}% threshold")
         };
-        d.reasons
-            .push(format!("{change}: {within} of {threshold}%."));
+        d.reasons.push(format!("{change}: {within}."));
         if let Some(r) = d.resolution_pct.filter(|r| *r > threshold) {
+            let way = if t.est >= 0.0 { "drop" } else { "rise" };
             d.reasons.push(format!(
-                "With this noise only a drop above {r:.1}% could have been confirmed."
+                "With this noise only a {way} above {r:.1}% could have been confirmed."
             ));
         }
     }

@@ -90,12 +90,23 @@ pub fn with_env_causes(mut decision: Decision, changes: &[EnvChange]) -> Decisio
     if !matches!(decision.verdict, Verdict::Regressed | Verdict::Inconclusive) {
         return decision;
     }
-    if changes.is_empty() {
+    let confirmed = decision.verdict == Verdict::Regressed;
+    if changes.is_empty() && confirmed {
         decision.reasons.push(
             "Nothing changed in the reported environment since the baseline, so the code \
              itself is the likely cause."
                 .to_owned(),
         );
+    } else if changes.is_empty() {
+        decision
+            .reasons
+            .push("Nothing changed in the reported environment since the baseline.".to_owned());
+    } else if !confirmed {
+        let list: Vec<String> = changes.iter().map(ToString::to_string).collect();
+        decision.reasons.push(format!(
+            "Changed since the baseline (a possible cause, should the drop be confirmed): {}.",
+            list.join("; ")
+        ));
     } else {
         let list: Vec<String> = changes.iter().map(ToString::to_string).collect();
         decision.reasons.push(format!(

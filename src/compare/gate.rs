@@ -16,13 +16,14 @@ pub fn missing_keys(baseline: &[CaseKey], run: &[CaseKey]) -> Vec<CaseKey> {
 
 /// Whether a result may move the baseline pointer when its run passes on the baseline branch:
 /// only `pass`, `improved` and `new`. A regression, an error, an invalid or untrusted result and
-/// a missing case never move it (a regression moves only by an explicit accept with a reason).
+/// a missing case never move it (a regression moves only by an explicit accept with a reason),
+/// nor does a result measured on a machine that moved (the canary shifted beyond its noise).
 #[must_use]
 pub fn promotable(decision: &Decision) -> bool {
     matches!(
         decision.verdict,
         Verdict::Pass | Verdict::Improved | Verdict::New
-    )
+    ) && !decision.untrusted
 }
 
 /// Whether a run moves baselines at all: only a run on the baseline branch that passed the gate

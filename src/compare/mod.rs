@@ -1,22 +1,43 @@
-//! The verdict engine (DESIGN.md §2 and §7): one case's evidence against its baseline, the
+//! The verdict engine (DESIGN.md §2 and §7): one case's evidence against its reference, the
 //! environment diff shown beside a regression, and which results may fail the gate or become a
-//! baseline. Pure: no files, clock, environment or processes; everything arrives as arguments.
+//! baseline, change points and trends over a case's nightly history. Pure: no files, clock,
+//! environment or processes; everything arrives as arguments (seeds included).
 //!
-//! The statistical rule is explained in README "How the gate decides" and in [`decide`]'s documentation; its
-//! power is measured by `examples/power_eval.rs` through this very code.
+//! The statistical rule is explained in docs/verdict.md and in [`decide`]'s documentation; its
+//! power is measured by `examples/power_eval` through this very code.
 
+mod ab;
+mod against;
+pub mod budget;
+mod canary;
+mod changepoint;
+mod common;
 mod decide;
 mod env;
 mod gate;
+pub mod history;
+mod reference;
 mod service;
+mod stat;
+mod trend;
 
+pub use ab::{AbPlan, decide_ab};
+pub use against::decide_against;
+pub use canary::{CanaryShift, canary_shift};
+pub use changepoint::{
+    ChangePoint, ChangePointError, Detector, Magnitude, Significance, change_points,
+};
+pub use common::{CommonMode, common_mode};
 pub use decide::{Decision, Estimator, Evidence, Policy, decide, error_decision, missing_decision};
 pub use env::{EnvChange, env_diff, with_env_causes};
 pub use gate::{
     acceptable, gate_failed, missing_keys, promotable, run_promotes, should_confirm,
     unpromoted_note,
 };
+pub use reference::{Canary, Night, Pooled, Reference, confirm_evidence, eligible, reference};
 pub use service::{
     DEFAULT_GATED, MetricDecision, ServeDecision, ServePolicy, decide_serve, invalid_reason,
     settings_diff,
 };
+pub use stat::{GateStat, TailDecision};
+pub use trend::{Trend, trend};

@@ -20,7 +20,7 @@ pub use error::{ConfigError, Problem};
 pub use load::{LoadedConfig, load, resolve_model};
 pub use parse::parse;
 pub use types::{
-    CaseOverride, ClassifyRule, Config, DEFAULT_CONFIG, DEFAULT_CONFIG_PATH,
+    CanaryConfig, CaseOverride, ClassifyRule, Config, DEFAULT_CONFIG, DEFAULT_CONFIG_PATH,
     DEFAULT_STATUS_CONTEXT, DEFAULT_STORE_PATH, EvidenceConfig, GateConfig, GithubConfig,
     GpuConfig, LimitsConfig, ModelConfig, ReportConfig, StoreConfig, SuiteConfig, SuiteKind,
     Workload,

@@ -7,8 +7,8 @@ use std::path::Path;
 use serde::Deserialize;
 
 use super::{
-    Config, ConfigError, GateConfig, GithubConfig, GpuConfig, LimitsConfig, ModelConfig, Problem,
-    ReportConfig, StoreConfig, SuiteConfig,
+    CanaryConfig, Config, ConfigError, GateConfig, GithubConfig, GpuConfig, LimitsConfig,
+    ModelConfig, Problem, ReportConfig, StoreConfig, SuiteConfig,
 };
 use crate::case::Verdict;
 
@@ -26,6 +26,8 @@ struct RawConfig {
     report: ReportConfig,
     #[serde(default)]
     limits: LimitsConfig,
+    #[serde(default)]
+    canary: CanaryConfig,
     #[serde(default)]
     github: GithubConfig,
     #[serde(default)]
@@ -163,6 +165,7 @@ pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         gpu: raw.gpu,
         report: raw.report,
         limits: raw.limits,
+        canary: raw.canary,
         github: raw.github,
         models,
         suites: raw.suites,

@@ -27,6 +27,7 @@ pub struct Config {
     pub gpu: Option<GpuConfig>,
     pub report: ReportConfig,
     pub limits: LimitsConfig,
+    pub canary: CanaryConfig,
     pub github: GithubConfig,
     pub models: BTreeMap<String, ModelConfig>,
     #[serde(rename = "suite")]
@@ -211,6 +212,14 @@ pub struct GateConfig {
     /// Older good results of a case used to estimate its process-to-process noise.
     #[serde(default = "default_history_runs")]
     pub history_runs: usize,
+    /// The statistics of each case's steps that are gated (median, mean, p99), each with the
+    /// same two-level rule; the first one's figures are shown.
+    #[serde(default = "default_gate_on")]
+    pub gate_on: Vec<crate::compare::GateStat>,
+    /// Threshold per statistic (percent); unlisted ones use `max_drop_pct` (median, mean) or
+    /// three times it (p99).
+    #[serde(default)]
+    pub stat_max_drop_pct: BTreeMap<crate::compare::GateStat, f64>,
 }
 
 impl Default for GateConfig {
@@ -222,6 +231,8 @@ impl Default for GateConfig {
             confirm_repeats: default_confirm_repeats(),
             family_alpha: default_family_alpha(),
             history_runs: default_history_runs(),
+            gate_on: default_gate_on(),
+            stat_max_drop_pct: BTreeMap::new(),
         }
     }
 }
@@ -243,6 +254,36 @@ fn default_family_alpha() -> f64 {
 }
 fn default_history_runs() -> usize {
     10
+}
+fn default_gate_on() -> Vec<crate::compare::GateStat> {
+    crate::compare::Policy::default().gate_on
+}
+
+/// The machine canary: a fixed reference measurement utilgate makes before and after every
+/// run (`measure::canary`), so a whole-host slowdown reads as the machine, not the code.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CanaryConfig {
+    /// `false` turns the canary off.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// A command to run instead of the built-in host canary (a stream and a spin loop): it
+    /// prints one JSON object of figures to stdout, each a time in ms of a fixed piece of work
+    /// or a list of such times, e.g. `{"copy_ms": [8.1, 8.2], "gemm_ms": 3.4}`.
+    pub command: Option<String>,
+}
+
+impl Default for CanaryConfig {
+    fn default() -> Self {
+        CanaryConfig {
+            enabled: true,
+            command: None,
+        }
+    }
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// The device: a catalogue entry, or declared figures, or a catalogue entry with overrides.
@@ -345,6 +386,8 @@ pub struct SuiteConfig {
     pub timeout_s: f64,
     /// Per-suite practical threshold (default: `[gate] max_drop_pct`).
     pub max_drop_pct: Option<f64>,
+    /// Per-suite gated statistics (default: `[gate] gate_on`).
+    pub gate_on: Option<Vec<crate::compare::GateStat>>,
     /// Per-case thresholds: the first matching entry wins.
     #[serde(default, rename = "case")]
     pub cases: Vec<CaseOverride>,

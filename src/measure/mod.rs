@@ -2,6 +2,7 @@
 //! processes). Declarations and re-exports only.
 
 pub mod builtin;
+pub mod canary;
 pub mod cgroup;
 pub mod checks;
 pub mod cuda;

@@ -82,9 +82,15 @@ pub struct CaseReport {
     pub env_changes: Vec<EnvChange>,
     pub error: Option<String>,
     pub stderr_tail: Option<String>,
-    /// Utilisation of the reference the case was judged against (the baseline's, or the
-    /// decision's pooled reference when the baseline pointer is not at hand).
+    /// Utilisation of the reference the verdict used (the pinned baseline pooled with the
+    /// nights since it), the raw baseline's when the decision has none.
     pub util_then: Option<f64>,
+    /// Utilisation of this run at the level the verdict used (the robust level over
+    /// processes), the raw median's when the decision has none. With `util_then` and
+    /// `drop_pct` it is the one reference every surface shows.
+    pub util_now: Option<f64>,
+    /// The reference step (ms) the verdict used.
+    pub step_then_ms: Option<f64>,
     /// Whether this case's verdict is listed in `fail_on`.
     pub fails_gate: bool,
     /// Whether a reader should look at this case: anything but a plain pass or a new case, or a
@@ -210,10 +216,14 @@ impl RunReport {
                     error: result.and_then(|r| r.error.clone()),
                     stderr_tail: result.and_then(|r| r.stderr_tail.clone()),
                     util_then: j
-                        .baseline
-                        .as_ref()
-                        .and_then(|b| b.utilisation)
-                        .or(j.decision.util_then),
+                        .decision
+                        .util_then
+                        .or_else(|| j.baseline.as_ref().and_then(|b| b.utilisation)),
+                    util_now: j
+                        .decision
+                        .util_now
+                        .or_else(|| result.and_then(|r| r.utilisation)),
+                    step_then_ms: j.decision.step_then_ms,
                     fails_gate: fail_on.contains(&j.decision.verdict),
                     attention: !matches!(j.decision.verdict, Verdict::Pass | Verdict::New)
                         || j.decision.floor_changed,
@@ -342,6 +352,14 @@ impl RunReport {
             .collect();
         let all: Vec<&CaseReport> = self.cases.iter().collect();
         self.summary = summary_line(&all, &self.run.gpu_sku);
+        let judged: Vec<(&crate::compare::Decision, f64)> = self
+            .cases
+            .iter()
+            .map(|c| (&c.decision, c.threshold_pct))
+            .collect();
+        if let Some(shift) = crate::compare::common_mode(&judged) {
+            self.summary = format!("{} {}.", self.summary, shift.describe());
+        }
     }
 }
 
@@ -377,7 +395,7 @@ pub fn summary_line(cases: &[&CaseReport], gpu_sku: &str) -> String {
             .collect();
         let detail = worst.drop_pct.map_or_else(
             || format!("; first: {}", worst.case),
-            |d| format!("; worst: {} utilisation {:+.1}%", worst.case, -d),
+            |d| format!("; worst: {}, drop {:.1}%", worst.case, d + 0.0),
         );
         return format!(
             "Gate failed on {gpu_sku}: {} of {}{detail}.",

@@ -119,13 +119,8 @@ fn row(c: &CaseReport, color: bool) -> Vec<Cell> {
         Cell::new(ms(c.p90_ms)).set_alignment(CellAlignment::Right),
         Cell::new(percent(c.repeat_spread_pct)).set_alignment(CellAlignment::Right),
         Cell::new(count(c.n)).set_alignment(CellAlignment::Right),
-        Cell::new(pct(c.utilisation)).set_alignment(CellAlignment::Right),
-        Cell::new(pct(c
-            .baseline
-            .as_ref()
-            .and_then(|b| b.utilisation)
-            .or(c.decision.util_then)))
-        .set_alignment(CellAlignment::Right),
+        Cell::new(pct(c.util_now)).set_alignment(CellAlignment::Right),
+        Cell::new(pct(c.util_then)).set_alignment(CellAlignment::Right),
         Cell::new(signed_percent(c.drop_pct)).set_alignment(CellAlignment::Right),
         verdict,
     ]
@@ -147,6 +142,18 @@ fn details(out: &mut String, c: &CaseReport) {
             base.git_sha
                 .as_deref()
                 .map_or_else(String::new, |s| format!(" @ {}", short_sha(s))),
+        );
+    }
+    if c.decision.step_then_ms.is_some() && c.decision.step_now_ms.is_some() {
+        let _ = writeln!(
+            out,
+            "  reference the verdict used: {} ms, utilisation {} over {} processes; this run {} ms, utilisation {}: drop {}",
+            ms(c.step_then_ms),
+            pct(c.util_then),
+            c.decision.repeats_then,
+            ms(c.decision.step_now_ms),
+            pct(c.util_now),
+            signed_percent(c.drop_pct),
         );
     }
     if c.median_ms.is_some() {

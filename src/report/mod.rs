@@ -1,17 +1,20 @@
 //! Reports: the pure report context and its renderings (terminal table, JSON, and the
 //! minijinja templates: PR comment, step summary, HTML, `JUnit`).
 
+mod chart;
 mod context;
 pub mod evidence;
 pub mod floor;
 pub mod format;
 mod github_text;
 pub mod gpus;
+pub mod history;
 mod human;
 pub mod probe;
 mod render;
 mod serve;
 
+pub use chart::{ChartGuide, verdict_svg};
 pub use context::{
     BaselineRef, CaseReport, Judgement, RunReport, SCHEMA_VERSION, SuiteReport, TrendPoint,
     gpu_notes, severity, summary_line,

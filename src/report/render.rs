@@ -141,6 +141,7 @@ impl Renderer {
         env.add_filter("pct", pct);
         env.add_filter("ms", ms);
         env.add_filter("delta", delta);
+        env.add_filter("drop", drop);
         env.add_filter("pp", percent_points);
         env.add_filter("seconds", |x: f64| format!("{:.6}", x / 1000.0));
         env.add_filter("line1", |s: &str| {
@@ -155,11 +156,30 @@ impl Renderer {
         env.add_function("sparkline", |points: Value| {
             Ok::<_, minijinja::Error>(sparkline(&Vec::<TrendPoint>::deserialize(points)?))
         });
-        env.add_function("chart", |points: Value| {
-            Ok::<_, minijinja::Error>(Value::from_safe_string(history_svg(
-                &Vec::<TrendPoint>::deserialize(points)?,
-            )))
-        });
+        env.add_function(
+            "chart",
+            |points: Value,
+             reference: Option<f64>,
+             threshold_pct: Option<f64>,
+             noise_pct: Option<f64>,
+             drop_pct: Option<f64>| {
+                let points = Vec::<TrendPoint>::deserialize(points)?;
+                let svg = if reference.is_some() {
+                    super::chart::verdict_svg(
+                        &points,
+                        &super::ChartGuide {
+                            reference,
+                            threshold_pct,
+                            noise_pct,
+                            drop_pct,
+                        },
+                    )
+                } else {
+                    history_svg(&points)
+                };
+                Ok::<_, minijinja::Error>(Value::from_safe_string(svg))
+            },
+        );
         for (name, source) in BUILTIN_TEMPLATES {
             let source = overrides
                 .get(name)
@@ -313,7 +333,8 @@ pub fn sparkline(points: &[TrendPoint]) -> String {
 }
 
 /// An inline SVG line chart of a case's utilisation over its recent runs (oldest left), the
-/// current run highlighted, each point with a tooltip. No scripts, no external resources.
+/// current run highlighted, each point with a tooltip, change points marked by a dashed line.
+/// No scripts, no external resources.
 #[must_use]
 pub fn history_svg(points: &[TrendPoint]) -> String {
     const W: f64 = 480.0;
@@ -382,6 +403,7 @@ pub fn history_svg(points: &[TrendPoint]) -> String {
         W - RIGHT,
         H - 6.0
     );
+    change_point_marks(&mut svg, &usable, &x_of, TOP, H - BOTTOM);
     let path: Vec<String> = usable
         .iter()
         .map(|(i, _, v)| {
@@ -416,6 +438,29 @@ pub fn history_svg(points: &[TrendPoint]) -> String {
     svg
 }
 
+/// Change points of the utilisation series (`compare::change_points`, default detector): a
+/// dashed line where the new level starts.
+pub(super) fn change_point_marks(
+    svg: &mut String,
+    usable: &[(usize, &TrendPoint, f64)],
+    x_of: &dyn Fn(usize) -> f64,
+    top: f64,
+    bottom: f64,
+) {
+    let series: Vec<f64> = usable.iter().map(|u| u.2).collect();
+    for c in crate::compare::change_points(&series, &crate::compare::Detector::default())
+        .unwrap_or_default()
+    {
+        let (i, p, _) = usable[c.index];
+        let x = super::format::fixed(x_of(i), 1);
+        let _ = write!(
+            svg,
+            r##"<line class="changepoint" x1="{x}" y1="{top}" x2="{x}" y2="{bottom}" stroke="#bf8700" stroke-dasharray="4 3"><title>change point at run {}: utilisation {:+.1}%</title></line>"##,
+            p.run_id, c.magnitude.change_pct,
+        );
+    }
+}
+
 fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -434,6 +479,14 @@ fn ms(x: Option<f64>) -> String {
 /// A drop in percent (positive = slower) as the change in utilisation the reader sees.
 fn delta(drop_pct: Option<f64>) -> String {
     format::signed_percent(drop_pct.map(|d| -d))
+}
+
+/// A utilisation drop in percent, the one sign convention of every surface: a fall is a
+/// positive drop (`3.1%`), a rise a negative one (`-2.0%`).
+fn drop(drop_pct: Option<f64>) -> String {
+    drop_pct
+        .filter(|v| v.is_finite())
+        .map_or_else(|| "–".to_owned(), |d| format!("{:.1}%", d + 0.0))
 }
 
 /// A figure already in percent, one decimal.

@@ -16,6 +16,7 @@ mod results;
 mod runs;
 pub mod samples;
 mod schema;
+mod series;
 mod serve;
 mod types;
 

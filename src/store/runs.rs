@@ -214,6 +214,13 @@ impl Store {
             },
             &encoded,
         )?;
+        if let Some(canary) = &run.canary_json {
+            tx.execute(
+                "INSERT INTO run_canaries (run_id, json) VALUES (?1, ?2)",
+                params![run_id, canary.to_string()],
+            )
+            .map_err(fail("write a run's canary"))?;
+        }
         tx.commit().map_err(fail("commit a run"))?;
         Ok(RunId(run_id))
     }
@@ -268,6 +275,16 @@ impl Store {
             config_json: parse_json(&self.path, "runs.config_json", raw.id, raw.config_json)?,
             results,
         }))
+    }
+
+    /// The machine canary stored with a run, if it had one.
+    pub fn run_canary(&self, id: RunId) -> Result<Option<serde_json::Value>, StoreError> {
+        let text: Option<String> = self
+            .conn
+            .prepare_cached("SELECT json FROM run_canaries WHERE run_id = ?1")
+            .and_then(|mut stmt| stmt.query_row([id.0], |r| r.get(0)).optional())
+            .map_err(self.fail("read a run's canary"))?;
+        parse_json(&self.path, "run_canaries.json", id.0, text)
     }
 
     /// The newest run (by start time, then id), optionally only on one branch.

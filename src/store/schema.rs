@@ -236,6 +236,19 @@ CREATE TRIGGER serve_baseline_moves_append_only_delete BEFORE DELETE ON serve_ba
     BEGIN SELECT RAISE(ABORT, 'baseline history is append-only'); END;
 ";
 
+/// The machine canary of each run (`measure::canary`, `compare::canary_shift`): its figures'
+/// readings as JSON, written in the run's transaction. Append-only.
+const V7_RUN_CANARIES: &str = r"
+CREATE TABLE run_canaries (
+    run_id INTEGER PRIMARY KEY REFERENCES runs (id),
+    json   TEXT NOT NULL
+) STRICT;
+CREATE TRIGGER run_canaries_append_only_update BEFORE UPDATE ON run_canaries
+    BEGIN SELECT RAISE(ABORT, 'run canaries are append-only'); END;
+CREATE TRIGGER run_canaries_append_only_delete BEFORE DELETE ON run_canaries
+    BEGIN SELECT RAISE(ABORT, 'run canaries are append-only'); END;
+";
+
 /// The ordered migrations; the store's version is how many of them it has applied.
 pub(crate) const MIGRATIONS: &[&str] = &[
     V1_TABLES,
@@ -244,6 +257,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     V4_PUBLISH,
     V5_EVIDENCE,
     V6_SERVE,
+    V7_RUN_CANARIES,
 ];
 
 /// The schema version this build writes and reads.
@@ -320,6 +334,7 @@ mod tests {
                 "evidence_blobs",
                 "probes",
                 "results",
+                "run_canaries",
                 "runs",
                 "series",
                 "serve_baseline_moves",

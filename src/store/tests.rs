@@ -70,6 +70,7 @@ fn run(branch: &str, second: i64, results: Vec<NewResult>) -> NewRun {
         utilgate_version: "0.1.0".into(),
         config_json: None,
         promote_reason: "passed the gate on main".into(),
+        canary_json: None,
         results,
     }
 }

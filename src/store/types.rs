@@ -54,6 +54,8 @@ pub struct NewRun {
     /// with each promote move, whose time is `finished_at`.
     pub promote_reason: String,
     pub results: Vec<NewResult>,
+    /// The machine canary measured around the run (`compare::Canary` as JSON), if any.
+    pub canary_json: Option<serde_json::Value>,
 }
 
 /// One case's result within a [`NewRun`]. Non-finite floats in the `Option<f64>` fields are

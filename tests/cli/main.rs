@@ -6,6 +6,7 @@
 )]
 
 mod adopt;
+mod canary;
 mod checks;
 mod env;
 mod failures;
@@ -14,6 +15,7 @@ mod front;
 mod gate;
 mod github;
 mod gpu;
+mod history;
 mod inject;
 mod lost;
 mod measurements;

@@ -8,16 +8,16 @@ use std::f64::consts::FRAC_PI_2;
 use std::f64::consts::PI;
 
 /// One run reduced to what the test needs.
-pub(super) struct Run {
+pub(in crate::compare) struct Run {
     /// Natural log of each non-empty repeat's median step time.
-    pub(super) units: Vec<f64>,
+    pub(in crate::compare) units: Vec<f64>,
     /// Mean over repeats of the variance of a repeat's log median implied by its step jitter.
-    pub(super) jitter_var: f64,
-    pub(super) samples: usize,
-    pub(super) floor_ms: f64,
+    pub(in crate::compare) jitter_var: f64,
+    pub(in crate::compare) samples: usize,
+    pub(in crate::compare) floor_ms: f64,
 }
 
-pub(super) enum RunProblem {
+pub(in crate::compare) enum RunProblem {
     /// The floor is not a positive number: the result is invalid.
     Floor(String),
     /// No usable steps: the harness failed.
@@ -25,7 +25,7 @@ pub(super) enum RunProblem {
 }
 
 impl RunProblem {
-    pub(super) fn message(&self) -> &str {
+    pub(in crate::compare) fn message(&self) -> &str {
         match self {
             RunProblem::Floor(m) | RunProblem::Steps(m) => m,
         }
@@ -33,7 +33,7 @@ impl RunProblem {
 }
 
 /// Median of a non-empty slice, reordering it.
-pub(super) fn median_mut(xs: &mut [f64]) -> f64 {
+pub(in crate::compare) fn median_mut(xs: &mut [f64]) -> f64 {
     let n = xs.len();
     let mid = n / 2;
     let (lower, upper_mid, _) = xs.select_nth_unstable_by(mid, f64::total_cmp);
@@ -46,7 +46,7 @@ pub(super) fn median_mut(xs: &mut [f64]) -> f64 {
     }
 }
 
-pub(super) fn summarise(e: &Evidence<'_>) -> Result<Run, RunProblem> {
+pub(in crate::compare) fn summarise(e: &Evidence<'_>) -> Result<Run, RunProblem> {
     if !(e.floor_ms.is_finite() && e.floor_ms > 0.0) {
         return Err(RunProblem::Floor(format!(
             "the floor is {} ms; a floor must be a positive number (check the model and GPU spec)",
@@ -101,11 +101,11 @@ pub(super) fn summarise(e: &Evidence<'_>) -> Result<Run, RunProblem> {
 }
 
 /// Huber's tuning constant in noise standard deviations: 95% efficient for Gaussian noise.
-pub(super) const HUBER_K: f64 = 1.5;
+pub(in crate::compare) const HUBER_K: f64 = 1.5;
 /// `E[psi_k(Z)^2]` for a standard normal Z: `(2 Phi(k) - 1) - 2 k phi(k) + 2 k^2 (1 - Phi(k))`.
 /// Dividing by it makes the Proposal 2 scale consistent for Gaussian noise (Huber, Robust
 /// Statistics, 1981, §6.4).
-pub(super) fn huber_beta(k: f64) -> f64 {
+pub(in crate::compare) fn huber_beta(k: f64) -> f64 {
     let phi = (-0.5 * k * k).exp() / (2.0 * PI).sqrt();
     let upper = 0.5 * statrs::function::erf::erfc(k / std::f64::consts::SQRT_2);
     (1.0 - 2.0 * upper) - 2.0 * k * phi + 2.0 * k * k * upper
@@ -115,7 +115,7 @@ pub(super) fn huber_beta(k: f64) -> f64 {
 /// variance: its `n - 1` degrees of freedom, each a residual of variance `(n - 1) / n`, clipped
 /// at `HUBER_K` noise deviations, i.e. at `HUBER_K * sqrt(n / (n - 1))` residual deviations.
 /// Without this small-run correction three repeats would overstate the noise by about 13%.
-pub(super) fn huber_expected_psi2(n: usize) -> f64 {
+pub(in crate::compare) fn huber_expected_psi2(n: usize) -> f64 {
     if n < 2 {
         return 0.0;
     }
@@ -124,10 +124,10 @@ pub(super) fn huber_expected_psi2(n: usize) -> f64 {
 }
 /// Asymptotic variance of the Huber location at k = 1.5 relative to the mean's:
 /// E[psi^2] / P(|Z| < k)^2 = 0.77848 / 0.86639^2.
-pub(super) const HUBER_VAR: f64 = 1.0371;
+pub(in crate::compare) const HUBER_VAR: f64 = 1.0371;
 
 /// Huber location of `units` with a known scale, started from the median.
-pub(super) fn huber_location(units: &[f64], scale: f64) -> f64 {
+pub(in crate::compare) fn huber_location(units: &[f64], scale: f64) -> f64 {
     let mut v = units.to_vec();
     let mut centre = median_mut(&mut v);
     if scale <= 0.0 {
@@ -152,7 +152,7 @@ pub(super) fn huber_location(units: &[f64], scale: f64) -> f64 {
 
 /// The level of a run (log step time). `scale` is the per-process noise (log standard
 /// deviation); only the Huber estimate uses it.
-pub(super) fn level(units: &[f64], estimator: Estimator, scale: f64) -> f64 {
+pub(in crate::compare) fn level(units: &[f64], estimator: Estimator, scale: f64) -> f64 {
     match estimator {
         Estimator::Mean => units.iter().sum::<f64>() / units.len() as f64,
         Estimator::Median => {
@@ -164,7 +164,7 @@ pub(super) fn level(units: &[f64], estimator: Estimator, scale: f64) -> f64 {
 }
 
 /// Variance of the level of `n` repeats in units of the per-process variance.
-pub(super) fn var_factor(n: usize, estimator: Estimator) -> f64 {
+pub(in crate::compare) fn var_factor(n: usize, estimator: Estimator) -> f64 {
     let nf = n as f64;
     match estimator {
         Estimator::Mean => 1.0 / nf,
@@ -186,7 +186,7 @@ pub(super) fn var_factor(n: usize, estimator: Estimator) -> f64 {
 
 /// Between-process variance pooled over runs (each run its own level), with its degrees of
 /// freedom: the classical pooled variance, or Huber's Proposal 2 for the Huber estimator.
-pub(super) fn pooled_variance(runs: &[&Run], estimator: Estimator) -> (f64, usize) {
+pub(in crate::compare) fn pooled_variance(runs: &[&Run], estimator: Estimator) -> (f64, usize) {
     let mut ss = 0.0;
     let mut df = 0;
     for run in runs {
@@ -242,7 +242,7 @@ pub(super) fn pooled_variance(runs: &[&Run], estimator: Estimator) -> (f64, usiz
 
 /// The per-process noise variance actually used: the pooled estimate, never below the step
 /// jitter's share or the policy's floor.
-pub(super) fn noise_variance(runs: &[&Run], policy: &Policy) -> (f64, usize) {
+pub(in crate::compare) fn noise_variance(runs: &[&Run], policy: &Policy) -> (f64, usize) {
     let (measured, df) = pooled_variance(runs, policy.estimator);
     let units: usize = runs.iter().map(|r| r.units.len()).sum();
     let jitter = runs

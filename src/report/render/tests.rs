@@ -46,6 +46,10 @@ fn decision(verdict: Verdict, now: f64, then: f64, reasons: &[&str]) -> Decision
         noise_pct: Some(0.4),
         resolution_pct: Some(1.1),
         suspect: false,
+        untrusted: false,
+        gated_on: crate::compare::GateStat::Median,
+        tails: Vec::new(),
+        canary: None,
         reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),
     }
 }

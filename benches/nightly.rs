@@ -1,0 +1,331 @@
+//! The ten-minute nightly, simulated: planning plus sequential sampling
+//! (`utilgate::compare::budget`) against fixed sampling (every case 3 repeats, 9 confirm repeats
+//! for a suspect, as `utilgate run` does without a budget), on a 30-case grid with process noise
+//! from 1% to 6% and a 10-minute budget. Both judge every case with the same verdict
+//! (`utilgate::compare::decide`, default policy: family false-alarm level 1% per night, threshold
+//! 3%). Writes a Markdown table to stdout; no other I/O. Deterministic (fixed seeds).
+//! Run: `cargo bench --bench nightly` (docs/nightly.md has the numbers).
+//!
+//! # The simulated grid
+//! - Case i of 30: process noise (lognormal sigma of a process's offset) `1% + 5% * i/29`,
+//!   step jitter 0.75%, step time 5-40 ms, process start 3-6 s (model load), 10 warm-up steps
+//!   and 100 counted steps configured.
+//! - Each night every case has 10 earlier good results of 3 repeats (the reference the verdict
+//!   pools); the planner reads its costs and noise from them. Each night one case (night mod
+//!   30) is 5% slower in utilisation; the other 29 are unchanged.
+//! - Time: a repeat costs its start (±10% from night to night) plus its steps; the night's
+//!   elapsed time is the sum over the repeats that ran.
+//! - Detection: the share of nights on which the slowed case is `regressed`, per noise band. A
+//!   false-alarm night: any unchanged case `regressed`.
+
+use std::io::Write;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use rand_distr::StandardNormal;
+use utilgate::case::Verdict;
+use utilgate::compare::budget::{
+    self, CaseCost, CaseInput, NextRepeat, PlanPolicy, RepeatCost, cost_from_history,
+    noise_from_history,
+};
+use utilgate::compare::{Decision, Evidence, Policy, decide};
+
+const CASES: usize = 30;
+const NIGHTS: usize = 600;
+const HISTORY: usize = 10;
+const STEPS: u64 = 100;
+const WARMUP: u64 = 10;
+const BUDGET_S: f64 = 600.0;
+const GRACE_S: f64 = 30.0;
+const DROP: f64 = 0.05;
+const FLOOR_MS: f64 = 1.0;
+
+struct Case {
+    process_sd: f64,
+    step_ms: f64,
+    start_s: f64,
+}
+
+fn grid() -> Vec<Case> {
+    (0..CASES)
+        .map(|i| {
+            let f = i as f64 / (CASES - 1) as f64;
+            Case {
+                process_sd: 0.01 + 0.05 * f,
+                // Spread step times and starts so noise and cost are not aligned.
+                step_ms: 5.0 + 35.0 * ((i * 7) % CASES) as f64 / CASES as f64,
+                start_s: 3.0 + 3.0 * ((i * 11) % CASES) as f64 / CASES as f64,
+            }
+        })
+        .collect()
+}
+
+fn gauss(rng: &mut SmallRng) -> f64 {
+    rng.sample(StandardNormal)
+}
+
+/// One process of `steps` steps at the case's step time times `factor`, and its cost.
+fn repeat(case: &Case, steps: u64, factor: f64, rng: &mut SmallRng) -> (Vec<f64>, f64) {
+    let offset = (case.process_sd * gauss(rng)).exp() * factor;
+    let samples: Vec<f64> = (0..steps)
+        .map(|_| case.step_ms * offset * (0.0075 * gauss(rng)).exp())
+        .collect();
+    let start = case.start_s * (1.0 + 0.1 * gauss(rng)).max(0.5);
+    let cost = start + (samples.iter().sum::<f64>() + WARMUP as f64 * case.step_ms * offset) / 1e3;
+    (samples, cost)
+}
+
+struct Night {
+    verdicts: Vec<Verdict>,
+    elapsed_s: f64,
+}
+
+fn judge(now: &[Vec<f64>], reference: &[Vec<Vec<f64>>], policy: &Policy) -> Decision {
+    fn ev(r: &[Vec<f64>]) -> Evidence<'_> {
+        Evidence {
+            repeats_ms: r,
+            floor_ms: FLOOR_MS,
+        }
+    }
+    let base = ev(&reference[0]);
+    let history: Vec<Evidence<'_>> = reference[1..].iter().map(|r| ev(r)).collect();
+    decide(Some(&base), &ev(now), &history, policy, CASES, None)
+}
+
+/// Fixed sampling: 3 repeats each, 9 more for a suspect, however long it takes.
+fn fixed_night(
+    cases: &[Case],
+    refs: &[Vec<Vec<Vec<f64>>>],
+    slow: usize,
+    rng: &mut SmallRng,
+) -> Night {
+    let policy = Policy::default();
+    let mut elapsed = 0.0;
+    let mut verdicts = Vec::with_capacity(CASES);
+    for (i, case) in cases.iter().enumerate() {
+        let factor = if i == slow { 1.0 / (1.0 - DROP) } else { 1.0 };
+        let mut now = Vec::new();
+        for _ in 0..3 {
+            let (s, c) = repeat(case, STEPS, factor, rng);
+            now.push(s);
+            elapsed += c;
+        }
+        let mut d = judge(&now, &refs[i], &policy);
+        if d.suspect {
+            for _ in 0..policy.confirm_repeats {
+                let (s, c) = repeat(case, STEPS, factor, rng);
+                now.push(s);
+                elapsed += c;
+            }
+            d = judge(&now, &refs[i], &policy);
+        }
+        verdicts.push(d.verdict);
+    }
+    Night {
+        verdicts,
+        elapsed_s: elapsed,
+    }
+}
+
+/// Planned and sequential: the planner from the history, then `budget::may_start` before every
+/// repeat, exactly as `utilgate run --budget` does.
+fn planned_night(
+    cases: &[Case],
+    refs: &[Vec<Vec<Vec<f64>>>],
+    costs: &[CaseCost],
+    slow: usize,
+    rng: &mut SmallRng,
+) -> (Night, usize) {
+    let policy = Policy::default();
+    let inputs: Vec<CaseInput> = (0..CASES)
+        .map(|i| {
+            let views: Vec<&[Vec<f64>]> = refs[i].iter().map(Vec::as_slice).collect();
+            CaseInput {
+                name: format!("case{i}"),
+                steps: STEPS,
+                warmup_steps: WARMUP,
+                repeats: 3,
+                cost: Some(costs[i]),
+                noise: noise_from_history(&views, HISTORY * 3),
+            }
+        })
+        .collect();
+    let plan_policy = PlanPolicy::new(BUDGET_S, policy.max_drop_pct, policy.family_alpha);
+    let plan = budget::plan(&inputs, &plan_policy);
+    let unresolved = plan.unresolved().count();
+    let min_cost = |i: usize| {
+        f64::from(plan_policy.min_repeats)
+            * budget::repeat_cost_s(&costs[i], plan.cases[i].steps, WARMUP)
+    };
+    let mut elapsed = 0.0;
+    let mut verdicts = Vec::with_capacity(CASES);
+    for (i, case) in cases.iter().enumerate() {
+        let factor = if i == slow { 1.0 / (1.0 - DROP) } else { 1.0 };
+        let p = &plan.cases[i];
+        let remaining_min_s: f64 = (i + 1..CASES).map(min_cost).sum();
+        let mut now: Vec<Vec<f64>> = Vec::new();
+        let mut d: Option<Decision> = None;
+        loop {
+            let next = NextRepeat {
+                done: u32::try_from(now.len()).unwrap_or(u32::MAX),
+                planned: p.repeats,
+                confirm: u32::try_from(policy.confirm_repeats).unwrap_or(0),
+                decisive: d.as_ref().is_some_and(|d| {
+                    budget::decisive(
+                        u32::try_from(now.len()).unwrap_or(u32::MAX),
+                        d.interval_pct,
+                        d.drop_pct,
+                        &plan_policy,
+                    )
+                }),
+                suspect: d.as_ref().is_some_and(|d| d.suspect),
+                repeat_s: Some(budget::repeat_cost_s(&costs[i], p.steps, WARMUP)),
+                elapsed_s: elapsed,
+                remaining_min_s,
+            };
+            if !budget::may_start(&next, &plan_policy, GRACE_S) {
+                break;
+            }
+            let (s, c) = repeat(case, p.steps, factor, rng);
+            now.push(s);
+            elapsed += c;
+            d = Some(judge(&now, &refs[i], &policy));
+        }
+        verdicts.push(d.map_or(Verdict::Error, |d| d.verdict));
+    }
+    (
+        Night {
+            verdicts,
+            elapsed_s: elapsed,
+        },
+        unresolved,
+    )
+}
+
+#[derive(Default)]
+struct Tally {
+    detected: [usize; 3],
+    trials: [usize; 3],
+    false_alarm_nights: usize,
+    within_budget: usize,
+    within_grace: usize,
+    max_elapsed: f64,
+    total_elapsed: f64,
+}
+
+impl Tally {
+    fn add(&mut self, night: &Night, slow: usize, band: usize) {
+        self.trials[band] += 1;
+        if night.verdicts[slow] == Verdict::Regressed {
+            self.detected[band] += 1;
+        }
+        if night
+            .verdicts
+            .iter()
+            .enumerate()
+            .any(|(i, v)| i != slow && *v == Verdict::Regressed)
+        {
+            self.false_alarm_nights += 1;
+        }
+        self.within_budget += usize::from(night.elapsed_s <= BUDGET_S);
+        self.within_grace += usize::from(night.elapsed_s <= BUDGET_S + GRACE_S);
+        self.max_elapsed = self.max_elapsed.max(night.elapsed_s);
+        self.total_elapsed += night.elapsed_s;
+    }
+
+    fn row(&self, name: &str) -> String {
+        let pct = |a: usize, b: usize| 100.0 * a as f64 / b.max(1) as f64;
+        let all_d: usize = self.detected.iter().sum();
+        let all_t: usize = self.trials.iter().sum();
+        format!(
+            "| {name} | {:.0}% | {:.0}% | {:.0}% | {:.0}% | {:.1}% | {:.0}% | {:.0} s | {:.0} s |",
+            pct(self.detected[0], self.trials[0]),
+            pct(self.detected[1], self.trials[1]),
+            pct(self.detected[2], self.trials[2]),
+            pct(all_d, all_t),
+            pct(self.false_alarm_nights, NIGHTS),
+            pct(self.within_budget, NIGHTS),
+            self.total_elapsed / NIGHTS as f64,
+            self.max_elapsed,
+        )
+    }
+}
+
+fn main() -> std::io::Result<()> {
+    let cases = grid();
+    let mut fixed = Tally::default();
+    let mut planned = Tally::default();
+    let mut unresolved_total = 0;
+    for night in 0..NIGHTS {
+        let mut rng = SmallRng::seed_from_u64(0x5eed_0000 + night as u64);
+        // The reference each case is judged against, and the costs the store recorded.
+        let mut refs = Vec::with_capacity(CASES);
+        let mut costs = Vec::with_capacity(CASES);
+        for case in &cases {
+            let mut results = Vec::with_capacity(HISTORY);
+            let mut recorded = Vec::new();
+            for _ in 0..HISTORY {
+                let mut r = Vec::with_capacity(3);
+                for _ in 0..3 {
+                    let (s, c) = repeat(case, STEPS, 1.0, &mut rng);
+                    let steps_s = s.iter().sum::<f64>() / 1e3;
+                    recorded.push(RepeatCost {
+                        wall_s: c,
+                        steps_s,
+                        steps: STEPS,
+                        warmup_s: WARMUP as f64 * case.step_ms / 1e3,
+                        warmup_steps: WARMUP,
+                    });
+                    r.push(s);
+                }
+                results.push(r);
+            }
+            refs.push(results);
+            costs.push(cost_from_history(&recorded).expect("recorded costs"));
+        }
+        let slow = night % CASES;
+        let band = match cases[slow].process_sd {
+            sd if sd < 0.025 => 0,
+            sd if sd < 0.04 => 1,
+            _ => 2,
+        };
+        let seed = rng.random::<u64>();
+        fixed.add(
+            &fixed_night(&cases, &refs, slow, &mut SmallRng::seed_from_u64(seed)),
+            slow,
+            band,
+        );
+        let (night_p, unresolved) = planned_night(
+            &cases,
+            &refs,
+            &costs,
+            slow,
+            &mut SmallRng::seed_from_u64(seed),
+        );
+        planned.add(&night_p, slow, band);
+        unresolved_total += unresolved;
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{NIGHTS} simulated nights, {CASES} cases, one 5% drop a night, budget {BUDGET_S:.0} s (+{GRACE_S:.0} s grace)\n"
+    )?;
+    writeln!(
+        out,
+        "| sampling | detect 1-2.5% noise | 2.5-4% | 4-6% | all | false-alarm nights | within budget | mean time | max time |"
+    )?;
+    writeln!(out, "|---|---|---|---|---|---|---|---|---|")?;
+    writeln!(out, "{}", fixed.row("fixed: 3 repeats, 9 to confirm"))?;
+    writeln!(out, "{}", planned.row("planned + sequential"))?;
+    writeln!(
+        out,
+        "\nplanner: {:.1} cases a night named unresolved (too noisy to resolve 3% in the budget)",
+        unresolved_total as f64 / NIGHTS as f64
+    )?;
+    let grace = planned.within_grace;
+    writeln!(
+        out,
+        "planned nights within budget + grace: {grace} of {NIGHTS}"
+    )?;
+    Ok(())
+}

@@ -1,0 +1,334 @@
+//! Statistical-power evaluation of the gate, night after night, through the code `utilgate run`
+//! uses (`utilgate::compare`). Writes Markdown tables with 95% Wilson intervals to stdout; no
+//! other I/O. Run: `nice cargo run --release --example power_eval` (a few minutes on two cores).
+//! Deterministic: every series comes from a fixed seed.
+//!
+//! # The machine (see `noise.rs`)
+//! Step time = true step x host factor x process offset x per-step jitter x outlier factor:
+//! per-step lognormal jitter 0.75%; a per-process lognormal offset (2% unless stated); 5% of
+//! processes start slow and stay slow (+8%); 0.5% of steps are outliers, 1.5x to 3x. Each result
+//! is 3 processes of 100 counted steps. The machine canary (two fixed workloads read ten times a
+//! run, 1% noise each) sees the same host factor as the cases.
+//!
+//! # The nights
+//! A project is a grid of 100 cases on the baseline branch over 26 nights: night 0 records the
+//! first baselines, each later night judges every case against the reference the rule picks,
+//! re-measures suspects in 9 fresh processes, and promotes the passing results when no case
+//! failed, exactly as `utilgate run` does. A *false-alarm night* is a judged night on which any
+//! of the 100 unchanged cases is `regressed`. *Detection* is the share of trials in which one
+//! case, after 10 unchanged nights of its own, is `regressed` on the night its code changed
+//! (judged as one case of a 100-case grid).
+
+mod ab;
+mod gate;
+mod noise;
+
+use std::io::Write;
+
+use utilgate::case::Verdict;
+
+use crate::gate::{CaseState, HISTORY, Rule};
+use crate::noise::{Change, Noise, night_host, rng, seed};
+
+const CASES: usize = 100;
+const PROJECTS: usize = 16;
+const NIGHTS: usize = 26;
+const TRIALS: usize = 300;
+/// The night of a project on which the host shifts (scenario "host shift").
+const SHIFT_NIGHT: usize = NIGHTS / 2;
+
+struct Scenario {
+    name: &'static str,
+    noise: Noise,
+    /// The first baseline's step factor (0.97: it happened to be 3% fast).
+    first_factor: f64,
+    /// A host factor on the shift night (every case and the canary).
+    shift: Option<f64>,
+    /// What the detection trials inject, and the host factor of the night they inject it.
+    detect: Vec<(&'static str, Change, f64)>,
+}
+
+fn drops() -> Vec<(&'static str, Change, f64)> {
+    vec![
+        ("3% drop", Change::drop(0.03), 1.0),
+        ("5% drop", Change::drop(0.05), 1.0),
+        ("10% drop", Change::drop(0.10), 1.0),
+    ]
+}
+
+fn scenarios() -> Vec<Scenario> {
+    let base = Noise::with_process_sd(0.02);
+    vec![
+        Scenario {
+            name: "current model (per-process sd 2%)",
+            noise: base,
+            first_factor: 1.0,
+            shift: None,
+            detect: drops(),
+        },
+        Scenario {
+            name: "noisier host (per-process sd 4%)",
+            noise: Noise::with_process_sd(0.04),
+            first_factor: 1.0,
+            shift: None,
+            detect: drops(),
+        },
+        Scenario {
+            name: "common-mode host shift: +10% on every case for one night (sd 2%)",
+            noise: base,
+            first_factor: 1.0,
+            shift: Some(1.10),
+            detect: vec![
+                ("5% drop, quiet night", Change::drop(0.05), 1.0),
+                ("25% drop on a +10% night", Change::drop(0.25), 1.10),
+            ],
+        },
+        Scenario {
+            name: "lucky first baseline: 3% fast (sd 2%)",
+            noise: base,
+            first_factor: 0.97,
+            shift: None,
+            detect: vec![("5% drop", Change::drop(0.05), 1.0)],
+        },
+        Scenario {
+            name: "tail stall: 1 step in 20 takes 4x (sd 2%)",
+            noise: base,
+            first_factor: 1.0,
+            shift: None,
+            detect: vec![("1-in-20 4x stall", Change::stall(0.05, 4.0), 1.0)],
+        },
+    ]
+}
+
+/// Counts of one rule on one scenario.
+#[derive(Default, Clone)]
+struct Tally {
+    judged_nights: usize,
+    false_alarm_nights: usize,
+    case_nights: usize,
+    inconclusive: usize,
+    confirms: usize,
+    shift_nights: usize,
+    shift_nights_regressed: usize,
+    detected: Vec<usize>,
+}
+
+impl Tally {
+    fn add(&mut self, o: &Tally) {
+        self.judged_nights += o.judged_nights;
+        self.false_alarm_nights += o.false_alarm_nights;
+        self.case_nights += o.case_nights;
+        self.inconclusive += o.inconclusive;
+        self.confirms += o.confirms;
+        self.shift_nights += o.shift_nights;
+        self.shift_nights_regressed += o.shift_nights_regressed;
+        if self.detected.len() < o.detected.len() {
+            self.detected.resize(o.detected.len(), 0);
+        }
+        for (a, b) in self.detected.iter_mut().zip(&o.detected) {
+            *a += b;
+        }
+    }
+}
+
+/// One project of 100 cases over `NIGHTS` nights.
+fn project(sc_id: u64, sc: &Scenario, rule: &Rule, p: usize, t: &mut Tally) {
+    let mut states: Vec<CaseState> = (0..CASES).map(|_| CaseState::default()).collect();
+    for night in 0..NIGHTS {
+        let mut host_rng = rng(seed(sc_id, 2, (p << 8 | night) as u64));
+        let shifted = sc.shift.filter(|_| night == SHIFT_NIGHT);
+        let host = night_host(&mut host_rng, &sc.noise, shifted.unwrap_or(1.0));
+        let canary = gate::canary(&mut host_rng, host);
+        let change = if night == 0 {
+            Change {
+                factor: sc.first_factor,
+                ..Change::NONE
+            }
+        } else {
+            Change::NONE
+        };
+        let outcomes: Vec<gate::Outcome> = states
+            .iter()
+            .enumerate()
+            .map(|(c, state)| {
+                let mut r = rng(seed(sc_id, 1, (p << 16 | night << 8 | c) as u64));
+                gate::night(
+                    rule, state, &mut r, &sc.noise, host, &canary, &change, CASES,
+                )
+            })
+            .collect();
+        let failed = outcomes
+            .iter()
+            .any(|o| o.stored.verdict == Verdict::Regressed);
+        if night > 0 {
+            if shifted.is_some() {
+                t.shift_nights += 1;
+                t.shift_nights_regressed += usize::from(failed);
+            } else {
+                t.judged_nights += 1;
+                t.false_alarm_nights += usize::from(failed);
+            }
+            t.case_nights += outcomes.len();
+            t.inconclusive += outcomes
+                .iter()
+                .filter(|o| o.stored.verdict == Verdict::Inconclusive)
+                .count();
+            t.confirms += outcomes.iter().filter(|o| o.confirmed).count();
+        }
+        for (state, mut o) in states.iter_mut().zip(outcomes) {
+            o.stored.promoted = !failed && o.stored.promotable;
+            state.nights.push(o.stored);
+        }
+    }
+}
+
+/// One detection trial: `HISTORY` unchanged nights of one case, then the change.
+fn trial(sc_id: u64, sc: &Scenario, rule: &Rule, d: usize, i: usize) -> bool {
+    let (_, change, host_factor) = &sc.detect[d];
+    let mut state = CaseState::default();
+    for night in 0..=HISTORY + 1 {
+        let mut r = rng(seed(sc_id, 3 + d as u64, (i << 8 | night) as u64));
+        let last = night == HISTORY + 1;
+        let host = night_host(&mut r, &sc.noise, if last { *host_factor } else { 1.0 });
+        let canary = gate::canary(&mut r, host);
+        let change = if last {
+            *change
+        } else if night == 0 {
+            Change {
+                factor: sc.first_factor,
+                ..Change::NONE
+            }
+        } else {
+            Change::NONE
+        };
+        let mut o = gate::night(
+            rule, &state, &mut r, &sc.noise, host, &canary, &change, CASES,
+        );
+        if last {
+            return o.stored.verdict == Verdict::Regressed;
+        }
+        o.stored.promoted = o.stored.promotable && o.stored.verdict != Verdict::Regressed;
+        state.nights.push(o.stored);
+    }
+    false
+}
+
+fn evaluate(sc_id: u64, sc: &Scenario, rule: &Rule) -> Tally {
+    let threads = 2;
+    let parts: Vec<Tally> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|th| {
+                s.spawn(move || {
+                    let mut t = Tally {
+                        detected: vec![0; sc.detect.len()],
+                        ..Tally::default()
+                    };
+                    for p in (th..PROJECTS).step_by(threads) {
+                        project(sc_id, sc, rule, p, &mut t);
+                    }
+                    for d in 0..sc.detect.len() {
+                        for i in (th..TRIALS).step_by(threads) {
+                            t.detected[d] += usize::from(trial(sc_id, sc, rule, d, i));
+                        }
+                    }
+                    t
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a simulation thread panicked"))
+            .collect()
+    });
+    let mut total = Tally::default();
+    for p in &parts {
+        total.add(p);
+    }
+    total
+}
+
+/// `k` of `n` as a percentage with its 95% Wilson score interval.
+#[must_use]
+pub fn wilson(k: usize, n: usize) -> String {
+    if n == 0 {
+        return "n/a".to_owned();
+    }
+    let (k, n) = (k as f64, n as f64);
+    let z = 1.959_964f64;
+    let p = k / n;
+    let denom = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / denom;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
+    format!(
+        "{:.1}% [{:.1}, {:.1}]",
+        100.0 * p,
+        100.0 * (centre - half).max(0.0),
+        100.0 * (centre + half).min(1.0)
+    )
+}
+
+fn main() -> std::io::Result<()> {
+    let rules = gate::rules();
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "Projects of {CASES} cases x {} repeats x {} steps, {NIGHTS} nights each ({PROJECTS} \
+         projects: {} judged nights); detection: {TRIALS} trials per cell after {HISTORY} \
+         unchanged nights. Percentages with 95% Wilson intervals.",
+        gate::REPEATS,
+        noise::STEPS,
+        PROJECTS * (NIGHTS - 1)
+    )?;
+    // `power_eval 0 4`: only those scenarios (by index), and no A/B table.
+    let only: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    for (i, sc) in scenarios().iter().enumerate() {
+        if !only.is_empty() && !only.contains(&i) {
+            continue;
+        }
+        writeln!(out, "\n### {}\n", sc.name)?;
+        let detect: Vec<&str> = sc.detect.iter().map(|d| d.0).collect();
+        let shift_col = if sc.shift.is_some() {
+            " shift nights with a `regressed` |"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "| rule | false-alarm nights |{shift_col} inconclusive case-nights | re-measured per \
+             night | {} |",
+            detect.join(" | ")
+        )?;
+        let cols = 4 + usize::from(sc.shift.is_some()) + detect.len();
+        writeln!(out, "|---|{}", "---:|".repeat(cols - 1))?;
+        for rule in &rules {
+            // The canary's share is measured where it matters: on the host-shift nights.
+            if sc.shift.is_none() && matches!(rule, Rule::Converging { canary: false, .. }) {
+                continue;
+            }
+            let t = evaluate(i as u64, sc, rule);
+            let shift = if sc.shift.is_some() {
+                format!(" {} |", wilson(t.shift_nights_regressed, t.shift_nights))
+            } else {
+                String::new()
+            };
+            let det: Vec<String> = t.detected.iter().map(|&k| wilson(k, TRIALS)).collect();
+            writeln!(
+                out,
+                "| {} | {} |{shift} {:.1}% | {:.2} | {} |",
+                rule.label(),
+                wilson(t.false_alarm_nights, t.judged_nights),
+                100.0 * t.inconclusive as f64 / t.case_nights.max(1) as f64,
+                t.confirms as f64 / (t.judged_nights + t.shift_nights).max(1) as f64,
+                det.join(" | ")
+            )?;
+            out.flush()?;
+        }
+    }
+    if only.is_empty() {
+        ab::report(&mut out)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,511 @@
+//! Judging a case against its [`Reference`] (the pinned baseline and the nights pooled with
+//! it, weighted per process), on every gated statistic, with the machine canary. Pure.
+//!
+//! The two-level rule itself is [`super::decide`]'s (its module documentation); this file adds
+//! what a real machine needs on top:
+//! * **Weights**: the reference level is the weighted Huber location of the pooled processes
+//!   (a re-measured night's processes weigh `repeats / processes` each), and its variance uses
+//!   the effective number of processes `(sum w)^2 / sum w^2`. The noise is pooled over every
+//!   process unweighted: each is a full draw of the process-to-process noise.
+//! * **Statistics**: each statistic of `Policy::gate_on` is tested with its own threshold at
+//!   the level `family_alpha / (cases x statistics)`, so adding a tail statistic keeps the
+//!   grid's false-alarm rate. The first statistic supplies the figures; another one can only
+//!   make the verdict worse (a stall that leaves the median alone still fails).
+//! * **Canary**: when this run's canary moved beyond its noise against the reference's runs
+//!   (see [`super::canary_shift`]), a regression is re-tested with the host's shift taken off
+//!   and its uncertainty added; if that no longer clears both levels it is `inconclusive`,
+//!   with the shift quoted, never `regressed`. A drop well beyond the shift still fails. Either
+//!   way the night is marked untrusted: it never pools into a later reference nor promotes.
+
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+use super::canary::CanaryShift;
+use super::decide::{Run, Test, apply_guard, drop_of, judge, noise_variance, pct};
+use super::stat::{GateStat, units};
+use super::{Canary, Decision, Evidence, Policy, Reference, canary_shift, decide};
+use crate::case::Verdict;
+
+/// Huber's tuning constant (noise deviations), as in `decide`.
+const HUBER_K: f64 = 1.5;
+/// Asymptotic variance of the Huber location at k = 1.5 relative to the mean's.
+const HUBER_VAR: f64 = 1.0371;
+
+/// Weighted Huber location of `units` with a known scale, started from the weighted median.
+fn weighted_level(units: &[(f64, f64)], policy: &Policy, scale: f64) -> f64 {
+    use super::Estimator;
+    let total: f64 = units.iter().map(|u| u.1).sum();
+    let mean = units.iter().map(|u| u.0 * u.1).sum::<f64>() / total;
+    let mut sorted = units.to_vec();
+    sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut acc = 0.0;
+    let mut median = sorted[sorted.len() - 1].0;
+    for (u, w) in &sorted {
+        acc += w;
+        if acc >= total / 2.0 {
+            median = *u;
+            break;
+        }
+    }
+    match policy.estimator {
+        Estimator::Mean => mean,
+        Estimator::Median => median,
+        Estimator::Huber => {
+            if scale <= 0.0 || units.len() <= 2 {
+                return if units.len() <= 2 { mean } else { median };
+            }
+            let bound = HUBER_K * scale;
+            let mut centre = median;
+            for _ in 0..100 {
+                let next = centre
+                    + units
+                        .iter()
+                        .map(|(u, w)| w * (u - centre).clamp(-bound, bound))
+                        .sum::<f64>()
+                        / total;
+                let settled = (next - centre).abs() <= 1e-9 * scale;
+                centre = next;
+                if settled {
+                    break;
+                }
+            }
+            centre
+        }
+    }
+}
+
+/// Variance of a weighted level in units of the per-process variance.
+fn weighted_var_factor(units: &[(f64, f64)], policy: &Policy) -> f64 {
+    use super::Estimator;
+    let total: f64 = units.iter().map(|u| u.1).sum();
+    let squares: f64 = units.iter().map(|u| u.1 * u.1).sum();
+    let n_eff = total * total / squares;
+    match policy.estimator {
+        Estimator::Mean => 1.0 / n_eff,
+        Estimator::Median => (std::f64::consts::PI / (2.0 * n_eff)).min(1.0),
+        Estimator::Huber if units.len() <= 2 => 1.0 / n_eff,
+        Estimator::Huber => HUBER_VAR / n_eff,
+    }
+}
+
+/// One statistic's comparison: the test and the decision it yields alone.
+struct StatCase {
+    stat: GateStat,
+    decision: Decision,
+}
+
+fn per_stat(
+    stat: GateStat,
+    r: &Reference<'_>,
+    current: &Evidence<'_>,
+    shift: Option<&CanaryShift>,
+    policy: &Policy,
+    tests: usize,
+) -> Option<StatCase> {
+    let now = units(current, stat).ok()?;
+    let base = units(&r.baseline.evidence, stat).ok()?;
+    let hist: Vec<(Run, f64)> = r
+        .history
+        .iter()
+        .filter_map(|p| units(&p.evidence, stat).ok().map(|u| (u, p.weight)))
+        .collect();
+    let mut reference: Vec<(f64, f64)> =
+        base.units.iter().map(|&u| (u, r.baseline.weight)).collect();
+    if policy.history_for_level {
+        for (h, w) in &hist {
+            reference.extend(h.units.iter().map(|&u| (u, *w)));
+        }
+    }
+    let mut runs: Vec<&Run> = vec![&now, &base];
+    runs.extend(hist.iter().map(|(h, _)| h));
+    let (var, df) = noise_variance(&runs, policy);
+    let scale = var.sqrt();
+    let now_w: Vec<(f64, f64)> = now.units.iter().map(|&u| (u, 1.0)).collect();
+    let level_now = weighted_level(&now_w, policy, scale);
+    let level_then = weighted_level(&reference, policy, scale);
+    let est = level_now - level_then;
+    let se = (var
+        * (weighted_var_factor(&now_w, policy) + weighted_var_factor(&reference, policy)))
+    .sqrt();
+    let alpha_case = (policy.family_alpha / tests.max(1) as f64).clamp(f64::MIN_POSITIVE, 0.5);
+    let (q, p_slower, p_faster) = match (df > 0).then(|| StudentsT::new(0.0, 1.0, df as f64)) {
+        Some(Ok(dist)) => (
+            -dist.inverse_cdf(alpha_case),
+            Some(dist.sf(est / se)),
+            Some(dist.cdf(est / se)),
+        ),
+        _ => (f64::INFINITY, None, None),
+    };
+    let t = Test {
+        est,
+        se,
+        df,
+        q,
+        alpha_case,
+        p_slower,
+        p_faster,
+        noise: scale,
+    };
+    let mut d = Decision::bare(Verdict::Pass);
+    let (step_then, step_now) = (level_then.exp(), level_now.exp());
+    d.step_now_ms = Some(step_now);
+    d.step_then_ms = Some(step_then);
+    d.util_now = Some(now.floor_ms / step_now);
+    d.util_then = Some(base.floor_ms / step_then);
+    d.n_now = now.samples;
+    d.repeats_now = now.units.len();
+    d.n_then = base.samples
+        + if policy.history_for_level {
+            hist.iter().map(|(h, _)| h.samples).sum()
+        } else {
+            0
+        };
+    d.repeats_then = reference.len();
+    d.drop_pct = Some(drop_of(est));
+    d.noise_pct = Some(pct(scale.exp_m1()));
+    if q.is_finite() {
+        d.interval_pct = Some((drop_of(est - q * se), drop_of(est + q * se)));
+        d.resolution_pct = Some(drop_of(q * se));
+    }
+    d.p_value = if est >= 0.0 { p_slower } else { p_faster };
+    d.floor_changed =
+        (now.floor_ms / base.floor_ms - 1.0).abs() * 100.0 > policy.floor_tolerance_pct;
+    let stat_policy = Policy {
+        max_drop_pct: policy.threshold_for(stat),
+        ..policy.clone()
+    };
+    judge(&mut d, &t, &stat_policy, tests);
+    d.suspect = matches!(d.verdict, Verdict::Regressed | Verdict::Inconclusive)
+        || (est > 0.0 && p_slower.is_some_and(|p| p <= policy.confirm_alpha));
+    if let Some(shift) = shift.filter(|s| s.beyond_noise) {
+        apply_canary(&mut d, &t, shift, &stat_policy, tests);
+    }
+    if d.floor_changed {
+        d.reasons.push(format!(
+            "The floor changed from {:.4} ms to {:.4} ms since the baseline (the model or GPU \
+             spec was edited), so utilisation then and now are not comparable; the verdict \
+             compares step times instead ({step_then:.4} ms then, {step_now:.4} ms now).",
+            base.floor_ms, now.floor_ms,
+        ));
+    }
+    if !hist.is_empty() {
+        d.reasons.push(format!(
+            "Reference: the baseline's {} processes and {} processes from {} earlier nights \
+             of the baseline branch (a re-measured night weighs as much as a normal one).",
+            base.units.len(),
+            reference.len() - base.units.len(),
+            hist.len()
+        ));
+    }
+    Some(StatCase { stat, decision: d })
+}
+
+/// Re-tests a regression (or an improvement) with the host's shift taken off.
+fn apply_canary(d: &mut Decision, t: &Test, shift: &CanaryShift, policy: &Policy, tests: usize) {
+    d.untrusted = true;
+    let host = shift.describe();
+    let same_way = (shift.shift > 0.0 && d.verdict == Verdict::Regressed)
+        || (shift.shift < 0.0 && d.verdict == Verdict::Improved);
+    if !same_way {
+        d.reasons.push(format!(
+            "The machine moved ({host}); this night is not pooled into later references."
+        ));
+        return;
+    }
+    let adjusted = Test {
+        est: t.est - shift.shift,
+        se: (t.se * t.se + shift.se * shift.se).sqrt(),
+        ..*t
+    };
+    let mut again = d.clone();
+    again.reasons.clear();
+    judge(&mut again, &adjusted, policy, tests);
+    let beyond = drop_of(adjusted.est);
+    if again.verdict == d.verdict {
+        d.reasons.insert(
+            1,
+            format!(
+                "The machine moved ({host}), but the change is well beyond that: {beyond:.1}% \
+                 remains after taking the host's shift off, beyond the threshold and the noise."
+            ),
+        );
+        return;
+    }
+    let was = d.verdict;
+    d.verdict = Verdict::Inconclusive;
+    d.suspect = false;
+    let what = if was == Verdict::Regressed {
+        "A drop"
+    } else {
+        "A rise"
+    };
+    d.reasons.insert(
+        0,
+        format!(
+            "{what} of this size may be the machine, not the code: {host}. With the host's \
+             shift taken off, the change is {beyond:.1}%, not beyond the threshold and the \
+             noise together, so this is inconclusive, not {was}."
+        ),
+    );
+}
+
+fn rank(v: Verdict) -> u8 {
+    match v {
+        Verdict::Improved => 0,
+        Verdict::Pass => 1,
+        Verdict::Inconclusive => 2,
+        Verdict::Regressed => 3,
+        _ => 4,
+    }
+}
+
+/// Decide one case against its reference; `canary` is this run's machine canary, compared with
+/// the reference's runs' canaries. See [`decide`] for the rule and the other arguments.
+#[must_use]
+pub fn decide_against(
+    reference: Option<&Reference<'_>>,
+    current: &Evidence<'_>,
+    canary: Option<&Canary>,
+    policy: &Policy,
+    cases_in_grid: usize,
+    gpu_guard: Option<&str>,
+) -> Decision {
+    // The checks that need no reference (error, invalid, new) are `decide`'s.
+    let alone = decide(None, current, &[], policy, cases_in_grid, gpu_guard);
+    let Some(r) = reference else { return alone };
+    if matches!(alone.verdict, Verdict::Invalid | Verdict::Error) {
+        return alone;
+    }
+    if let Err(problem) = units(&r.baseline.evidence, GateStat::Median) {
+        let mut d = alone;
+        d.reasons.insert(
+            0,
+            format!(
+                "The baseline cannot be used ({}), so this result is judged as new.",
+                problem.message()
+            ),
+        );
+        return d;
+    }
+    let shift = canary.and_then(|c| canary_shift(c, &r.canaries));
+    let stats = policy.stats();
+    let tests = cases_in_grid.max(1) * stats.len();
+    let mut cases: Vec<StatCase> = stats
+        .iter()
+        .filter_map(|&s| per_stat(s, r, current, shift.as_ref(), policy, tests))
+        .collect();
+    if cases.is_empty() {
+        return alone;
+    }
+    let primary = cases.remove(0);
+    let mut d = primary.decision;
+    d.gated_on = primary.stat;
+    for other in cases {
+        let o = other.decision;
+        d.suspect |= o.suspect;
+        d.untrusted |= o.untrusted;
+        if rank(o.verdict) > rank(d.verdict) {
+            d.verdict = o.verdict;
+            if let Some(first) = o.reasons.first() {
+                d.reasons
+                    .insert(0, format!("The {} step decides: {first}", other.stat));
+            }
+        }
+        d.tails.push(super::TailDecision {
+            stat: other.stat,
+            verdict: o.verdict,
+            threshold_pct: policy.threshold_for(other.stat),
+            step_then_ms: o.step_then_ms,
+            step_now_ms: o.step_now_ms,
+            drop_pct: o.drop_pct,
+            interval_pct: o.interval_pct,
+            p_value: o.p_value,
+        });
+    }
+    d.canary = shift;
+    apply_guard(&mut d, gpu_guard);
+    d
+}
+
+#[cfg(test)]
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly on a missing figure"
+)]
+mod tests {
+    use super::*;
+    use crate::compare::{Night, reference};
+
+    /// `n` processes at the given levels (ms), 100 steps each with a small wobble; every
+    /// `stall`-th step takes 4x when `stall` is above zero.
+    fn procs(levels: &[f64], stall: usize) -> Vec<Vec<f64>> {
+        levels
+            .iter()
+            .map(|&l| {
+                (0..100)
+                    .map(|j| {
+                        let v = l * (1.0 + 0.002 * ((j * 7 % 5) as f64 - 2.0));
+                        if stall > 0 && j % stall == 0 {
+                            4.0 * v
+                        } else {
+                            v
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn night(r: &[Vec<f64>]) -> Night<'_> {
+        Night {
+            evidence: Evidence {
+                repeats_ms: r,
+                floor_ms: 3.0,
+            },
+            eligible: true,
+            nominal_repeats: 3,
+            canary: None,
+        }
+    }
+
+    fn ev(r: &[Vec<f64>]) -> Evidence<'_> {
+        Evidence {
+            repeats_ms: r,
+            floor_ms: 3.0,
+        }
+    }
+
+    #[test]
+    fn a_lucky_first_baseline_stops_deciding_once_unchanged_nights_pool_in() {
+        let lucky = procs(&[5.80, 5.82, 5.78], 0);
+        let nights: Vec<Vec<Vec<f64>>> = (0..8)
+            .map(|i| procs(&[6.0 + 0.01 * f64::from(i % 3), 6.03, 5.97], 0))
+            .collect();
+        let now = procs(&[6.02, 5.99, 6.01], 0);
+        let policy = Policy::default();
+        let alone = reference(night(&lucky), &[], 10);
+        let d = decide_against(Some(&alone), &ev(&now), None, &policy, 100, None);
+        assert!(d.drop_pct.unwrap() > 3.0, "{:?}", d.reasons);
+        let since: Vec<Night<'_>> = nights.iter().map(|n| night(n)).collect();
+        let pooled = reference(night(&lucky), &since, 10);
+        let d = decide_against(Some(&pooled), &ev(&now), None, &policy, 100, None);
+        assert_eq!(d.verdict, Verdict::Pass, "{:?}", d.reasons);
+        assert!(d.drop_pct.unwrap() < 1.0, "{:?}", d.drop_pct);
+        assert_eq!(d.repeats_then, 27);
+    }
+
+    #[test]
+    fn a_re_measured_night_weighs_as_much_as_a_normal_one() {
+        let base = procs(&[6.0, 6.0, 6.0], 0);
+        // One slow-looking night re-measured to 12 processes at +6%.
+        let confirmed = procs(&[6.36; 12], 0);
+        let normal = procs(&[6.0, 6.01, 5.99], 0);
+        let since = [night(&confirmed), night(&normal)];
+        let r = reference(night(&base), &since, 10);
+        let now = procs(&[6.0, 6.0, 6.0], 0);
+        let d = decide_against(Some(&r), &ev(&now), None, &Policy::default(), 1, None);
+        // Three nights of equal weight: the reference sits about 2% above 6.0, not 4.4%.
+        let then = d.step_then_ms.unwrap();
+        assert!((then / 6.0 - 1.0) < 0.03, "reference {then}");
+    }
+
+    #[test]
+    fn a_tail_stall_fails_through_the_mean_while_the_median_passes() {
+        let base = procs(&[6.0, 6.01, 5.99], 0);
+        let history: Vec<Vec<Vec<f64>>> = (0..5).map(|_| procs(&[6.0, 6.02, 5.98], 0)).collect();
+        let since: Vec<Night<'_>> = history.iter().map(|n| night(n)).collect();
+        let r = reference(night(&base), &since, 10);
+        let stalled = procs(&[6.0, 6.01, 5.99], 20);
+        let median_only = Policy {
+            gate_on: vec![GateStat::Median],
+            ..Policy::default()
+        };
+        let d = decide_against(Some(&r), &ev(&stalled), None, &median_only, 100, None);
+        assert_eq!(d.verdict, Verdict::Pass, "{:?}", d.reasons);
+        let d = decide_against(Some(&r), &ev(&stalled), None, &Policy::default(), 100, None);
+        assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
+        assert!(
+            d.reasons[0].starts_with("The mean step decides"),
+            "{:?}",
+            d.reasons
+        );
+        assert_eq!(d.tails[0].stat, GateStat::Mean);
+        assert!(d.tails[0].drop_pct.unwrap() > 5.0);
+        // The figures shown stay the median's.
+        assert_eq!(d.gated_on, GateStat::Median);
+        assert!(d.drop_pct.unwrap().abs() < 1.0);
+    }
+
+    fn canary(scale: f64) -> Canary {
+        Canary {
+            figures: [(
+                "stream_ms".to_owned(),
+                [1.0, 1.004, 0.996, 1.002, 0.998]
+                    .iter()
+                    .map(|f| 12.0 * scale * f)
+                    .collect(),
+            )]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    #[test]
+    fn a_slower_host_turns_a_drop_of_its_size_inconclusive_but_not_a_larger_one() {
+        let base = procs(&[6.0, 6.01, 5.99], 0);
+        let then_canary = canary(1.0);
+        let mut pinned = night(&base);
+        pinned.canary = Some(&then_canary);
+        let r = reference(pinned, &[], 10);
+        let busy = canary(1.11);
+        let slow = procs(&[6.66, 6.67, 6.65], 0);
+        let d = decide_against(
+            Some(&r),
+            &ev(&slow),
+            Some(&busy),
+            &Policy::default(),
+            1,
+            None,
+        );
+        assert_eq!(d.verdict, Verdict::Inconclusive, "{:?}", d.reasons);
+        assert!(d.untrusted && !d.suspect);
+        assert!(
+            d.reasons[0].contains("host 11.0% slower"),
+            "{:?}",
+            d.reasons
+        );
+        assert!(d.canary.as_ref().is_some_and(|c| c.beyond_noise));
+        assert!(!crate::compare::promotable(&d) && !crate::compare::eligible(&d));
+        // Without the canary the same numbers regress.
+        let d = decide_against(Some(&r), &ev(&slow), None, &Policy::default(), 1, None);
+        assert_eq!(d.verdict, Verdict::Regressed);
+        // 40% slower on an 11% slower host: the code lost far more than the machine.
+        let far = procs(&[8.4, 8.41, 8.39], 0);
+        let d = decide_against(
+            Some(&r),
+            &ev(&far),
+            Some(&busy),
+            &Policy::default(),
+            1,
+            None,
+        );
+        assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
+        assert!(d.reasons.iter().any(|r| r.contains("well beyond that")));
+    }
+
+    #[test]
+    fn no_reference_is_new_and_bad_input_is_judged_as_decide_does() {
+        let now = procs(&[6.0, 6.0], 0);
+        let d = decide_against(None, &ev(&now), None, &Policy::default(), 1, None);
+        assert_eq!(d.verdict, Verdict::New);
+        let empty: Vec<Vec<f64>> = vec![vec![]];
+        let base = procs(&[6.0], 0);
+        let r = reference(night(&base), &[], 10);
+        let d = decide_against(Some(&r), &ev(&empty), None, &Policy::default(), 1, None);
+        assert_eq!(d.verdict, Verdict::Error);
+        let bad_base: Vec<Vec<f64>> = vec![vec![f64::NAN]];
+        let r = reference(night(&bad_base), &[], 10);
+        let d = decide_against(Some(&r), &ev(&now), None, &Policy::default(), 1, None);
+        assert_eq!(d.verdict, Verdict::New);
+        assert!(d.reasons[0].contains("baseline cannot be used"));
+    }
+}

@@ -1,0 +1,453 @@
+//! The time budget of a nightly: from each case's stored history (step time, noise, warm-up and
+//! process start cost), plan steps and repeats so the grid fits the budget and each case gets
+//! the evidence it needs to resolve the gate's threshold; and, while the run goes, decide when a
+//! case's evidence is decisive. Pure: costs, noise and the clock's readings arrive as arguments.
+//!
+//! # The model
+//! - **Cost** of one repeat (a fresh process): `start_s + warmup_steps × warmup_step_s + steps ×
+//!   step_s`, each figure the median over the case's stored repeats (`start_s` is the process's
+//!   wall time less the time of its steps: interpreter, model load, allocation).
+//! - **Noise** of one repeat's level (log scale, as [`super::decide`] works): `σ_b² + (π/2)·σ_w²
+//!   / steps`, the between-process variance `σ_b²` pooled over the stored results (each result
+//!   gives its repeats − 1 degrees of freedom) and the within-process step jitter `σ_w` (1.4826
+//!   MAD) that the median of `steps` steps reduces.
+//! - **Resolved** means: a true drop of `detect_drop_pct` would be found with probability
+//!   `power` at the grid-corrected level `family_alpha / cases`, and an unchanged case's drop
+//!   estimate would stay under `max_drop_pct` with the same probability. With `z_a` and `z_p` the
+//!   normal quantiles, the standard error of the difference must be at most
+//!   `min((D − T)/z_p, D/(z_a + z_p), T/z_p)`; it is `sqrt(v/r + v_ref)` with `r` repeats now and
+//!   `v_ref` the variance of the reference level (its repeats pooled). So `r = ceil(v / (SE² −
+//!   v_ref))`: a case whose reference alone is too noisy is unresolvable at any budget.
+//! - **Fitting**: every case gets `min_repeats`; the rest of the budget (less a reserve for
+//!   suspects, which the confirm step draws from) goes to the cases in order of what it costs
+//!   to resolve them, cheapest first, so as many cases as possible are resolved. The others are
+//!   named in the plan with the budget that would resolve them.
+//! - **Sequential**: after each repeat beyond the minimum, a case whose interval already lies
+//!   under the threshold (or whose drop estimate is beyond it: a suspect for the confirm step)
+//!   stops; the time it saves stays in the pool for suspects.
+
+use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, Normal};
+
+/// A case's costs, measured by earlier runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CaseCost {
+    /// Process start and teardown: wall time not spent in steps, seconds.
+    pub start_s: f64,
+    /// A counted step, seconds.
+    pub step_s: f64,
+    /// A warm-up step, seconds.
+    pub warmup_step_s: f64,
+}
+
+/// What the store knows about a case's noise.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CaseNoise {
+    /// Between-process standard deviation of a repeat's log level, as a fraction.
+    pub between: f64,
+    /// Within-process step jitter (robust standard deviation of a step, relative), a fraction.
+    pub jitter: f64,
+    /// Repeats in the reference the case will be compared with (baseline plus pooled history).
+    pub reference_repeats: usize,
+}
+
+/// One case as the planner sees it: its configured sampling and, when it has history, costs
+/// and noise.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseInput {
+    pub name: String,
+    pub steps: u64,
+    pub warmup_steps: u64,
+    pub repeats: u32,
+    pub cost: Option<CaseCost>,
+    pub noise: Option<CaseNoise>,
+}
+
+/// The planner's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PlanPolicy {
+    pub budget_s: f64,
+    pub max_drop_pct: f64,
+    /// The drop a resolved case must be able to find.
+    pub detect_drop_pct: f64,
+    pub family_alpha: f64,
+    pub power: f64,
+    /// Repeats every case gets (two, so the noise of the night itself is seen).
+    pub min_repeats: u32,
+    /// Repeats no case gets more of.
+    pub max_repeats: u32,
+    /// Share of the budget kept for suspects (the confirm step draws from it).
+    pub reserve_fraction: f64,
+    /// The floor of the per-process noise, as [`super::Policy::min_noise_pct`] (percent).
+    pub min_noise_pct: f64,
+}
+
+impl PlanPolicy {
+    /// The planner's defaults for a budget and the gate's threshold and false-alarm level.
+    #[must_use]
+    pub fn new(budget_s: f64, max_drop_pct: f64, family_alpha: f64) -> Self {
+        PlanPolicy {
+            budget_s,
+            max_drop_pct,
+            detect_drop_pct: (max_drop_pct * 5.0 / 3.0).max(max_drop_pct + 1.0),
+            family_alpha,
+            power: 0.8,
+            min_repeats: 2,
+            max_repeats: 30,
+            reserve_fraction: 0.15,
+            min_noise_pct: 0.25,
+        }
+    }
+}
+
+/// Why a case is planned as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanNote {
+    /// Enough repeats to resolve the threshold.
+    Resolved,
+    /// No stored history: the configured steps and repeats; its costs are recorded tonight.
+    NoHistory,
+    /// The budget does not reach the repeats it needs.
+    OverBudget,
+    /// Too noisy to resolve tonight: it would need more than `max_repeats`, or its reference
+    /// (baseline and history) is itself too noisy for any number of repeats.
+    TooNoisy,
+}
+
+/// One case's plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CasePlan {
+    pub name: String,
+    pub steps: u64,
+    pub warmup_steps: u64,
+    /// Repeats planned (at least `min_repeats`; sequential sampling may stop sooner at
+    /// `min_repeats`).
+    pub repeats: u32,
+    /// Repeats needed to resolve the threshold (`None`: unknown or unreachable).
+    pub needed_repeats: Option<u32>,
+    /// Estimated seconds for the planned repeats (`None` without history).
+    pub estimate_s: Option<f64>,
+    /// Estimated seconds to resolve the case.
+    pub needed_s: Option<f64>,
+    pub note: PlanNote,
+}
+
+/// The whole plan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub budget_s: f64,
+    /// Estimated time of the planned repeats over cases with history.
+    pub planned_s: f64,
+    /// Kept for suspects and the confirm step.
+    pub reserve_s: f64,
+    pub cases: Vec<CasePlan>,
+    /// The budget that would resolve every resolvable case (`None` when all are resolved).
+    pub budget_to_resolve_all_s: Option<f64>,
+}
+
+impl Plan {
+    /// Cases the budget leaves unresolved (over budget or with a too-noisy reference).
+    pub fn unresolved(&self) -> impl Iterator<Item = &CasePlan> {
+        self.cases
+            .iter()
+            .filter(|c| matches!(c.note, PlanNote::OverBudget | PlanNote::TooNoisy))
+    }
+}
+
+/// Seconds for `repeats` processes of a case.
+#[must_use]
+pub fn repeat_cost_s(cost: &CaseCost, steps: u64, warmup_steps: u64) -> f64 {
+    cost.start_s + warmup_steps as f64 * cost.warmup_step_s + steps as f64 * cost.step_s
+}
+
+fn z(p: f64) -> f64 {
+    Normal::standard().inverse_cdf(p)
+}
+
+/// The largest standard error of the drop estimate (a fraction) that resolves the threshold.
+fn target_se(policy: &PlanPolicy, cases: usize) -> f64 {
+    let alpha = policy.family_alpha / cases.max(1) as f64;
+    let (za, zp) = (z(1.0 - alpha), z(policy.power));
+    let (d, t) = (policy.detect_drop_pct / 100.0, policy.max_drop_pct / 100.0);
+    ((d - t) / zp).min(d / (za + zp)).min(t / zp)
+}
+
+/// Repeats that resolve a case at `steps` steps, or `None` when none do.
+fn needed_repeats(noise: &CaseNoise, steps: u64, se: f64, policy: &PlanPolicy) -> Option<u32> {
+    let floor = policy.min_noise_pct / 100.0;
+    let v = (noise.between.powi(2)
+        + std::f64::consts::FRAC_PI_2 * noise.jitter.powi(2) / steps.max(1) as f64)
+        .max(floor * floor);
+    let v_ref = v / noise.reference_repeats.max(1) as f64;
+    let room = se * se - v_ref;
+    if room <= 0.0 {
+        return None;
+    }
+    let r = (v / room).ceil();
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "r is a positive count, capped below"
+    )]
+    let r = r.min(f64::from(u32::MAX)) as u32;
+    Some(r.max(policy.min_repeats))
+}
+
+/// The cheapest (steps, repeats, seconds) that resolves a case: steps from a quarter to twice
+/// the configured count (at least 20), since few steps suffice where process noise dominates.
+fn cheapest(
+    case: &CaseInput,
+    cost: &CaseCost,
+    noise: &CaseNoise,
+    se: f64,
+    policy: &PlanPolicy,
+) -> Option<(u64, u32, f64)> {
+    let s = case.steps.max(1);
+    let mut options: Vec<u64> = [s / 4, s / 2, s, 2 * s]
+        .into_iter()
+        .map(|x| x.max(20.min(s)))
+        .collect();
+    options.dedup();
+    options
+        .into_iter()
+        .filter_map(|steps| {
+            let r = needed_repeats(noise, steps, se, policy)?;
+            (r <= policy.max_repeats).then(|| {
+                (
+                    steps,
+                    r,
+                    f64::from(r) * repeat_cost_s(cost, steps, case.warmup_steps),
+                )
+            })
+        })
+        .min_by(|a, b| a.2.total_cmp(&b.2))
+}
+
+/// Plan the night: see the module documentation.
+#[must_use]
+pub fn plan(cases: &[CaseInput], policy: &PlanPolicy) -> Plan {
+    let se = target_se(policy, cases.len());
+    let reserve_s = policy.budget_s * policy.reserve_fraction;
+    let mut out: Vec<CasePlan> = Vec::with_capacity(cases.len());
+    let mut spent = 0.0;
+    // First pass: the minimum for everyone, the configured sampling without history.
+    let mut wants: Vec<(usize, u64, u32, f64)> = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        let Some(cost) = case.cost else {
+            out.push(CasePlan {
+                name: case.name.clone(),
+                steps: case.steps,
+                warmup_steps: case.warmup_steps,
+                repeats: case.repeats,
+                needed_repeats: None,
+                estimate_s: None,
+                needed_s: None,
+                note: PlanNote::NoHistory,
+            });
+            continue;
+        };
+        let min_r = policy.min_repeats;
+        let resolve = case
+            .noise
+            .and_then(|n| cheapest(case, &cost, &n, se, policy));
+        let (steps, note) = match resolve {
+            Some((steps, _, _)) => (steps, PlanNote::OverBudget),
+            None if case.noise.is_some() => (case.steps, PlanNote::TooNoisy),
+            // Costs but no usable noise yet: the configured sampling counts as enough.
+            None => (case.steps, PlanNote::Resolved),
+        };
+        let repeats = if case.noise.is_none() {
+            case.repeats.max(min_r)
+        } else {
+            min_r
+        };
+        let estimate = f64::from(repeats) * repeat_cost_s(&cost, steps, case.warmup_steps);
+        spent += estimate;
+        if let Some((steps, r, s)) = resolve {
+            wants.push((i, steps, r, s));
+        }
+        out.push(CasePlan {
+            name: case.name.clone(),
+            steps,
+            warmup_steps: case.warmup_steps,
+            repeats,
+            needed_repeats: resolve.map(|r| r.1),
+            estimate_s: Some(estimate),
+            needed_s: resolve.map(|r| r.2),
+            note,
+        });
+    }
+    // Second pass: the rest of the budget to the cheapest cases to resolve.
+    let available = policy.budget_s - reserve_s;
+    wants.sort_by(|a, b| (a.3 - est(&out, a.0)).total_cmp(&(b.3 - est(&out, b.0))));
+    for (i, steps, r, s) in wants {
+        let extra = s - est(&out, i);
+        if spent + extra <= available {
+            spent += extra;
+            let p = &mut out[i];
+            p.steps = steps;
+            p.repeats = r;
+            p.estimate_s = Some(s);
+            p.note = PlanNote::Resolved;
+        }
+    }
+    let needed_all: f64 = out
+        .iter()
+        .map(|p| match p.note {
+            PlanNote::TooNoisy => p.estimate_s.unwrap_or(0.0),
+            _ => p.needed_s.or(p.estimate_s).unwrap_or(0.0),
+        })
+        .sum();
+    let any_over = out.iter().any(|p| p.note == PlanNote::OverBudget);
+    Plan {
+        budget_s: policy.budget_s,
+        planned_s: spent,
+        reserve_s,
+        cases: out,
+        budget_to_resolve_all_s: any_over.then(|| needed_all / (1.0 - policy.reserve_fraction)),
+    }
+}
+
+fn est(out: &[CasePlan], i: usize) -> f64 {
+    out[i].estimate_s.unwrap_or(0.0)
+}
+
+/// Whether a case has seen enough after `repeats` processes: its drop interval (percent, from
+/// [`super::Decision::interval_pct`]) lies wholly under the threshold (a decisive pass), or its
+/// estimate is beyond it (a suspect: the confirm step takes over).
+#[must_use]
+pub fn decisive(
+    repeats: u32,
+    interval_pct: Option<(f64, f64)>,
+    drop_pct: Option<f64>,
+    policy: &PlanPolicy,
+) -> bool {
+    if repeats < policy.min_repeats {
+        return false;
+    }
+    let under = interval_pct.is_some_and(|(_, hi)| hi < policy.max_drop_pct);
+    let beyond = drop_pct.is_some_and(|d| d > policy.max_drop_pct);
+    under || beyond
+}
+
+/// Whether the run is past its budget and grace: it then stops measuring and judges what it has.
+#[must_use]
+pub fn over_budget(elapsed_s: f64, budget_s: f64, grace_s: f64) -> bool {
+    elapsed_s > budget_s + grace_s
+}
+
+/// Where a case stands when the run considers starting one more repeat of it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NextRepeat {
+    /// Repeats of this case done so far tonight.
+    pub done: u32,
+    /// Its planned repeats.
+    pub planned: u32,
+    /// Confirm repeats a suspect may add beyond the plan.
+    pub confirm: u32,
+    /// The evidence so far is decisive ([`decisive`]).
+    pub decisive: bool,
+    /// The evidence so far makes it a suspect (a drop beyond the threshold, or a low p-value).
+    pub suspect: bool,
+    /// Estimated seconds of one more repeat (`None` without history).
+    pub repeat_s: Option<f64>,
+    /// Seconds since the run started.
+    pub elapsed_s: f64,
+    /// Estimated seconds of the minimum repeats of the cases not started yet.
+    pub remaining_min_s: f64,
+}
+
+/// Whether to start one more repeat: the minimum always (until the budget and grace are
+/// spent); beyond it, never for a decisive pass, up to the plan for an undecided case, and up
+/// to the confirm repeats for a suspect, each only while the budget still holds the rest of the
+/// grid's minimum.
+#[must_use]
+pub fn may_start(next: &NextRepeat, policy: &PlanPolicy, grace_s: f64) -> bool {
+    if over_budget(next.elapsed_s, policy.budget_s, grace_s) {
+        return false;
+    }
+    if next.done < policy.min_repeats {
+        return true;
+    }
+    let fits =
+        next.elapsed_s + next.repeat_s.unwrap_or(0.0) + next.remaining_min_s <= policy.budget_s;
+    if next.suspect {
+        return fits && next.done < next.planned.max(policy.min_repeats) + next.confirm;
+    }
+    !next.decisive && fits && next.done < next.planned
+}
+
+/// The time one repeat took, as the run records it in the result's summary (`"cost"`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+pub struct RepeatCost {
+    /// Wall time of the harness process, seconds.
+    pub wall_s: f64,
+    /// Sum of its counted steps, seconds.
+    pub steps_s: f64,
+    pub steps: u64,
+    /// Sum of its warm-up steps, seconds.
+    pub warmup_s: f64,
+    pub warmup_steps: u64,
+}
+
+/// A case's costs from its recorded repeats (medians: one slow start does not move them).
+#[must_use]
+pub fn cost_from_history(repeats: &[RepeatCost]) -> Option<CaseCost> {
+    let med = |f: &dyn Fn(&RepeatCost) -> Option<f64>| {
+        let xs: Vec<f64> = repeats
+            .iter()
+            .filter_map(f)
+            .filter(|v| v.is_finite())
+            .collect();
+        crate::stats::median(&xs)
+    };
+    let step_s = med(&|r| (r.steps > 0).then(|| r.steps_s / r.steps as f64))?;
+    let warmup_step_s = med(&|r| (r.warmup_steps > 0).then(|| r.warmup_s / r.warmup_steps as f64))
+        .unwrap_or(step_s);
+    let start_s = med(&|r| Some((r.wall_s - r.steps_s - r.warmup_s).max(0.0)))?;
+    Some(CaseCost {
+        start_s,
+        step_s,
+        warmup_step_s,
+    })
+}
+
+/// A case's noise from its stored results (each a list of repeats of step times, ms): the
+/// between-process variance of log repeat medians pooled over results (repeats − 1 degrees of
+/// freedom each), the step jitter the mean of the repeats' robust relative spreads.
+#[must_use]
+pub fn noise_from_history(results: &[&[Vec<f64>]], reference_repeats: usize) -> Option<CaseNoise> {
+    let mut ss = 0.0;
+    let mut df = 0usize;
+    let mut jitters = Vec::new();
+    for repeats in results {
+        let mut logs = Vec::new();
+        for rep in repeats.iter().filter(|r| !r.is_empty()) {
+            let Some(m) = crate::stats::median(rep).filter(|m| *m > 0.0) else {
+                continue;
+            };
+            let dev: Vec<f64> = rep.iter().map(|x| (x - m).abs() / m).collect();
+            if let Some(mad) = crate::stats::median(&dev) {
+                jitters.push(1.4826 * mad);
+            }
+            logs.push(m.ln());
+        }
+        if logs.len() > 1 {
+            let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+            ss += logs.iter().map(|l| (l - mean).powi(2)).sum::<f64>();
+            df += logs.len() - 1;
+        }
+    }
+    if df == 0 {
+        return None;
+    }
+    Some(CaseNoise {
+        between: (ss / df as f64).sqrt(),
+        jitter: jitters.iter().sum::<f64>() / jitters.len().max(1) as f64,
+        reference_repeats,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,214 @@
+//! Tests of the nightly planner: fitting, naming what does not fit, no history, sequential
+//! decisions, and the cost and noise estimates from stored repeats.
+
+use super::*;
+
+fn case(name: &str, noise_pct: f64, start_s: f64, step_ms: f64) -> CaseInput {
+    CaseInput {
+        name: name.to_owned(),
+        steps: 100,
+        warmup_steps: 10,
+        repeats: 3,
+        cost: Some(CaseCost {
+            start_s,
+            step_s: step_ms / 1000.0,
+            warmup_step_s: step_ms / 1000.0,
+        }),
+        noise: Some(CaseNoise {
+            between: noise_pct / 100.0,
+            jitter: 0.01,
+            reference_repeats: 30,
+        }),
+    }
+}
+
+#[test]
+fn a_roomy_budget_resolves_every_case_and_fits() {
+    let cases: Vec<CaseInput> = (0..10)
+        .map(|i| case(&format!("c{i}"), 1.0 + f64::from(i) * 0.3, 2.0, 10.0))
+        .collect();
+    let p = plan(&cases, &PlanPolicy::new(600.0, 3.0, 0.01));
+    assert!(
+        p.cases.iter().all(|c| c.note == PlanNote::Resolved),
+        "{p:#?}"
+    );
+    assert!(p.planned_s + p.reserve_s <= 600.0);
+    assert_eq!(p.unresolved().count(), 0);
+    assert_eq!(p.budget_to_resolve_all_s, None);
+    // Noisier cases need more repeats.
+    let r: Vec<u32> = p.cases.iter().map(|c| c.repeats).collect();
+    assert!(r.windows(2).all(|w| w[0] <= w[1]), "{r:?}");
+    assert!(r[9] > r[0]);
+}
+
+#[test]
+fn a_tight_budget_names_the_unresolved_cases_and_what_would_resolve_them() {
+    let mut cases: Vec<CaseInput> = (0..6)
+        .map(|i| case(&format!("quiet{i}"), 1.0, 5.0, 10.0))
+        .collect();
+    cases.extend((0..6).map(|i| case(&format!("noisy{i}"), 3.0, 5.0, 10.0)));
+    let p = plan(&cases, &PlanPolicy::new(200.0, 3.0, 0.01));
+    let unresolved: Vec<&str> = p.unresolved().map(|c| c.name.as_str()).collect();
+    assert!(!unresolved.is_empty());
+    assert!(
+        unresolved.iter().all(|n| n.starts_with("noisy")),
+        "{unresolved:?}"
+    );
+    // Quiet cases are cheap to resolve, so they are resolved first.
+    assert!(
+        p.cases
+            .iter()
+            .filter(|c| c.name.starts_with("quiet"))
+            .all(|c| c.note == PlanNote::Resolved)
+    );
+    // Everyone still gets the minimum, and the plan stays in the budget.
+    assert!(p.cases.iter().all(|c| c.repeats >= 2));
+    assert!(p.planned_s <= 200.0 - p.reserve_s + 1e-9, "{}", p.planned_s);
+    let more = p.budget_to_resolve_all_s.expect("a longer budget");
+    assert!(more > 200.0);
+    // And that longer budget does resolve them.
+    let q = plan(&cases, &PlanPolicy::new(more * 1.01, 3.0, 0.01));
+    assert_eq!(q.unresolved().count(), 0, "{q:#?}");
+}
+
+#[test]
+fn no_history_uses_the_configured_sampling() {
+    let mut fresh = case("fresh", 1.0, 1.0, 1.0);
+    fresh.cost = None;
+    fresh.noise = None;
+    let p = plan(
+        &[fresh, case("known", 1.0, 1.0, 1.0)],
+        &PlanPolicy::new(600.0, 3.0, 0.01),
+    );
+    assert_eq!(p.cases[0].note, PlanNote::NoHistory);
+    assert_eq!((p.cases[0].steps, p.cases[0].repeats), (100, 3));
+    assert_eq!(p.cases[0].estimate_s, None);
+    assert_eq!(p.cases[1].note, PlanNote::Resolved);
+}
+
+#[test]
+fn a_reference_too_noisy_is_named_whatever_the_budget() {
+    let mut c = case("wobbly", 20.0, 1.0, 1.0);
+    c.noise = Some(CaseNoise {
+        between: 0.2,
+        jitter: 0.0,
+        reference_repeats: 2,
+    });
+    let p = plan(
+        &[c, case("six", 6.0, 1.0, 1.0)],
+        &PlanPolicy::new(1e6, 3.0, 0.01),
+    );
+    // 6% process noise against a 3% threshold needs far more than 30 processes.
+    assert_eq!(p.cases[0].note, PlanNote::TooNoisy);
+    assert_eq!(p.cases[1].note, PlanNote::TooNoisy);
+    assert_eq!(p.unresolved().count(), 2);
+    assert_eq!(p.budget_to_resolve_all_s, None);
+}
+
+#[test]
+fn sequential_decisions() {
+    let policy = PlanPolicy::new(600.0, 3.0, 0.01);
+    // Too few repeats to judge.
+    assert!(!decisive(1, Some((-1.0, 1.0)), Some(0.0), &policy));
+    // The interval under the threshold: a decisive pass.
+    assert!(decisive(2, Some((-1.0, 2.5)), Some(0.7), &policy));
+    // Straddling the threshold: keep measuring.
+    assert!(!decisive(2, Some((-1.0, 4.0)), Some(1.5), &policy));
+    // Beyond the threshold: a suspect, over to the confirm step.
+    assert!(decisive(2, Some((1.0, 9.0)), Some(5.0), &policy));
+    assert!(!decisive(3, None, None, &policy));
+    assert!(over_budget(631.0, 600.0, 30.0) && !over_budget(629.0, 600.0, 30.0));
+    let next = NextRepeat {
+        done: 2,
+        planned: 5,
+        confirm: 9,
+        decisive: false,
+        suspect: false,
+        repeat_s: Some(10.0),
+        elapsed_s: 300.0,
+        remaining_min_s: 200.0,
+    };
+    assert!(may_start(&next, &policy, 30.0));
+    // A decisive pass stops at the minimum; the plan's end stops an undecided case.
+    assert!(!may_start(
+        &NextRepeat {
+            decisive: true,
+            ..next
+        },
+        &policy,
+        30.0
+    ));
+    assert!(!may_start(&NextRepeat { done: 5, ..next }, &policy, 30.0));
+    // A suspect goes on past the plan into its confirm repeats, while the budget holds.
+    assert!(may_start(
+        &NextRepeat {
+            done: 5,
+            suspect: true,
+            decisive: true,
+            ..next
+        },
+        &policy,
+        30.0
+    ));
+    assert!(!may_start(
+        &NextRepeat {
+            done: 14,
+            suspect: true,
+            ..next
+        },
+        &policy,
+        30.0
+    ));
+    assert!(!may_start(
+        &NextRepeat {
+            elapsed_s: 395.0,
+            suspect: true,
+            ..next
+        },
+        &policy,
+        30.0
+    ));
+    // The minimum is measured even when the estimate says it will not fit, until the grace ends.
+    assert!(may_start(
+        &NextRepeat {
+            done: 1,
+            elapsed_s: 610.0,
+            ..next
+        },
+        &policy,
+        30.0
+    ));
+    assert!(!may_start(
+        &NextRepeat {
+            done: 0,
+            elapsed_s: 631.0,
+            ..next
+        },
+        &policy,
+        30.0
+    ));
+}
+
+#[test]
+fn costs_and_noise_from_stored_repeats() {
+    let rec = |wall_s: f64| RepeatCost {
+        wall_s,
+        steps_s: 1.0,
+        steps: 100,
+        warmup_s: 0.5,
+        warmup_steps: 10,
+    };
+    let cost = cost_from_history(&[rec(3.5), rec(3.6), rec(30.0)]).expect("a cost");
+    assert!((cost.start_s - 2.1).abs() < 1e-9, "{cost:?}");
+    assert!((cost.step_s - 0.01).abs() < 1e-12 && (cost.warmup_step_s - 0.05).abs() < 1e-12);
+    assert_eq!(cost_from_history(&[]), None);
+
+    let run1 = vec![vec![10.0, 10.1, 9.9], vec![11.0, 11.1, 10.9]];
+    let run2 = vec![vec![10.5; 5], vec![10.5; 5]];
+    let n = noise_from_history(&[&run1, &run2], 4).expect("noise");
+    // Only run1 varies between processes: ln(11/10)^2 / 2 over 2 degrees of freedom.
+    let expected = ((11.0f64 / 10.0).ln().powi(2) / 2.0 / 2.0).sqrt();
+    assert!((n.between - expected).abs() < 1e-12, "{n:?}");
+    assert_eq!(n.reference_repeats, 4);
+    assert_eq!(noise_from_history(&[&[vec![1.0]][..]], 1), None);
+}
