@@ -621,3 +621,53 @@ fn the_documented_vllm_suite_runs_as_written() {
     let stopped = events.lines().filter(|l| *l == "stopped").count();
     assert_eq!((started, stopped), (9, 9), "{events}");
 }
+
+#[test]
+fn one_run_runs_step_and_service_suites_and_refuses_what_the_service_path_lacks() {
+    let env = TestEnv::new();
+    let serve = suite_config(7, "--noise-offset 0");
+    let serve = &serve[serve.find("[[suite]]").expect("the service suite")..];
+    env.write_config(&format!("{}\n{serve}", TestEnv::config_with("")));
+    let out = env.run("main", &[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", stderr(&out));
+    assert!(
+        text.contains("serve/stub-model/rate=4/in=256/out=32"),
+        "{text}"
+    );
+    assert!(
+        text.contains("decode/seed-8b"),
+        "the step suite ran too: {text}"
+    );
+
+    let out = env
+        .cmd()
+        .args(["run", "--branch", "main", "--format", "json"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--format json with step suites in the same run"),
+        "{}",
+        stderr(&out)
+    );
+    let out = env
+        .cmd()
+        .args([
+            "run",
+            "--branch",
+            "main",
+            "--suite",
+            "serve",
+            "--report-dir",
+            "out",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("--report-dir is not available"),
+        "{}",
+        stderr(&out)
+    );
+}
