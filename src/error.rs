@@ -230,11 +230,6 @@ impl Error {
                 "say why the change is intended: --reason \"...\"; it is kept in the baseline history"
                     .into(),
             ),
-            Error::TraceNeedsCase { run }
-            | Error::NoSuchCase { run, .. }
-            | Error::NoMatchingResult { run, .. } => {
-                Some(format!("`utilgate runs show {run}` lists its cases"))
-            }
             Error::ServeSuiteUnsupported { .. } => Some(
                 "run the service suites in a `utilgate run --suite NAME` of their own without it; their report is printed (terminal or --format json) and stored".into(),
             ),
@@ -242,6 +237,11 @@ impl Error {
             Error::NoTrace { .. } => Some(
                 "traces are captured by suites with trace = true or `utilgate run --trace`".into(),
             ),
+            Error::TraceNeedsCase { run }
+            | Error::NoSuchCase { run, .. }
+            | Error::NoMatchingResult { run, .. } => {
+                Some(format!("`utilgate runs show {run}` lists its cases"))
+            }
             Error::NotAcceptable { .. } => Some("narrow the filter to valid results".into()),
             Error::NothingToExport => {
                 Some("a passing run on the baseline branch sets them".into())
