@@ -302,6 +302,17 @@ fn runtime() -> Result<tokio::runtime::Runtime, GithubError> {
         .map_err(GithubError::Runtime)
 }
 
+/// Complete check runs without a result (their run stopped before it was stored).
+pub fn complete_check_runs(
+    target: &GithubTarget,
+    posts: &[CheckRunPost],
+) -> Result<usize, GithubError> {
+    runtime()?.block_on(async {
+        let octo = client(target)?;
+        checks::complete(&octo, target, posts).await
+    })
+}
+
 /// Create the `in_progress` check runs a run shows while it measures; their ids, in order.
 pub fn start_check_runs(
     target: &GithubTarget,

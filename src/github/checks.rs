@@ -51,6 +51,8 @@ pub enum CheckConclusion {
     Success,
     Failure,
     Neutral,
+    /// The run stopped (an error, Ctrl-C) before it stored a result: never green.
+    Cancelled,
 }
 
 /// An annotation's level, as GitHub names them.
