@@ -9,6 +9,7 @@ pub mod diff;
 pub mod hta;
 pub mod kineto;
 pub mod model;
+pub mod ncu;
 pub mod source;
 
 #[cfg(test)]
