@@ -10,6 +10,8 @@ pub mod hta;
 pub mod kineto;
 pub mod model;
 pub mod ncu;
+pub mod nsys;
+pub mod nsys_sqlite;
 pub mod source;
 
 #[cfg(test)]
