@@ -271,7 +271,7 @@ pub fn parse(text: &str) -> Result<NcuReport, NcuError> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(true)
         .flexible(true)
-        .from_reader(text[start..].as_bytes());
+        .from_reader(&text.as_bytes()[start..]);
     let header: Vec<String> = reader
         .headers()
         .map_err(|e| csv_error(&e))?

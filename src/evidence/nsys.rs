@@ -1,7 +1,7 @@
 //! Nsight Systems evidence (pure, no I/O): the activity an `nsys export --type sqlite` holds
 //! (kernels, memcpy/memset, CUDA runtime calls, synchronisation, NVTX ranges; read by
 //! `nsys_sqlite.rs`) and the summaries the `nsys stats` reports compute from it:
-//! cuda_gpu_kern_sum, cuda_api_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum and nvtx_sum
+//! `cuda_gpu_kern_sum`, `cuda_api_sum`, `cuda_gpu_mem_time_sum`, `cuda_gpu_mem_size_sum` and `nvtx_sum`
 //! (count, total, average, median, minimum, maximum and sample standard deviation per name).
 //! Also the reader of `nsys stats --report nvtx_pushpop_trace --format csv`.
 
@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-/// One GPU kernel execution (CUPTI_ACTIVITY_KIND_KERNEL), names resolved through StringIds.
+/// One GPU kernel execution (`CUPTI_ACTIVITY_KIND_KERNEL`), names resolved through `StringIds`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Kernel {
     pub short_name: String,
@@ -140,7 +140,7 @@ fn dur(start: i64, end: i64) -> f64 {
     (end - start) as f64
 }
 
-/// cuda_gpu_kern_sum: per kernel name.
+/// `cuda_gpu_kern_sum`: per kernel name.
 #[must_use]
 pub fn kernel_sum(e: &Export, by: KernelName) -> Vec<Stat> {
     stats(e.kernels.iter().map(|k| {
@@ -186,7 +186,7 @@ pub fn summarise(e: &Export) -> Summary {
     }
 }
 
-/// The label `nsys stats` gives a memcpy kind (ENUM_CUDA_MEMCPY_OPER).
+/// The label `nsys stats` gives a memcpy kind (`ENUM_CUDA_MEMCPY_OPER`).
 #[must_use]
 pub fn memcpy_label(kind: i64) -> String {
     let what = match kind {

@@ -1,7 +1,7 @@
-//! Reading an Nsight Systems SQLite export (I/O: opens the file read-only with rusqlite) into the
-//! pure [`Export`](super::nsys::Export): kernels with names through StringIds, memcpy/memset,
+//! Reading an Nsight Systems `SQLite` export (I/O: opens the file read-only with rusqlite) into the
+//! pure [`Export`](super::nsys::Export): kernels with names through `StringIds`, memcpy/memset,
 //! CUDA runtime calls, synchronisation and NVTX ranges. A table nsys did not write (it writes
-//! none for an activity it did not see) is noted and read as empty; a file that is not SQLite,
+//! none for an activity it did not see) is noted and read as empty; a file that is not `SQLite`,
 //! is cut short, or lacks the columns this reader needs is an error naming the file and a fix.
 
 use std::path::{Path, PathBuf};
@@ -10,7 +10,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::nsys::{Export, Kernel, Span, memcpy_label};
 
-/// The first bytes of every SQLite database file.
+/// The first bytes of every `SQLite` database file.
 pub const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
 
 /// Why an Nsight Systems export could not be read.
@@ -140,94 +140,110 @@ pub fn read(path: &Path) -> Result<Export, NsysError> {
                 .push(format!("no {table} table: no {what} recorded"));
             continue;
         }
-        let run = |sql: &str, f: &mut dyn FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<()>| {
-            let mut stmt = db.prepare(sql)?;
-            let mut rows = stmt.query([])?;
-            while let Some(row) = rows.next()? {
-                f(row)?;
-            }
-            Ok(())
-        };
-        let result: rusqlite::Result<()> = match table {
-            "CUPTI_ACTIVITY_KIND_KERNEL" => run(
-                "SELECT k.start, k.end, k.deviceId, k.streamId, s.value, d.value
-                 FROM CUPTI_ACTIVITY_KIND_KERNEL k
-                 LEFT JOIN StringIds s ON s.id = k.shortName
-                 LEFT JOIN StringIds d ON d.id = k.demangledName
-                 ORDER BY k.start",
-                &mut |r| {
-                    let short: Option<String> = r.get(4)?;
-                    let demangled: Option<String> = r.get(5)?;
-                    let short = short.unwrap_or_else(|| "(unnamed kernel)".into());
-                    e.kernels.push(Kernel {
-                        demangled_name: demangled.unwrap_or_else(|| short.clone()),
-                        short_name: short,
-                        start_ns: r.get(0)?,
-                        end_ns: r.get(1)?,
-                        device: r.get(2)?,
-                        stream: r.get(3)?,
-                    });
-                    Ok(())
-                },
-            ),
-            "CUPTI_ACTIVITY_KIND_MEMCPY" => run(
-                "SELECT start, end, copyKind, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY ORDER BY start",
-                &mut |r| {
-                    e.memory.push(Span {
-                        name: memcpy_label(r.get(2)?),
-                        start_ns: r.get(0)?,
-                        end_ns: r.get(1)?,
-                        bytes: r.get(3)?,
-                    });
-                    Ok(())
-                },
-            ),
-            "CUPTI_ACTIVITY_KIND_MEMSET" => run(
-                "SELECT start, end, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET ORDER BY start",
-                &mut |r| {
-                    e.memory.push(Span {
-                        name: "[CUDA memset]".into(),
-                        start_ns: r.get(0)?,
-                        end_ns: r.get(1)?,
-                        bytes: r.get(2)?,
-                    });
-                    Ok(())
-                },
-            ),
-            "CUPTI_ACTIVITY_KIND_RUNTIME" => run(
-                "SELECT r.start, r.end, s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r
-                 LEFT JOIN StringIds s ON s.id = r.nameId ORDER BY r.start",
-                &mut |r| {
-                    e.runtime.push(named_span(r, "(unnamed call)")?);
-                    Ok(())
-                },
-            ),
-            "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" => run(
-                "SELECT start, end, syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ORDER BY start",
-                &mut |r| {
-                    e.syncs.push(Span {
-                        name: sync_label(r.get(2)?),
-                        start_ns: r.get(0)?,
-                        end_ns: r.get(1)?,
-                        bytes: None,
-                    });
-                    Ok(())
-                },
-            ),
-            _ => run(
-                // Push/pop (59) and start/end (60) ranges; marks have no end.
-                "SELECT n.start, n.end, coalesce(n.text, s.value) FROM NVTX_EVENTS n
-                 LEFT JOIN StringIds s ON s.id = n.textId
-                 WHERE n.end IS NOT NULL AND n.eventType IN (59, 60) ORDER BY n.start",
-                &mut |r| {
-                    e.nvtx.push(named_span(r, "(unnamed range)")?);
-                    Ok(())
-                },
-            ),
-        };
-        result.map_err(|source| query_error(path, table, source))?;
+        read_table(&db, table, &mut e).map_err(|source| query_error(path, table, source))?;
     }
     Ok(e)
+}
+
+/// Runs `sql` and hands each row to `f`.
+fn run(
+    db: &Connection,
+    sql: &str,
+    f: &mut dyn FnMut(&rusqlite::Row<'_>) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    let mut stmt = db.prepare(sql)?;
+    let mut rows = stmt.query([])?;
+    while let Some(row) = rows.next()? {
+        f(row)?;
+    }
+    Ok(())
+}
+
+/// Reads one activity table into `e`.
+fn read_table(db: &Connection, table: &str, e: &mut Export) -> rusqlite::Result<()> {
+    match table {
+        "CUPTI_ACTIVITY_KIND_KERNEL" => run(
+            db,
+            "SELECT k.start, k.end, k.deviceId, k.streamId, s.value, d.value
+             FROM CUPTI_ACTIVITY_KIND_KERNEL k
+             LEFT JOIN StringIds s ON s.id = k.shortName
+             LEFT JOIN StringIds d ON d.id = k.demangledName
+             ORDER BY k.start",
+            &mut |r| {
+                let short: Option<String> = r.get(4)?;
+                let demangled: Option<String> = r.get(5)?;
+                let short = short.unwrap_or_else(|| "(unnamed kernel)".into());
+                e.kernels.push(Kernel {
+                    demangled_name: demangled.unwrap_or_else(|| short.clone()),
+                    short_name: short,
+                    start_ns: r.get(0)?,
+                    end_ns: r.get(1)?,
+                    device: r.get(2)?,
+                    stream: r.get(3)?,
+                });
+                Ok(())
+            },
+        ),
+        "CUPTI_ACTIVITY_KIND_MEMCPY" => run(
+            db,
+            "SELECT start, end, copyKind, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY ORDER BY start",
+            &mut |r| {
+                e.memory.push(Span {
+                    name: memcpy_label(r.get(2)?),
+                    start_ns: r.get(0)?,
+                    end_ns: r.get(1)?,
+                    bytes: r.get(3)?,
+                });
+                Ok(())
+            },
+        ),
+        "CUPTI_ACTIVITY_KIND_MEMSET" => run(
+            db,
+            "SELECT start, end, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET ORDER BY start",
+            &mut |r| {
+                e.memory.push(Span {
+                    name: "[CUDA memset]".into(),
+                    start_ns: r.get(0)?,
+                    end_ns: r.get(1)?,
+                    bytes: r.get(2)?,
+                });
+                Ok(())
+            },
+        ),
+        "CUPTI_ACTIVITY_KIND_RUNTIME" => run(
+            db,
+            "SELECT r.start, r.end, s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+             LEFT JOIN StringIds s ON s.id = r.nameId ORDER BY r.start",
+            &mut |r| {
+                e.runtime.push(named_span(r, "(unnamed call)")?);
+                Ok(())
+            },
+        ),
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" => run(
+            db,
+            "SELECT start, end, syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ORDER BY start",
+            &mut |r| {
+                e.syncs.push(Span {
+                    name: sync_label(r.get(2)?),
+                    start_ns: r.get(0)?,
+                    end_ns: r.get(1)?,
+                    bytes: None,
+                });
+                Ok(())
+            },
+        ),
+        _ => run(
+            db,
+            // Push/pop (59) and start/end (60) ranges; marks have no end.
+            "SELECT n.start, n.end, coalesce(n.text, s.value) FROM NVTX_EVENTS n
+             LEFT JOIN StringIds s ON s.id = n.textId
+             WHERE n.end IS NOT NULL AND n.eventType IN (59, 60) ORDER BY n.start",
+            &mut |r| {
+                e.nvtx.push(named_span(r, "(unnamed range)")?);
+                Ok(())
+            },
+        ),
+    }
 }
 
 fn named_span(r: &rusqlite::Row<'_>, unnamed: &str) -> rusqlite::Result<Span> {
