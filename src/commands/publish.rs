@@ -17,8 +17,9 @@ use crate::commands::{Outcome, env_lookup, runs};
 use crate::config::{Config, GateConfig, LoadedConfig, ReportConfig};
 use crate::error::Error;
 use crate::github::{
-    self, CHECK_OUTPUT_LIMIT, CheckOutput, CheckRunPost, CheckRunStart, ChecksMode, CommentAction,
-    CommentPost, GithubError, GithubTarget, Publication, StatusPost, Token,
+    self, CHECK_OUTPUT_LIMIT, CheckConclusion, CheckOutput, CheckRunPost, CheckRunStart,
+    ChecksMode, CommentAction, CommentPost, GithubError, GithubTarget, Publication, StatusPost,
+    Token,
 };
 use crate::output;
 use crate::report::{
@@ -624,6 +625,10 @@ pub struct RunPublishing {
     status_context: String,
     /// Check runs, the ids of those started `in_progress`, and where annotations point.
     checks: PublishOptions,
+    /// The commit the `in_progress` check runs were started on.
+    started_on: Option<String>,
+    /// `finish` was reached: the check runs get the run's result, not "cancelled".
+    finished: std::cell::Cell<bool>,
 }
 
 /// The config file as the repository names it (relative to the working directory, which in
@@ -631,6 +636,49 @@ pub struct RunPublishing {
 fn annotation_path(loaded: &LoadedConfig) -> String {
     let path = loaded.path.strip_prefix("./").unwrap_or(&loaded.path);
     path.to_string_lossy().replace('\\', "/")
+}
+
+/// A run that stops between starting its check runs and `finish` (an error, Ctrl-C, a store
+/// it could not write) completes them `cancelled`: a check left `in_progress` reads as still
+/// running for ever, and none may ever read as green.
+impl Drop for RunPublishing {
+    fn drop(&mut self) {
+        if self.finished.get() || self.checks.check_run_ids.is_empty() {
+            return;
+        }
+        let (Some(genv), Some(sha)) = (&self.github, &self.started_on) else {
+            return;
+        };
+        let Ok(Some(target)) = check_ready(genv, &self.checks) else {
+            return;
+        };
+        let posts: Vec<CheckRunPost> = self
+            .checks
+            .check_run_ids
+            .iter()
+            .map(|(name, id)| CheckRunPost {
+                name: name.clone(),
+                head_sha: sha.clone(),
+                details_url: genv.run_url.clone(),
+                conclusion: CheckConclusion::Cancelled,
+                output: CheckOutput {
+                    title: "utilgate stopped before it stored a result".to_owned(),
+                    summary: "The run ended early (an error or an interruption); nothing was \
+                              judged. The job log says why."
+                        .to_owned(),
+                    text: None,
+                    annotations: Vec::new(),
+                },
+                id: Some(*id),
+            })
+            .collect();
+        match github::complete_check_runs(&target, &posts) {
+            Ok(n) => output::warn(&format!(
+                "completed {n} check run(s) as cancelled: the run stopped before it stored a result"
+            )),
+            Err(e) => output::warn(&format!("the check runs stay in progress: {e}")),
+        }
+    }
 }
 
 /// Validate `--report-dir` and `--github` before the first harness starts: the directory is
@@ -662,6 +710,8 @@ pub fn prepare_run(args: &RunArgs, loaded: &LoadedConfig) -> Result<Option<RunPu
             annotation_path: Some(annotation_path(loaded)),
             ..PublishOptions::default()
         },
+        started_on: None,
+        finished: std::cell::Cell::new(false),
     }))
 }
 
@@ -696,6 +746,7 @@ impl RunPublishing {
         for (start, id) in starts.into_iter().zip(ids) {
             self.checks.check_run_ids.insert(start.name, id);
         }
+        self.started_on = Some(sha);
         Ok(())
     }
 
@@ -707,6 +758,7 @@ impl RunPublishing {
         gate_failed: bool,
         head_sha: Option<&str>,
     ) -> Result<(), Error> {
+        self.finished.set(true);
         let result = (|| {
             let trends = trends(store, report, self.trend_runs, Some(&self.baseline_branch))?;
             let report = report.clone().with_trends(&trends);

@@ -265,3 +265,47 @@ fn a_fork_pull_request_gets_no_check_run_and_a_warning() {
     );
     assert!(gh.requests().is_empty(), "nothing is sent for a fork");
 }
+
+/// A harness that sends Ctrl-C's SIGINT to the `utilgate run` above it (found by walking up
+/// /proc), then waits to be stopped: the run ends after its check run was started.
+const INTERRUPTING_HARNESS: &str = r#"#!/bin/sh
+p=$PPID
+while [ "$p" -gt 1 ]; do
+  if tr '\0' ' ' < "/proc/$p/cmdline" | grep -q -- ' run --github'; then kill -INT "$p"; break; fi
+  p=$(awk '{print $4}' "/proc/$p/stat")
+done
+sleep 20
+"#;
+
+#[test]
+fn a_run_that_stops_early_completes_its_check_run_cancelled_never_in_progress() {
+    let env = TestEnv::new();
+    with_checks(&env, "check-run", "");
+    env.write("harness.sh", INTERRUPTING_HARNESS);
+    let gh = github_with_checks();
+    let actions = Actions::new(&env, &gh.uri(), false);
+    let mut cmd = clean(&env);
+    actions.apply(&mut cmd);
+    let out = cmd
+        .args(["run", "--github", "--trusted", "--branch", "feature"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+    let requests = gh.requests();
+    assert_eq!(matching(&requests, "POST", "/check-runs").len(), 1);
+    let completed = matching(&requests, "PATCH", &format!("/check-runs/{CHECK_ID}"));
+    assert_eq!(completed.len(), 1, "the started check run is completed");
+    let done = body(completed[0]);
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["conclusion"], "cancelled");
+    assert_eq!(
+        done["output"]["title"],
+        "utilgate stopped before it stored a result"
+    );
+    assert!(
+        stderr(&out).contains("completed 1 check run(s) as cancelled"),
+        "{}",
+        stderr(&out)
+    );
+}
