@@ -1,4 +1,4 @@
-//! Tests of the Nsight Compute reader on real `ncu --csv` output (tests/fixtures/nsight_compute/).
+//! Tests of the Nsight Compute reader on real `ncu --csv` output (`tests/fixtures/nsight_compute/`).
 
 use super::*;
 

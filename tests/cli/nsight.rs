@@ -12,7 +12,7 @@ fn fixture(path: &str) -> PathBuf {
         .join(path)
 }
 
-/// Writes the gzipped CloverLeaf export as `name` (no .sqlite extension needed: content counts).
+/// Writes the gzipped `CloverLeaf` export as `name` (no .sqlite extension needed: content counts).
 fn export(env: &TestEnv, name: &str) -> PathBuf {
     let gz = std::fs::read(fixture("nsight_systems/cloverleaf.sqlite.gz")).expect("fixture");
     let mut bytes = Vec::new();
