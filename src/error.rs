@@ -130,6 +130,14 @@ pub enum Error {
     #[error(transparent)]
     Trace(#[from] TraceFileError),
     #[error(transparent)]
+    Nsys(#[from] crate::evidence::nsys_sqlite::NsysError),
+    #[error("Nsight Compute file {}: {source}", path.display())]
+    Ncu {
+        path: PathBuf,
+        #[source]
+        source: crate::evidence::ncu::NcuError,
+    },
+    #[error(transparent)]
     EvidenceRule(#[from] RuleError),
     #[error("failed to access {}: {source}", path.display())]
     Io {
@@ -196,6 +204,8 @@ impl Error {
             )),
             Error::Serve(e) => e.hint(),
             Error::Trace(e) => e.hint(),
+            Error::Nsys(e) => e.hint(),
+            Error::Ncu { source, .. } => source.hint(),
             Error::NoSuites { .. } => Some(
                 "add a [[suite]] table with name, command, models, precisions, phases, batches and contexts (`utilgate config default` shows one)".into(),
             ),

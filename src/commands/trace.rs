@@ -1,5 +1,6 @@
-//! `utilgate trace show|diff`: reads trace files or the analyses stored with a run's results
-//! (I/O), analyses them with the pure evidence module and prints the report renderings.
+//! `utilgate trace show|diff`: reads trace files (torch.profiler/Kineto JSON, an Nsight Systems
+//! `SQLite` export or an `ncu --csv` file, recognised by content) or the analyses stored with a
+//! run's results (I/O), analyses them with the pure evidence module and prints the renderings.
 
 use std::path::Path;
 
@@ -7,9 +8,13 @@ use crate::case::CaseKey;
 use crate::cli::{ConfigArgs, Format, TraceDiffArgs, TraceShowArgs};
 use crate::commands::Outcome;
 use crate::error::Error;
+use crate::evidence::nsight::{ncu_diff, nsys_diff};
 use crate::evidence::{Analysis, Options, analyse, diagnose, diff};
 use crate::output;
 use crate::report::evidence::{analysis_json, analysis_text, diff_json, diff_text};
+use crate::report::nsight::{
+    kernel_diff_json, kernel_diff_text, ncu_json, ncu_text, nsys_json, nsys_text,
+};
 
 /// A trace file, or `RUN` (a stored run's id) with `--case`: the analysis stored with that result.
 fn analysis_of(
@@ -57,7 +62,120 @@ fn analysis_of(
     ))
 }
 
+/// What a file holds, recognised by its content (not only its extension).
+enum Kind {
+    Kineto,
+    Nsys,
+    Ncu(String),
+}
+
+impl Kind {
+    fn label(&self) -> &'static str {
+        match self {
+            Kind::Kineto => "a torch.profiler trace",
+            Kind::Nsys => "an Nsight Systems export",
+            Kind::Ncu(_) => "an Nsight Compute CSV",
+        }
+    }
+}
+
+/// Sniffs `path`: `SQLite` magic bytes mean an nsys export; a text with an `ncu --csv` header
+/// (after any program output) an ncu file; anything else (JSON, gzip, a directory) a trace.
+fn kind_of(path: &Path) -> Result<Kind, Error> {
+    if path.is_dir() {
+        return Ok(Kind::Kineto);
+    }
+    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    if bytes.starts_with(crate::evidence::nsys_sqlite::SQLITE_MAGIC) {
+        return Ok(Kind::Nsys);
+    }
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if matches!(first, Some(b'{' | 0x1f) | None) {
+        return Ok(Kind::Kineto);
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) if crate::evidence::ncu::looks_like(&text) => Ok(Kind::Ncu(text)),
+        _ => Ok(Kind::Kineto),
+    }
+}
+
+fn ncu_of(path: &Path, text: &str) -> Result<crate::evidence::ncu::NcuReport, Error> {
+    crate::evidence::ncu::parse(text).map_err(|source| Error::Ncu {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn nsys_of(path: &Path) -> Result<crate::evidence::nsys::Summary, Error> {
+    Ok(crate::evidence::nsys::summarise(
+        &crate::evidence::nsys_sqlite::read(path)?,
+    ))
+}
+
+/// A file path (not a run id) that holds Nsight evidence.
+fn nsight_kind(what: &Path) -> Result<Option<Kind>, Error> {
+    if !what.exists() {
+        return Ok(None);
+    }
+    Ok(match kind_of(what)? {
+        Kind::Kineto => None,
+        k => Some(k),
+    })
+}
+
+fn show_nsight(args: &TraceShowArgs, kind: &Kind) -> Result<Outcome, Error> {
+    let path = &args.trace;
+    let source = path.display().to_string();
+    let text = match (kind, args.format.format) {
+        (Kind::Ncu(t), Format::Human) => ncu_text(&source, &ncu_of(path, t)?, args.top),
+        (Kind::Ncu(t), Format::Json) => format!("{:#}\n", ncu_json(&source, &ncu_of(path, t)?)),
+        (_, Format::Human) => nsys_text(&source, &nsys_of(path)?, args.top),
+        (_, Format::Json) => format!("{:#}\n", nsys_json(&source, &nsys_of(path)?)),
+    };
+    output::emit(&text)?;
+    Ok(Outcome::Passed)
+}
+
+fn diff_nsight(args: &TraceDiffArgs, then: &Kind, now: &Kind) -> Result<Outcome, Error> {
+    let (tp, np) = (&args.then, &args.now);
+    let (kind, changes) = match (then, now) {
+        (Kind::Ncu(a), Kind::Ncu(b)) => ("ncu", ncu_diff(&ncu_of(tp, a)?, &ncu_of(np, b)?)),
+        (Kind::Nsys, Kind::Nsys) => (
+            "nsys",
+            nsys_diff(&nsys_of(tp)?.kernels, &nsys_of(np)?.kernels),
+        ),
+        _ => {
+            return Err(Error::Argument {
+                arg: format!("{} {}", tp.display(), np.display()),
+                problem: format!(
+                    "{} is {}, {} is {}",
+                    tp.display(),
+                    then.label(),
+                    np.display(),
+                    now.label()
+                ),
+                fix:
+                    "diff two files of the same kind: two ncu CSVs, two nsys exports or two traces"
+                        .into(),
+            });
+        }
+    };
+    let (ts, ns) = (tp.display().to_string(), np.display().to_string());
+    let text = match args.format.format {
+        Format::Human => kernel_diff_text(kind, &ts, &ns, &changes, args.top),
+        Format::Json => format!("{:#}\n", kernel_diff_json(kind, &ts, &ns, &changes)),
+    };
+    output::emit(&text)?;
+    Ok(Outcome::Passed)
+}
+
 pub fn show(args: &TraceShowArgs) -> Result<Outcome, Error> {
+    if let Some(kind) = nsight_kind(&args.trace)? {
+        return show_nsight(args, &kind);
+    }
     let (source, a) = analysis_of(&args.trace, args.case.as_deref(), &args.config)?;
     let diagnosis = diagnose(&a, None);
     let text = match args.format.format {
@@ -69,6 +187,12 @@ pub fn show(args: &TraceShowArgs) -> Result<Outcome, Error> {
 }
 
 pub fn diff_cmd(args: &TraceDiffArgs) -> Result<Outcome, Error> {
+    let (then_kind, now_kind) = (nsight_kind(&args.then)?, nsight_kind(&args.now)?);
+    if then_kind.is_some() || now_kind.is_some() {
+        let then_kind = then_kind.unwrap_or(Kind::Kineto);
+        let now_kind = now_kind.unwrap_or(Kind::Kineto);
+        return diff_nsight(args, &then_kind, &now_kind);
+    }
     let (then_src, then) = analysis_of(&args.then, args.case.as_deref(), &args.config)?;
     let (now_src, now) = analysis_of(&args.now, args.case.as_deref(), &args.config)?;
     let d = diff(&then, &now);

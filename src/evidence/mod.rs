@@ -9,6 +9,10 @@ pub mod diff;
 pub mod hta;
 pub mod kineto;
 pub mod model;
+pub mod ncu;
+pub mod nsight;
+pub mod nsys;
+pub mod nsys_sqlite;
 pub mod source;
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ mod github_text;
 pub mod gpus;
 pub mod history;
 mod human;
+pub mod nsight;
 pub mod probe;
 mod render;
 mod serve;

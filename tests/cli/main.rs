@@ -20,6 +20,7 @@ mod history;
 mod inject;
 mod lost;
 mod measurements;
+mod nsight;
 mod processes;
 mod python;
 mod report;
