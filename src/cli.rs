@@ -90,7 +90,17 @@ pub enum Command {
     /// Built-in harnesses that speak the harness protocol (used by the examples).
     #[command(subcommand, hide = true)]
     Harness(HarnessCommand),
-    /// Store results produced elsewhere: a rescued run.
+    /// Measure the base and the head of a pull request interleaved on this machine (ABBA pairs
+    /// of fresh processes) and judge each case on the paired difference. For noisy hosts and
+    /// pull requests without a nightly history; nothing is stored.
+    ///
+    /// The head is `--config` (this checkout); the base is the config of the same name in
+    /// `--base DIR`, e.g. `git worktree add ../base origin/main`.
+    ///
+    /// Example: utilgate ab --base ../base --suite decode
+    #[command(after_help = EXIT_CODES)]
+    Ab(AbArgs),
+    /// Store results produced elsewhere: a rescued run, or load-generator result files.
     #[command(subcommand)]
     Import(ImportCommand),
     /// Measure this GPU's achievable peaks (copy bandwidth, bf16 GEMM) and store them beside
@@ -116,6 +126,29 @@ pub enum Command {
     /// `tensorboard_trace_handler` directory): per-step breakdown, diagnosis, and the diff of two.
     #[command(subcommand)]
     Trace(TraceCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct AbArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// The base checkout (a directory holding the same config file name), or its config file.
+    #[arg(long, value_name = "DIR")]
+    pub base: PathBuf,
+    /// Only these suites (repeatable).
+    #[arg(long = "suite", value_name = "NAME")]
+    pub suites: Vec<String>,
+    /// ABBA pairs per case (default: `[ab] pairs`, 10).
+    #[arg(long)]
+    pub pairs: Option<usize>,
+    /// Further pairs for a suspect case (default: `[ab] confirm_pairs`, 30; 0 disables).
+    #[arg(long)]
+    pub confirm_pairs: Option<usize>,
+    /// Start harnesses even though a GitHub credential is in the environment.
+    #[arg(long)]
+    pub trusted: bool,
+    #[command(flatten)]
+    pub format: FormatArgs,
 }
 
 #[derive(Debug, Args)]

@@ -228,14 +228,13 @@ impl Error {
                 "say why the change is intended: --reason \"...\"; it is kept in the baseline history"
                     .into(),
             ),
-            Error::TraceNeedsCase { run } | Error::NoSuchCase { run, .. } => {
-                Some(format!("`utilgate runs show {run}` lists its cases"))
-            }
             Error::Argument { fix, .. } => Some(fix.clone()),
             Error::NoTrace { .. } => Some(
                 "traces are captured by suites with trace = true or `utilgate run --trace`".into(),
             ),
-            Error::NoMatchingResult { run, .. } => {
+            Error::TraceNeedsCase { run }
+            | Error::NoSuchCase { run, .. }
+            | Error::NoMatchingResult { run, .. } => {
                 Some(format!("`utilgate runs show {run}` lists its cases"))
             }
             Error::NotAcceptable { .. } => Some("narrow the filter to valid results".into()),

@@ -220,64 +220,17 @@ impl GithubError {
     }
 }
 
-impl GithubError {
-    /// The same error with `token` and every token-shaped string masked in its messages.
-    #[must_use]
-    pub fn redacted(self, token: &Token) -> GithubError {
-        let clean = |text: String| {
-            crate::redact::redact(&crate::redact::redact_with(&text, &[token.0.as_str()]))
-        };
-        match self {
-            GithubError::Client { api_url, message } => GithubError::Client {
-                api_url: clean(api_url),
-                message: clean(message),
-            },
-            GithubError::Forbidden { action, message } => GithubError::Forbidden {
-                action,
-                message: clean(message),
-            },
-            GithubError::NotFound { action, message } => GithubError::NotFound {
-                action,
-                message: clean(message),
-            },
-            GithubError::ChecksForbidden { action, message } => GithubError::ChecksForbidden {
-                action,
-                message: clean(message),
-            },
-            GithubError::Unauthorized { action, message } => GithubError::Unauthorized {
-                action,
-                message: clean(message),
-            },
-            GithubError::Api {
-                action,
-                status,
-                message,
-            } => GithubError::Api {
-                action,
-                status,
-                message: clean(message),
-            },
-            GithubError::Request { action, message } => GithubError::Request {
-                action,
-                message: clean(message),
-            },
-            GithubError::Event { path, message } => GithubError::Event {
-                path,
-                message: clean(message),
-            },
-            other @ (GithubError::NoToken
-            | GithubError::Repository(_)
-            | GithubError::Runtime(_)
-            | GithubError::CredentialNearHarness { .. }
-            | GithubError::RunMismatch { .. }) => other,
-        }
-    }
-}
-
 /// One line from an octocrab error and its causes, by `Display`, without backtraces, with
 /// token-shaped strings masked.
-fn describe(err: &octocrab::Error) -> String {
-    crate::redact::redact(&describe_raw(err))
+/// The message of an octocrab error, with `token` and every token-shaped string masked: an
+/// error body may echo the request's Authorization header, so no message ever holds the token
+/// from the moment it is made.
+fn describe(err: &octocrab::Error, token: &Token) -> String {
+    clean(&describe_raw(err), token)
+}
+
+fn clean(text: &str, token: &Token) -> String {
+    crate::redact::redact(&crate::redact::redact_with(text, &[token.0.as_str()]))
 }
 
 fn describe_raw(err: &octocrab::Error) -> String {
@@ -302,8 +255,8 @@ fn describe_raw(err: &octocrab::Error) -> String {
     parts.join(": ")
 }
 
-pub(crate) fn api_error(action: &str, err: &octocrab::Error) -> GithubError {
-    let message = describe(err);
+pub(crate) fn api_error(action: &str, err: &octocrab::Error, token: &Token) -> GithubError {
+    let message = describe(err, token);
     let action = action.to_owned();
     match err {
         octocrab::Error::GitHub { source, .. } => match source.status_code.as_u16() {
@@ -323,17 +276,14 @@ pub(crate) fn api_error(action: &str, err: &octocrab::Error) -> GithubError {
 /// Post the comments (create once, then update the comment that holds the marker) and the
 /// statuses. Stops at the first failure, which names what it was doing.
 pub fn publish(target: &GithubTarget, publication: &Publication) -> Result<Published, GithubError> {
-    // An error body may echo the request's Authorization header: no message keeps the token.
-    runtime()?
-        .block_on(publish_async(target, publication))
-        .map_err(|e| e.redacted(&target.token))
+    runtime()?.block_on(publish_async(target, publication))
 }
 
 /// The octocrab client for a target, with the token and timeouts.
 fn client(target: &GithubTarget) -> Result<Octocrab, GithubError> {
     let client_error = |err: &octocrab::Error| GithubError::Client {
-        api_url: target.api_url.clone(),
-        message: describe(err),
+        api_url: clean(&target.api_url, &target.token),
+        message: describe(err, &target.token),
     };
     Octocrab::builder()
         .base_uri(target.api_url.as_str())
@@ -357,12 +307,10 @@ pub fn start_check_runs(
     target: &GithubTarget,
     starts: &[CheckRunStart],
 ) -> Result<Vec<u64>, GithubError> {
-    runtime()?
-        .block_on(async {
-            let octo = client(target)?;
-            checks::start(&octo, target, starts).await
-        })
-        .map_err(|e| e.redacted(&target.token))
+    runtime()?.block_on(async {
+        let octo = client(target)?;
+        checks::start(&octo, target, starts).await
+    })
 }
 
 async fn publish_async(
@@ -381,11 +329,11 @@ async fn publish_async(
                 .per_page(100)
                 .send()
                 .await
-                .map_err(|e| api_error(&action, &e))?;
+                .map_err(|e| api_error(&action, &e, &target.token))?;
             existing = octo
                 .all_pages(first)
                 .await
-                .map_err(|e| api_error(&action, &e))?;
+                .map_err(|e| api_error(&action, &e, &target.token))?;
         }
         for comment in &publication.comments {
             // The oldest comment with the marker is the sticky one.
@@ -408,7 +356,7 @@ async fn publish_async(
                 let new: octocrab::models::issues::Comment = octo
                     .patch(route, Some(&serde_json::json!({ "body": comment.body })))
                     .await
-                    .map_err(|e| api_error(&what, &e))?;
+                    .map_err(|e| api_error(&what, &e, &target.token))?;
                 CommentAction::Updated {
                     id: new.id.0,
                     url: new.html_url.to_string(),
@@ -418,7 +366,7 @@ async fn publish_async(
                 let new = issues
                     .create_comment(pr, &comment.body)
                     .await
-                    .map_err(|e| api_error(&what, &e))?;
+                    .map_err(|e| api_error(&what, &e, &target.token))?;
                 CommentAction::Created {
                     id: new.id.0,
                     url: new.html_url.to_string(),
@@ -446,7 +394,10 @@ async fn publish_async(
         if let Some(url) = &status.target_url {
             request = request.target(url.clone());
         }
-        request.send().await.map_err(|e| api_error(&what, &e))?;
+        request
+            .send()
+            .await
+            .map_err(|e| api_error(&what, &e, &target.token))?;
         done.statuses += 1;
     }
     done.check_runs = checks::complete(&octo, target, &publication.check_runs).await?;
@@ -605,7 +556,7 @@ fn get_json(
         let octo = client(target)?;
         octo.get::<serde_json::Value, _, ()>(route, None)
             .await
-            .map_err(|e| api_error(action, &e))
+            .map_err(|e| api_error(action, &e, &target.token))
     })
 }
 

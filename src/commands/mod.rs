@@ -1,6 +1,7 @@
 //! Commands: the only place that sequences I/O. Each returns an `Outcome` (a failed gate is an
 //! outcome, not an error) or an `Error` (exit 2).
 
+pub mod ab;
 pub mod baseline;
 pub mod compare;
 pub mod config;
@@ -94,6 +95,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
             std::process::exit(status)
         }
         Command::Import(ImportCommand::Run(args)) => import::import_run(args),
+        Command::Ab(args) => ab::ab(args),
         Command::Probe(args) => probe::probe(args),
         Command::Gpus(args) => gpus::gpus(args),
         Command::Completions(args) => gpus::completions(args),

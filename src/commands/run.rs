@@ -44,36 +44,36 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> Option<String> {
 }
 
 /// Everything needed to run one case.
-struct CasePlan<'a> {
-    suite: &'a SuiteConfig,
-    key: CaseKey,
-    floor: Result<Floor, String>,
-    kv_dtype: String,
+pub(crate) struct CasePlan<'a> {
+    pub(crate) suite: &'a SuiteConfig,
+    pub(crate) key: CaseKey,
+    pub(crate) floor: Result<Floor, String>,
+    pub(crate) kv_dtype: String,
 }
 
 /// The outcome of running a case's repeats (journalled as soon as the case ends).
 #[derive(Default, serde::Serialize, serde::Deserialize)]
-struct Measured {
-    repeats_ms: Vec<Vec<f64>>,
+pub(crate) struct Measured {
+    pub(crate) repeats_ms: Vec<Vec<f64>>,
     warmup_ms: Vec<Vec<f64>>,
     env: BTreeMap<String, String>,
     stderr_tail: Option<String>,
-    error: Option<String>,
+    pub(crate) error: Option<String>,
     /// NVML readings taken while the repeats ran (empty without NVML).
     gpu_samples: Vec<GpuSample>,
     /// Trace paths the harness reported.
     traces: Vec<String>,
 }
 
-struct Runner<'a> {
-    loaded: &'a LoadedConfig,
-    exe: String,
-    cancel: Arc<AtomicBool>,
-    watch: Option<&'a GpuWatch>,
+pub(crate) struct Runner<'a> {
+    pub(crate) loaded: &'a LoadedConfig,
+    pub(crate) exe: String,
+    pub(crate) cancel: Arc<AtomicBool>,
+    pub(crate) watch: Option<&'a GpuWatch>,
     /// The run's temporary directory for results files (swept at the next start if killed).
-    run_dir: std::cell::RefCell<crate::measure::workdir::RunDir>,
+    pub(crate) run_dir: std::cell::RefCell<crate::measure::workdir::RunDir>,
     /// Progress lines (warnings about step counts).
-    progress: &'a Progress,
+    pub(crate) progress: &'a Progress,
 }
 
 impl Runner<'_> {
@@ -84,7 +84,7 @@ impl Runner<'_> {
             .map_or_else(|| self.loaded.dir.clone(), |c| self.loaded.dir.join(c))
     }
 
-    fn measure(
+    pub(crate) fn measure(
         &self,
         plan: &CasePlan<'_>,
         repeats: std::ops::Range<u32>,

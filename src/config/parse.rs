@@ -29,6 +29,8 @@ struct RawConfig {
     #[serde(default)]
     canary: CanaryConfig,
     #[serde(default)]
+    ab: crate::compare::AbPlan,
+    #[serde(default)]
     github: GithubConfig,
     #[serde(default)]
     models: toml::Table,
@@ -166,6 +168,7 @@ pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         report: raw.report,
         limits: raw.limits,
         canary: raw.canary,
+        ab: raw.ab,
         github: raw.github,
         models,
         suites: raw.suites,

@@ -28,6 +28,8 @@ pub struct Config {
     pub report: ReportConfig,
     pub limits: LimitsConfig,
     pub canary: CanaryConfig,
+    /// `utilgate ab`: pairs per case and the confirmation of suspects.
+    pub ab: crate::compare::AbPlan,
     pub github: GithubConfig,
     pub models: BTreeMap<String, ModelConfig>,
     #[serde(rename = "suite")]

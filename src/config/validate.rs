@@ -86,6 +86,26 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
             "write the number of cases you expect, e.g. max_cases = 2000",
         );
     }
+    if config.ab.pairs < 2 {
+        push(
+            "ab.pairs".into(),
+            format!(
+                "is {}: the noise of a paired difference needs 2 pairs",
+                config.ab.pairs
+            ),
+            "write pairs = 10",
+        );
+    }
+    if !(config.ab.confirm_alpha > 0.0 && config.ab.confirm_alpha < 1.0) {
+        push(
+            "ab.confirm_alpha".into(),
+            format!(
+                "{} is not a p-value between 0 and 1",
+                config.ab.confirm_alpha
+            ),
+            "write confirm_alpha = 0.25",
+        );
+    }
     for name in config.models.keys() {
         check_name(&format!("models.{}", name.escape_debug()), name, &mut push);
     }

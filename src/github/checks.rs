@@ -10,7 +10,7 @@
 use octocrab::Octocrab;
 use serde::{Deserialize, Serialize};
 
-use super::{GithubError, GithubTarget, api_error};
+use super::{GithubError, GithubTarget, Token, api_error};
 
 /// GitHub accepts at most this many annotations in one create or update request.
 pub const ANNOTATIONS_PER_REQUEST: usize = 50;
@@ -161,7 +161,7 @@ pub(super) async fn start(
         let reply: CheckRunReply = octo
             .post(checks_route(target), Some(&body))
             .await
-            .map_err(|e| checks_error(&action, &e))?;
+            .map_err(|e| checks_error(&action, &e, &target.token))?;
         ids.push(reply.id);
     }
     Ok(ids)
@@ -197,14 +197,14 @@ pub(super) async fn complete(
             let _: CheckRunReply = octo
                 .patch(format!("{}/{id}", checks_route(target)), Some(&body))
                 .await
-                .map_err(|e| checks_error(&action, &e))?;
+                .map_err(|e| checks_error(&action, &e, &target.token))?;
             id
         } else {
             let action = format!("create the check run {:?} on {}", post.name, post.head_sha);
             let reply: CheckRunReply = octo
                 .post(checks_route(target), Some(&body))
                 .await
-                .map_err(|e| checks_error(&action, &e))?;
+                .map_err(|e| checks_error(&action, &e, &target.token))?;
             reply.id
         };
         for batch in batches {
@@ -225,15 +225,15 @@ pub(super) async fn complete(
             let _: CheckRunReply = octo
                 .patch(format!("{}/{id}", checks_route(target)), Some(&body))
                 .await
-                .map_err(|e| checks_error(&action, &e))?;
+                .map_err(|e| checks_error(&action, &e, &target.token))?;
         }
     }
     Ok(posts.len())
 }
 
 /// A check-run error: a 403 names `checks: write` rather than the comment permissions.
-fn checks_error(action: &str, err: &octocrab::Error) -> GithubError {
-    match api_error(action, err) {
+fn checks_error(action: &str, err: &octocrab::Error, token: &Token) -> GithubError {
+    match api_error(action, err, token) {
         GithubError::Forbidden { action, message } => {
             GithubError::ChecksForbidden { action, message }
         }

@@ -5,6 +5,7 @@
     reason = "tests start processes and read the environment"
 )]
 
+mod ab;
 mod adopt;
 mod canary;
 mod checks;

@@ -1,0 +1,136 @@
+//! `utilgate ab`: two checkouts (the base and the head of a pull request) measured interleaved
+//! by the real binary through real harness processes, judged on the paired difference.
+
+use crate::env::{TestEnv, stderr, stdout};
+
+/// The base and the head, each a directory with the script harness and a config; `head_extra`
+/// and `base_extra` are appended to each side's suite.
+fn checkouts(base_extra: &str, head_extra: &str) -> (TestEnv, TestEnv) {
+    let base = TestEnv::new();
+    base.write_config(&TestEnv::config_with(base_extra));
+    let head = TestEnv::new();
+    head.write_config(&TestEnv::config_with(head_extra));
+    (base, head)
+}
+
+fn ab(base: &TestEnv, head: &TestEnv, extra: &[&str]) -> std::process::Output {
+    head.cmd()
+        .args(["ab", "--base"])
+        .arg(base.path())
+        .args(extra)
+        .output()
+        .expect("runs")
+}
+
+fn verdicts(out: &std::process::Output) -> Vec<String> {
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("JSON on stdout ({e}): {}\n{}", stdout(out), stderr(out)));
+    report["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .map(|c| {
+            c["decision"]["verdict"]
+                .as_str()
+                .expect("verdict")
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn the_same_code_on_both_sides_passes_and_stores_nothing() {
+    let (base, head) = checkouts("", "");
+    let out = ab(&base, &head, &["--pairs", "6", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(verdicts(&out), ["pass", "pass"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(report["cases"][0]["pairs"], 6);
+    assert!(
+        !head.db().exists() && !base.db().exists(),
+        "an A/B session stores no run"
+    );
+}
+
+#[test]
+fn a_ten_percent_slower_head_fails_the_gate_naming_the_drop() {
+    let (base, head) = checkouts("", "env = { STEP_MS = \"11.0\" }");
+    let out = ab(&base, &head, &["--pairs", "6"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains("REGRESSED decode/seed-8b/bf16/decode/b1/c4096"),
+        "{text}"
+    );
+    assert!(
+        text.contains("9.1%"),
+        "the drop of a 10% slower step is 9.1%: {text}"
+    );
+    assert!(text.contains("gate: FAILED"), "{text}");
+}
+
+/// A harness whose every process is 2% slower than the one before (a host warming up, a
+/// neighbour ramping): both sides see the same drift, interleaved, so it cancels.
+const DRIFTING_HARNESS: &str = r#"#!/bin/sh
+set -eu
+n=$(cat "$DRIFT_FILE" 2>/dev/null || echo 0)
+echo $((n + 1)) > "$DRIFT_FILE"
+awk -v n="$n" -v steps="$UTILGATE_STEPS" -v base="${STEP_MS:-10.0}" \
+  'BEGIN { for (i = 0; i < steps; i++) { r = (i * 7) % 5; printf "{\"step_ms\": %.6f}\n", base * (1 + 0.02 * n) * (1 + r * 0.002) } }' >> "$UTILGATE_OUT"
+"#;
+
+#[test]
+fn host_drift_during_the_session_cancels_between_the_sides() {
+    let (base, head) = checkouts("", "");
+    for side in [&base, &head] {
+        side.write("harness.sh", DRIFTING_HARNESS);
+    }
+    let drift = base.path().join("drift-counter");
+    let out = head
+        .cmd()
+        .env("DRIFT_FILE", &drift)
+        .args(["ab", "--base"])
+        .arg(base.path())
+        .args(["--pairs", "8", "--confirm-pairs", "0", "--format", "json"])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(verdicts(&out), ["pass", "pass"]);
+    // The drift was real: 32 processes, the last about 60% slower than the first.
+    let processes: u32 = std::fs::read_to_string(&drift)
+        .expect("counter")
+        .trim()
+        .parse()
+        .expect("number");
+    assert_eq!(processes, 32);
+}
+
+#[test]
+fn a_base_without_the_suite_is_an_error_naming_the_file() {
+    let (base, head) = checkouts("", "");
+    base.write_config(&TestEnv::config_with("").replace("name = \"decode\"", "name = \"other\""));
+    let out = ab(&base, &head, &["--pairs", "4"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("has no suite \"decode\""),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = ab(&base, &head, &["--pairs", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--pairs 1"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--pairs 10"), "{}", stderr(&out));
+}
