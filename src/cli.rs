@@ -635,7 +635,7 @@ pub enum ReportFormatArg {
     Json,
     /// Bencher Metric Format JSON, for `bencher run --adapter json`.
     Bmf,
-    /// OpenMetrics text (gauges per case), for a Prometheus pushgateway or Grafana.
+    /// `OpenMetrics` text (gauges per case), for a Prometheus pushgateway or Grafana.
     Openmetrics,
     /// github-action-benchmark's `customSmallerIsBetter` JSON.
     Gab,

@@ -103,7 +103,7 @@ mod tests {
             suite: format!("s{suite}"),
             model: "m".into(),
             precision: "bf16".into(),
-            phase: if batch % 2 == 0 {
+            phase: if batch.is_multiple_of(2) {
                 Phase::Decode
             } else {
                 Phase::Prefill

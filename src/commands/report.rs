@@ -41,19 +41,15 @@ pub fn report(args: &ReportArgs) -> Result<Outcome, Error> {
     let loaded = runs::optional_config(&args.config)?;
     let renderer = publish::renderer(loaded.as_ref())?;
     let (store, config) = runs::store_from(&args.config)?;
-    let report = match &args.group {
-        Some(group) => {
-            let (report, notes) =
-                crate::commands::fleet::group_report(&store, group, config.as_ref())?;
-            for note in notes {
-                output::warn(&note);
-            }
-            report
+    let report = if let Some(group) = &args.group {
+        let (report, notes) = crate::commands::fleet::group_report(&store, group, config.as_ref())?;
+        for note in notes {
+            output::warn(&note);
         }
-        None => {
-            let run = runs::load_run(&store, args.run)?;
-            publish::stored_report(&store, &run, config.as_ref())?
-        }
+        report
+    } else {
+        let run = runs::load_run(&store, args.run)?;
+        publish::stored_report(&store, &run, config.as_ref())?
     };
     let text = render(&renderer, args.format, &report)?;
     match &args.out {

@@ -1,5 +1,5 @@
 //! Exports of a run report for the tools teams already run: Bencher Metric Format (BMF) JSON
-//! for `bencher run --adapter json`, OpenMetrics text for a Prometheus pushgateway or Grafana,
+//! for `bencher run --adapter json`, `OpenMetrics` text for a Prometheus pushgateway or Grafana,
 //! and github-action-benchmark's `customSmallerIsBetter` JSON. Pure: returns strings.
 //!
 //! A figure the run does not have (an errored case, a case without a floor) is left out, never
@@ -136,7 +136,7 @@ pub fn render_gab(report: &RunReport) -> Result<String, serde_json::Error> {
     Ok(text)
 }
 
-/// An OpenMetrics label value with `\`, `"` and line feeds escaped.
+/// An `OpenMetrics` label value with `\`, `"` and line feeds escaped.
 fn escape_label(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     for ch in value.chars() {
@@ -204,7 +204,7 @@ const FAMILIES: [Family; 4] = [
     },
 ];
 
-/// The run as OpenMetrics text: gauges `utilgate_utilisation_ratio`,
+/// The run as `OpenMetrics` text: gauges `utilgate_utilisation_ratio`,
 /// `utilgate_step_median_seconds`, `utilgate_step_p90_seconds` and `utilgate_floor_seconds`,
 /// one sample per case labelled suite, model, precision, phase, batch, context and gpu, ending
 /// with `# EOF`. A family no case has a figure for is left out.

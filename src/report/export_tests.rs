@@ -1,5 +1,5 @@
 //! Tests of the exports: gab against github-action-benchmark's real samples (one struct for
-//! both), BMF against its documented shape, OpenMetrics through two real parsers. Reads the
+//! both), BMF against its documented shape, `OpenMetrics` through two real parsers. Reads the
 //! fixtures compiled in; no other I/O.
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
 //! Reports: the pure report context and its renderings (terminal table, JSON, the minijinja
-//! templates: PR comment, step summary, HTML, `JUnit`, and the BMF, OpenMetrics and
+//! templates: PR comment, step summary, HTML, `JUnit`, and the BMF, `OpenMetrics` and
 //! github-action-benchmark exports).
 
 mod chart;

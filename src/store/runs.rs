@@ -224,16 +224,7 @@ impl Store {
             .map_err(fail("write a run's canary"))?;
         }
         if let Some(group) = &run.group {
-            tx.execute(
-                "INSERT INTO run_groups (run_id, group_id, shard, shards) VALUES (?1, ?2, ?3, ?4)",
-                params![
-                    run_id,
-                    group.id,
-                    group.shard.map(|s| s.0),
-                    group.shard.map(|s| s.1)
-                ],
-            )
-            .map_err(fail("write a run's group"))?;
+            write_group(&tx, run_id, group).map_err(fail("write a run's group"))?;
         }
         tx.commit().map_err(fail("commit a run"))?;
         Ok(RunId(run_id))
@@ -490,4 +481,17 @@ fn group_row_at(r: &Row<'_>, at: usize) -> rusqlite::Result<RunGroup> {
 
 fn group_row(r: &Row<'_>) -> rusqlite::Result<RunGroup> {
     group_row_at(r, 0)
+}
+
+/// A run's group row, in the run's transaction.
+fn write_group(tx: &Transaction<'_>, run_id: i64, group: &RunGroup) -> rusqlite::Result<usize> {
+    tx.execute(
+        "INSERT INTO run_groups (run_id, group_id, shard, shards) VALUES (?1, ?2, ?3, ?4)",
+        params![
+            run_id,
+            group.id,
+            group.shard.map(|s| s.0),
+            group.shard.map(|s| s.1)
+        ],
+    )
 }
