@@ -381,6 +381,14 @@ pub struct RunArgs {
     /// suite's `trace = true`); regressed cases get the diff against the baseline's trace.
     #[arg(long)]
     pub trace: bool,
+    /// Run one shard of the grid: every N-th case of its sorted order, starting at the K-th
+    /// (K from 1), so N jobs of a CI matrix measure the grid once between them (docs/fleet.md).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::shard::Shard>,
+    /// The group this run belongs to (the shards of one grid share it); `report --group`
+    /// merges them. Default: `GITHUB_RUN_ID` under Actions when `--shard` is given.
+    #[arg(long, value_name = "ID")]
+    pub run_group: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -625,6 +633,12 @@ pub enum ReportFormatArg {
     Junit,
     /// JSON with `"schema_version": 1`.
     Json,
+    /// Bencher Metric Format JSON, for `bencher run --adapter json`.
+    Bmf,
+    /// `OpenMetrics` text (gauges per case), for a Prometheus pushgateway or Grafana.
+    Openmetrics,
+    /// github-action-benchmark's `customSmallerIsBetter` JSON.
+    Gab,
 }
 
 #[derive(Debug, Args)]
@@ -636,6 +650,10 @@ pub struct ReportArgs {
     /// Write to this file instead of stdout.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Merge the runs of this group (`run --run-group`, the shards of one grid) into one
+    /// report: one table, failed if any shard failed.
+    #[arg(long, value_name = "ID", conflicts_with = "run")]
+    pub group: Option<String>,
     #[command(flatten)]
     pub config: ConfigArgs,
 }

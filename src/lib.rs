@@ -20,6 +20,7 @@ pub mod output;
 pub mod redact;
 pub mod report;
 pub mod serve;
+pub mod shard;
 pub mod stats;
 pub mod store;
 pub mod suggest;

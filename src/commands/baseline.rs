@@ -413,6 +413,7 @@ fn import(args: &BaselineImportArgs) -> Result<Outcome, Error> {
                 ),
                 promote_reason: String::new(),
                 canary_json: None,
+                group: None,
                 results,
             };
             let reason = if reason.is_empty() {

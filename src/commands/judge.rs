@@ -83,7 +83,58 @@ pub fn judge(
         .iter()
         .map(|case| judge_case(store, gpu_sku, case, cases.len(), config, against, canary))
         .collect::<Result<Vec<_>, _>>()?;
-    out.extend(missing(store, gpu_sku, cases, suites, config, against)?);
+    let run_keys: Vec<CaseKey> = cases.iter().map(|c| c.key.clone()).collect();
+    out.extend(missing(store, gpu_sku, &run_keys, suites, config, against)?);
+    Ok(out)
+}
+
+/// The whole grid a shard's cases belong to (`run --shard K/N`).
+pub struct ShardGrid<'a> {
+    /// Every case of the grid, this shard's and the others'.
+    pub keys: &'a [CaseKey],
+    /// The suites the grid covers (for missing cases).
+    pub suites: &'a BTreeSet<String>,
+    /// Whether this shard reports the baselines no case of the grid measured (the first does,
+    /// so a merged group lists each missing case once).
+    pub reports_missing: bool,
+}
+
+/// Judge one shard's cases against the pinned baselines: each at the test level of the whole
+/// grid (the per-case correction counts every shard's cases), missing cases only from the
+/// shard that reports them, and never another shard's cases as missing.
+pub fn judge_shard(
+    store: &Store,
+    gpu_sku: &str,
+    cases: &[CaseInput],
+    grid: &ShardGrid<'_>,
+    config: Option<&Config>,
+    canary: Option<&Canary>,
+) -> Result<Vec<Judgement>, Error> {
+    let against = Against::Pinned;
+    let mut out = cases
+        .iter()
+        .map(|case| {
+            judge_case(
+                store,
+                gpu_sku,
+                case,
+                grid.keys.len(),
+                config,
+                &against,
+                canary,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if grid.reports_missing {
+        out.extend(missing(
+            store,
+            gpu_sku,
+            grid.keys,
+            grid.suites,
+            config,
+            &against,
+        )?);
+    }
     Ok(out)
 }
 
@@ -261,7 +312,7 @@ fn pinned_and_since(
 fn missing(
     store: &Store,
     gpu_sku: &str,
-    cases: &[CaseInput],
+    run_keys: &[CaseKey],
     suites: &BTreeSet<String>,
     config: Option<&Config>,
     against: &Against<'_>,
@@ -281,8 +332,7 @@ fn missing(
             .filter(|k| suites.contains(&k.suite))
             .collect(),
     };
-    let run_keys: Vec<CaseKey> = cases.iter().map(|c| c.key.clone()).collect();
-    for key in compare::missing_keys(&baseline_keys, &run_keys) {
+    for key in compare::missing_keys(&baseline_keys, run_keys) {
         let baseline = match against {
             Against::Pinned => store.baseline_for(&key, gpu_sku)?,
             Against::PinnedAsOf(t) => lineage(store, &key, gpu_sku, Some(*t), 0)?.0,

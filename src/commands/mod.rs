@@ -8,6 +8,7 @@ pub mod config;
 pub mod credentials;
 pub mod device;
 pub mod evidence;
+pub mod fleet;
 pub mod floor;
 pub mod gpu_run;
 pub mod gpus;

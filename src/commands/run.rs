@@ -275,6 +275,7 @@ fn absolute(p: &Path) -> PathBuf {
 pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     // What a killed run left behind (results directories, cgroup scopes) goes first.
     crate::measure::workdir::sweep_stale(&std::env::temp_dir());
+    let group = crate::commands::fleet::run_group(args, &env_lookup())?;
     // Validate everything cheap before the first harness starts.
     let loaded = crate::config::load(&args.config.config)?;
     let config = &loaded.config;
@@ -353,6 +354,18 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
                 floor,
             });
         }
+    }
+
+    // A shard measures its share of the whole grid; the grid still sets the test level.
+    let grid: Vec<CaseKey> = plans.iter().map(|p| p.key.clone()).collect();
+    if let Some(shard) = args.shard {
+        let keys: Vec<&CaseKey> = grid.iter().collect();
+        let keep: BTreeSet<usize> = shard.select(&keys).into_iter().collect();
+        let mut i = 0;
+        plans.retain(|_| {
+            i += 1;
+            keep.contains(&(i - 1))
+        });
     }
 
     let env = env_lookup();
@@ -487,15 +500,29 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     progress.clear();
 
     let suite_names: BTreeSet<String> = suites.iter().map(|s| s.name.clone()).collect();
-    let mut judgements = judge::judge(
-        &store,
-        &gpu.name,
-        &inputs,
-        &suite_names,
-        Some(config),
-        &Against::Pinned,
-        canary.as_ref(),
-    )?;
+    let mut judgements = match args.shard {
+        None => judge::judge(
+            &store,
+            &gpu.name,
+            &inputs,
+            &suite_names,
+            Some(config),
+            &Against::Pinned,
+            canary.as_ref(),
+        )?,
+        Some(shard) => judge::judge_shard(
+            &store,
+            &gpu.name,
+            &inputs,
+            &judge::ShardGrid {
+                keys: &grid,
+                suites: &suite_names,
+                reports_missing: shard.index == 1,
+            },
+            Some(config),
+            canary.as_ref(),
+        )?,
+    };
 
     // Re-measure suspected regressions in fresh processes before failing them.
     if config.gate.confirm_repeats > 0 {
@@ -531,7 +558,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
                 &store,
                 &gpu.name,
                 &inputs[i],
-                inputs.len(),
+                grid.len(),
                 Some(config),
                 &Against::Pinned,
                 canary.as_ref(),
@@ -617,6 +644,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         promote_reason: format!("run passed the gate on {}", config.gate.baseline_branch),
         results,
         canary_json: canary.as_ref().and_then(|c| serde_json::to_value(c).ok()),
+        group,
     };
     if cancel.load(Ordering::SeqCst) {
         return Err(Error::Interrupted);

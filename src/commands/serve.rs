@@ -176,6 +176,7 @@ pub fn judge_and_store(
         promote_reason: format!("run passed the gate on {}", plan.gate.baseline_branch),
         results: Vec::new(),
         canary_json: None,
+        group: None,
     };
     let run_id = store.insert_serve_run(&run, &cases)?;
 

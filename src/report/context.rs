@@ -324,7 +324,7 @@ impl RunReport {
         report
     }
 
-    fn refresh_summaries(&mut self) {
+    pub(super) fn refresh_summaries(&mut self) {
         let mut names: Vec<&str> = self.cases.iter().map(|c| c.key.suite.as_str()).collect();
         names.sort_unstable();
         names.dedup();
@@ -363,7 +363,9 @@ impl RunReport {
     }
 }
 
-fn count<'a>(cases: impl IntoIterator<Item = &'a CaseReport>) -> BTreeMap<Verdict, usize> {
+pub(super) fn count<'a>(
+    cases: impl IntoIterator<Item = &'a CaseReport>,
+) -> BTreeMap<Verdict, usize> {
     let mut counts = BTreeMap::new();
     for c in cases {
         *counts.entry(c.verdict).or_insert(0) += 1;

@@ -1,13 +1,16 @@
-//! Reports: the pure report context and its renderings (terminal table, JSON, and the
-//! minijinja templates: PR comment, step summary, HTML, `JUnit`).
+//! Reports: the pure report context and its renderings (terminal table, JSON, the minijinja
+//! templates: PR comment, step summary, HTML, `JUnit`, and the BMF, `OpenMetrics` and
+//! github-action-benchmark exports).
 
 mod chart;
 mod context;
 pub mod evidence;
+mod export;
 pub mod floor;
 pub mod format;
 mod github_text;
 pub mod gpus;
+mod group;
 pub mod history;
 mod human;
 pub mod nsight;
@@ -20,10 +23,12 @@ pub use context::{
     BaselineRef, CaseReport, Judgement, RunReport, SCHEMA_VERSION, SuiteReport, TrendPoint,
     gpu_notes, severity, summary_line,
 };
+pub use export::{render_bmf, render_gab, render_openmetrics};
 pub use github_text::{
     STATUS_DESCRIPTION_LIMIT, annotations, check_annotations, check_title, status_context,
     suite_conclusion, suite_status, truncate_chars,
 };
+pub use group::GroupMember;
 pub use human::{render_human, render_json};
 pub use render::{
     BUILTIN_TEMPLATES, GITHUB_COMMENT_LIMIT, RenderError, Renderer, ReportFormat, comment_marker,

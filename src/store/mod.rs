@@ -33,5 +33,5 @@ pub use schema::LATEST as SCHEMA_VERSION;
 pub use serve::{NewServeCase, NewServeRepeat, StoredServeCase, StoredServeRepeat};
 pub use types::{
     BaselineEntry, BaselineEvent, BaselineMove, BaselineMoveKind, CaseFilter, NewResult, NewRun,
-    RunFilter, RunId, RunSummary, StoredResult, StoredRun,
+    RunFilter, RunGroup, RunId, RunSummary, StoredResult, StoredRun,
 };

@@ -11,7 +11,9 @@ use super::db::{Store, i64_to_u64, ns_to_timestamp, parse_json, timestamp_to_ns,
 use super::error::StoreError;
 use super::publish::PublishFacts;
 use super::samples;
-use super::types::{BaselineMoveKind, NewResult, NewRun, RunFilter, RunId, RunSummary, StoredRun};
+use super::types::{
+    BaselineMoveKind, NewResult, NewRun, RunFilter, RunGroup, RunId, RunSummary, StoredRun,
+};
 
 /// Which results of a run move their baseline pointer, and how the move is recorded.
 struct MovePlan<'a> {
@@ -221,6 +223,9 @@ impl Store {
             )
             .map_err(fail("write a run's canary"))?;
         }
+        if let Some(group) = &run.group {
+            write_group(&tx, run_id, group).map_err(fail("write a run's group"))?;
+        }
         tx.commit().map_err(fail("commit a run"))?;
         Ok(RunId(run_id))
     }
@@ -285,6 +290,28 @@ impl Store {
             .and_then(|mut stmt| stmt.query_row([id.0], |r| r.get(0)).optional())
             .map_err(self.fail("read a run's canary"))?;
         parse_json(&self.path, "run_canaries.json", id.0, text)
+    }
+
+    /// The group a run was stored in (`run --run-group`), if any.
+    pub fn run_group(&self, id: RunId) -> Result<Option<RunGroup>, StoreError> {
+        self.conn
+            .prepare_cached("SELECT group_id, shard, shards FROM run_groups WHERE run_id = ?1")
+            .and_then(|mut stmt| stmt.query_row([id.0], group_row).optional())
+            .map_err(self.fail("read a run's group"))
+    }
+
+    /// The runs of a group, oldest first (by id), with their places in it.
+    pub fn group_runs(&self, group_id: &str) -> Result<Vec<(RunId, RunGroup)>, StoreError> {
+        self.conn
+            .prepare_cached(
+                "SELECT run_id, group_id, shard, shards FROM run_groups \
+                 WHERE group_id = ?1 ORDER BY run_id",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([group_id], |r| Ok((RunId(r.get(0)?), group_row_at(r, 1)?)))?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(self.fail("read a group's runs"))
     }
 
     /// The newest run (by start time, then id), optionally only on one branch.
@@ -440,4 +467,31 @@ fn write_results(
         }
     }
     Ok(())
+}
+
+/// A `run_groups` row read from column `at` on: group id, shard, shards.
+fn group_row_at(r: &Row<'_>, at: usize) -> rusqlite::Result<RunGroup> {
+    let shard: Option<u32> = r.get(at + 1)?;
+    let shards: Option<u32> = r.get(at + 2)?;
+    Ok(RunGroup {
+        id: r.get(at)?,
+        shard: shard.zip(shards),
+    })
+}
+
+fn group_row(r: &Row<'_>) -> rusqlite::Result<RunGroup> {
+    group_row_at(r, 0)
+}
+
+/// A run's group row, in the run's transaction.
+fn write_group(tx: &Transaction<'_>, run_id: i64, group: &RunGroup) -> rusqlite::Result<usize> {
+    tx.execute(
+        "INSERT INTO run_groups (run_id, group_id, shard, shards) VALUES (?1, ?2, ?3, ?4)",
+        params![
+            run_id,
+            group.id,
+            group.shard.map(|s| s.0),
+            group.shard.map(|s| s.1)
+        ],
+    )
 }

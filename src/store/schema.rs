@@ -249,6 +249,25 @@ CREATE TRIGGER run_canaries_append_only_delete BEFORE DELETE ON run_canaries
     BEGIN SELECT RAISE(ABORT, 'run canaries are append-only'); END;
 ";
 
+/// The run group of a sharded run (`run --shard K/N --run-group ID`): the shards of one grid
+/// share a group id, and `report --group ID` merges them. Written in the run's transaction.
+/// Append-only.
+const V8_RUN_GROUPS: &str = r"
+CREATE TABLE run_groups (
+    run_id   INTEGER PRIMARY KEY REFERENCES runs (id),
+    group_id TEXT NOT NULL,
+    shard    INTEGER,
+    shards   INTEGER,
+    CHECK ((shard IS NULL) = (shards IS NULL)),
+    CHECK (shard IS NULL OR (shard >= 1 AND shard <= shards))
+) STRICT;
+CREATE INDEX run_groups_by_group ON run_groups (group_id, run_id);
+CREATE TRIGGER run_groups_append_only_update BEFORE UPDATE ON run_groups
+    BEGIN SELECT RAISE(ABORT, 'run groups are append-only'); END;
+CREATE TRIGGER run_groups_append_only_delete BEFORE DELETE ON run_groups
+    BEGIN SELECT RAISE(ABORT, 'run groups are append-only'); END;
+";
+
 /// The ordered migrations; the store's version is how many of them it has applied.
 pub(crate) const MIGRATIONS: &[&str] = &[
     V1_TABLES,
@@ -258,6 +277,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     V5_EVIDENCE,
     V6_SERVE,
     V7_RUN_CANARIES,
+    V8_RUN_GROUPS,
 ];
 
 /// The schema version this build writes and reads.
@@ -335,6 +355,7 @@ mod tests {
                 "probes",
                 "results",
                 "run_canaries",
+                "run_groups",
                 "runs",
                 "series",
                 "serve_baseline_moves",

@@ -56,6 +56,17 @@ pub struct NewRun {
     pub results: Vec<NewResult>,
     /// The machine canary measured around the run (`compare::Canary` as JSON), if any.
     pub canary_json: Option<serde_json::Value>,
+    /// The group of runs this one belongs to (the shards of one grid), if any.
+    #[serde(default)]
+    pub group: Option<RunGroup>,
+}
+
+/// A run's place in a group of runs: the group's id and, for a shard, which of how many.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct RunGroup {
+    pub id: String,
+    /// `(K, N)` of `--shard K/N`, 1-based.
+    pub shard: Option<(u32, u32)>,
 }
 
 /// One case's result within a [`NewRun`]. Non-finite floats in the `Option<f64>` fields are

@@ -36,7 +36,7 @@ awk -v base="$STEP_MS" -v n="$UTILGATE_STEPS" -v rep="$UTILGATE_REPEAT" -v scale
 
 /// Variables removed from every command's environment: no CI variables leak in from the
 /// machine.
-pub const CLEAN_VARS: [&str; 15] = [
+pub const CLEAN_VARS: [&str; 16] = [
     // Under CI utilgate skips the large-grid question; tests choose their own CI.
     "CI",
     "GITHUB_ACTIONS",
@@ -46,6 +46,8 @@ pub const CLEAN_VARS: [&str; 15] = [
     "GITHUB_HEAD_REF",
     "GITHUB_EVENT_NAME",
     "GITHUB_EVENT_PATH",
+    // Under Actions a shard's run group defaults to it.
+    "GITHUB_RUN_ID",
     // A credential in utilgate's environment stops `run` (tests that want one set it).
     "GITHUB_TOKEN",
     "GH_TOKEN",

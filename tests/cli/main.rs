@@ -11,6 +11,7 @@ mod canary;
 mod checks;
 mod env;
 mod failures;
+mod fleet;
 mod floor;
 mod front;
 mod gate;

@@ -1,0 +1,109 @@
+//! A fleet of runners, one history: the run group of a sharded run (`run --shard K/N
+//! --run-group ID`) and the merged report of a group (`report --group ID`). Reads the store;
+//! the environment arrives as a lookup function.
+
+use crate::cli::RunArgs;
+use crate::config::Config;
+use crate::error::Error;
+use crate::report::{GroupMember, RunReport};
+use crate::store::{RunGroup, Store};
+
+/// The group a run is stored in: `--run-group`, else `GITHUB_RUN_ID` under Actions when the
+/// run is a shard. A shard needs a group (its report is merged by it), so a shard without one
+/// is refused before anything is measured.
+///
+/// # Errors
+/// [`Error::Argument`] for `--shard` without a group, or an empty `--run-group`.
+pub fn run_group(
+    args: &RunArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<RunGroup>, Error> {
+    let shard = args.shard.map(|s| (s.index, s.count));
+    let id = match &args.run_group {
+        Some(id) if id.trim().is_empty() => {
+            return Err(Error::Argument {
+                arg: "--run-group \"\"".into(),
+                problem: "a group id cannot be empty".into(),
+                fix: "name the group, e.g. --run-group \"$GITHUB_RUN_ID\"".into(),
+            });
+        }
+        Some(id) => Some(id.trim().to_owned()),
+        None if shard.is_some() => env("GITHUB_RUN_ID").filter(|v| !v.trim().is_empty()),
+        None => None,
+    };
+    match (id, args.shard) {
+        (None, Some(s)) => Err(Error::Argument {
+            arg: format!("--shard {s}"),
+            problem: "a shard needs a run group to be merged with the other shards".into(),
+            fix: "add --run-group ID (the same for every shard; under Actions it defaults to \
+                  GITHUB_RUN_ID)"
+                .into(),
+        }),
+        (id, _) => Ok(id.map(|id| RunGroup { id, shard })),
+    }
+}
+
+/// The merged report of a group's runs: each run's stored report, then one table over them.
+///
+/// # Errors
+/// [`Error::Argument`] when no run belongs to the group or its runs measured different GPUs
+/// (one report covers one GPU); store and report errors as for one run.
+pub fn group_report(
+    store: &Store,
+    group: &str,
+    config: Option<&Config>,
+) -> Result<(RunReport, Vec<String>), Error> {
+    let runs = store.group_runs(group)?;
+    let mut members = Vec::with_capacity(runs.len());
+    let mut gpus: Vec<String> = Vec::new();
+    for (id, place) in &runs {
+        let run = crate::commands::runs::load_run(store, Some(id.0))?;
+        if !gpus.contains(&run.summary.gpu_sku) {
+            gpus.push(run.summary.gpu_sku.clone());
+        }
+        members.push(GroupMember {
+            report: crate::commands::publish::stored_report(store, &run, config)?,
+            shard: place.shard,
+        });
+    }
+    if gpus.len() > 1 {
+        return Err(Error::Argument {
+            arg: format!("--group {group}"),
+            problem: format!(
+                "its runs measured different GPUs ({}); one report covers one GPU",
+                gpus.join(", ")
+            ),
+            fix: "give each runner's shards a group of their own, e.g. --run-group \
+                  \"$GITHUB_RUN_ID-<gpu>\""
+                .into(),
+        });
+    }
+    let notes = shard_notes(&runs);
+    let report = RunReport::merged(members).ok_or_else(|| Error::Argument {
+        arg: format!("--group {group}"),
+        problem: "no stored run belongs to this group".into(),
+        fix: "store the shards with `utilgate run --shard K/N --run-group ID` (under Actions \
+              the group defaults to GITHUB_RUN_ID); `utilgate runs list` shows the runs"
+            .into(),
+    })?;
+    Ok((report, notes))
+}
+
+/// Warnings about the group's shards: those of N that no run stored.
+fn shard_notes(runs: &[(crate::store::RunId, RunGroup)]) -> Vec<String> {
+    let Some(count) = runs.iter().filter_map(|(_, g)| g.shard).map(|s| s.1).max() else {
+        return Vec::new();
+    };
+    let absent: Vec<String> = (1..=count)
+        .filter(|k| !runs.iter().any(|(_, g)| g.shard.is_some_and(|s| s.0 == *k)))
+        .map(|k| format!("{k}/{count}"))
+        .collect();
+    if absent.is_empty() {
+        Vec::new()
+    } else {
+        vec![format!(
+            "the group has no run of shard {}: its cases are not in this report",
+            absent.join(", ")
+        )]
+    }
+}
