@@ -186,7 +186,7 @@ impl GithubError {
     pub fn hint(&self) -> Option<String> {
         match self {
             GithubError::Forbidden { .. } => Some(format!(
-                "give the workflow's GITHUB_TOKEN write access to comments and statuses; add to the job:\n{PERMISSIONS_BLOCK}\n(a pull request from a fork never gets a write token: use the two-workflow pattern in the README, under Pull requests from forks)"
+                "give the workflow's GITHUB_TOKEN write access to comments and statuses; add to the job:\n{PERMISSIONS_BLOCK}\n(a pull request from a fork never gets a write token: post from a workflow_run workflow, docs/github.md \"The one pattern\" and examples/workflows/pr-publish.yml)"
             )),
             GithubError::ChecksForbidden { .. } => Some(format!(
                 "check runs need `checks: write`; add to the job:\n{CHECKS_PERMISSIONS_BLOCK}\n(only the workflow's GITHUB_TOKEN or a GitHub App token can write check runs, a personal access token cannot; or set [github] checks = \"status\")"

@@ -408,7 +408,7 @@ pub fn publish_report(
         output::warn(
             "this pull request comes from a fork, so its workflow has a read-only GITHUB_TOKEN: no comment or status was posted. \
              The report is in the step summary and the report files; to comment on fork pull requests, post from a workflow_run \
-             workflow (README, \"Pull requests from forks\")",
+             workflow (docs/github.md, \"The one pattern\"; examples/workflows/pr-publish.yml)",
         );
         return Ok(());
     }
