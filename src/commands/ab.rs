@@ -134,22 +134,7 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
         crate::commands::credentials::refuse_near_harness(&base.dir)?;
     }
     let config = &head.config;
-    if config.suites.is_empty() {
-        return Err(Error::NoSuites {
-            path: head.path.clone(),
-        });
-    }
-    for wanted in &args.suites {
-        if !config.suites.iter().any(|s| &s.name == wanted) {
-            let names: Vec<&str> = config.suites.iter().map(|s| s.name.as_str()).collect();
-            return Err(Error::UnknownSuite {
-                name: wanted.clone(),
-                path: head.path.clone(),
-                known: names.iter().map(|n| (*n).to_owned()).collect(),
-                suggestion: crate::suggest::did_you_mean(wanted, names).map(str::to_owned),
-            });
-        }
-    }
+    let suites = crate::commands::select_suites(&head, &args.suites)?;
     let plan = AbPlan {
         pairs: args.pairs.unwrap_or(config.ab.pairs),
         confirm_pairs: args.confirm_pairs.unwrap_or(config.ab.confirm_pairs),
@@ -165,11 +150,6 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
     let store_path = head.store_path(args.config.db.as_deref());
     let gpu = device::device_spec(config.gpu.as_ref(), &store_path, None)?;
 
-    let suites: Vec<&SuiteConfig> = config
-        .suites
-        .iter()
-        .filter(|s| args.suites.is_empty() || args.suites.contains(&s.name))
-        .collect();
     let keys: Vec<CaseKey> = suites.iter().flat_map(|s| s.case_keys()).collect();
 
     let cancel = Arc::new(AtomicBool::new(false));

@@ -139,6 +139,35 @@ pub fn env_lookup() -> impl Fn(&str) -> Option<String> {
 }
 
 /// Open (creating when absent) the store a run writes to.
+/// The suites a command runs: all of them, or those `wanted` names (each must exist, with a
+/// did-you-mean otherwise); a config without suites is an error naming the file.
+pub fn select_suites<'a>(
+    loaded: &'a crate::config::LoadedConfig,
+    wanted: &[String],
+) -> Result<Vec<&'a crate::config::SuiteConfig>, Error> {
+    let suites = &loaded.config.suites;
+    if suites.is_empty() {
+        return Err(Error::NoSuites {
+            path: loaded.path.clone(),
+        });
+    }
+    for name in wanted {
+        if !suites.iter().any(|s| &s.name == name) {
+            let names: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
+            return Err(Error::UnknownSuite {
+                name: name.clone(),
+                path: loaded.path.clone(),
+                known: names.iter().map(|n| (*n).to_owned()).collect(),
+                suggestion: crate::suggest::did_you_mean(name, names).map(str::to_owned),
+            });
+        }
+    }
+    Ok(suites
+        .iter()
+        .filter(|s| wanted.is_empty() || wanted.contains(&s.name))
+        .collect())
+}
+
 pub fn open_store(path: &Path, busy_timeout_s: f64) -> Result<Store, Error> {
     Ok(Store::open(path, Duration::from_secs_f64(busy_timeout_s))?)
 }

@@ -279,27 +279,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     // Validate everything cheap before the first harness starts.
     let loaded = crate::config::load(&args.config.config)?;
     let config = &loaded.config;
-    if config.suites.is_empty() {
-        return Err(Error::NoSuites {
-            path: loaded.path.clone(),
-        });
-    }
-    for wanted in &args.suites {
-        if !config.suites.iter().any(|s| &s.name == wanted) {
-            let names: Vec<&str> = config.suites.iter().map(|s| s.name.as_str()).collect();
-            return Err(Error::UnknownSuite {
-                name: wanted.clone(),
-                path: loaded.path.clone(),
-                known: names.iter().map(|n| (*n).to_owned()).collect(),
-                suggestion: crate::suggest::did_you_mean(wanted, names).map(str::to_owned),
-            });
-        }
-    }
-    let suites: Vec<&SuiteConfig> = config
-        .suites
-        .iter()
-        .filter(|s| args.suites.is_empty() || args.suites.contains(&s.name))
-        .collect();
+    let suites = crate::commands::select_suites(&loaded, &args.suites)?;
     // A harness could read a token from utilgate's own environment (DESIGN.md §13).
     if !args.trusted {
         crate::commands::credentials::refuse_near_harness(&loaded.dir)?;
