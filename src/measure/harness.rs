@@ -267,6 +267,61 @@ fn program_name(command: &str) -> String {
         .unwrap_or_default()
 }
 
+/// What each step of [`run_group`] was doing, for its errors.
+pub(crate) struct GroupSteps {
+    start: &'static str,
+    pipes: &'static str,
+    wait: &'static str,
+}
+
+const HARNESS_STEPS: GroupSteps = GroupSteps {
+    start: "failed to start the harness (sh -c) in",
+    pipes: "failed to start a reader thread for the harness in",
+    wait: "failed to wait for the harness in",
+};
+
+/// Starts `command` as its own process group (inside `scope` where there is one), waits for
+/// it until `deadline` while watching `cancel`, then kills whatever it left running in its
+/// group or scope, and checks how it ended. Returns its sanitised stderr tail. `shown` is the
+/// command as the user wrote it and the directory it ran in, for errors; the deadline is
+/// `timeout` after `start`.
+pub(crate) fn run_group(
+    mut command: Command,
+    scope: Option<cgroup::Scope>,
+    steps: &GroupSteps,
+    (shown, cwd): (&str, &Path),
+    (start, timeout): (Instant, Duration),
+    cancel: &AtomicBool,
+) -> Result<String, HarnessError> {
+    let io_err = |action: &'static str| {
+        move |source| HarnessError::Io {
+            action,
+            path: cwd.to_path_buf(),
+            source,
+        }
+    };
+    let child = command.spawn().map_err(io_err(steps.start))?;
+    // From here on, `Group`'s drop kills the group on any early return.
+    let mut group = Group::new(child);
+    let pipes = Pipes::start(&mut group.child).map_err(io_err(steps.pipes))?;
+    let ended = wait_for_exit(&mut group, start + timeout, cancel).map_err(io_err(steps.wait))?;
+    // Whatever the process left running in its group (or its scope) goes too.
+    group.terminate();
+    drop(scope);
+    let stderr_tail = pipes.finish();
+    match ended {
+        Ended::Exited(status) => check_status(status, shown, stderr_tail.clone())?,
+        Ended::Cancelled => return Err(HarnessError::Cancelled),
+        Ended::TimedOut => {
+            return Err(HarnessError::TimedOut {
+                timeout,
+                stderr_tail,
+            });
+        }
+    }
+    Ok(stderr_tail)
+}
+
 /// Runs one repeat: starts the harness, waits for it within the timeout while watching
 /// `cancel`, and parses its results file.
 pub fn run_repeat(spec: &RepeatSpec, cancel: &AtomicBool) -> Result<RepeatOutput, HarnessError> {
@@ -283,13 +338,6 @@ pub fn run_repeat(spec: &RepeatSpec, cancel: &AtomicBool) -> Result<RepeatOutput
         }
         _ => {}
     }
-    let io_err = |action: &'static str| {
-        move |source| HarnessError::Io {
-            action,
-            path: spec.cwd.to_path_buf(),
-            source,
-        }
-    };
 
     if cancel.load(Ordering::Relaxed) {
         return Err(HarnessError::Cancelled);
@@ -297,31 +345,16 @@ pub fn run_repeat(spec: &RepeatSpec, cancel: &AtomicBool) -> Result<RepeatOutput
     let start = Instant::now();
     // A cgroup v2 scope holds every process of the repeat where the machine allows one.
     let scope = spec.guard.and_then(|_| cgroup::Scope::create());
-    let child = harness_command(spec, &out_path, scope.as_ref())
-        .spawn()
-        .map_err(io_err("failed to start the harness (sh -c) in"))?;
-    // From here on, `Group`'s drop kills the group on any early return.
-    let mut group = Group::new(child);
-    let pipes = Pipes::start(&mut group.child)
-        .map_err(io_err("failed to start a reader thread for the harness in"))?;
-    let ended = wait_for_exit(&mut group, start + spec.timeout, cancel)
-        .map_err(io_err("failed to wait for the harness in"))?;
+    let command = harness_command(spec, &out_path, scope.as_ref());
+    let stderr_tail = run_group(
+        command,
+        scope,
+        &HARNESS_STEPS,
+        (spec.command, spec.cwd),
+        (start, spec.timeout),
+        cancel,
+    )?;
     let wall = start.elapsed();
-    // Whatever the harness left running in its group (or its scope) goes too.
-    group.terminate();
-    drop(scope);
-    let stderr_tail = pipes.finish();
-
-    match ended {
-        Ended::Exited(status) => check_status(status, spec.command, stderr_tail.clone())?,
-        Ended::Cancelled => return Err(HarnessError::Cancelled),
-        Ended::TimedOut => {
-            return Err(HarnessError::TimedOut {
-                timeout: spec.timeout,
-                stderr_tail,
-            });
-        }
-    }
     let report = read_results(out_path, &stderr_tail, spec.step_range)?;
     Ok(RepeatOutput {
         report,

@@ -8,10 +8,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{
-    Ended, Group, HarnessError, Pipes, Shell, check_cwd, check_status, shell_command, wait_for_exit,
-};
+use super::{GroupSteps, HarnessError, Shell, check_cwd, run_group, shell_command};
 use crate::measure::cgroup;
+
+const LOAD_GENERATOR_STEPS: GroupSteps = GroupSteps {
+    start: "failed to start the load generator (sh -c) in",
+    pipes: "failed to start a reader thread for the load generator in",
+    wait: "failed to wait for the load generator in",
+};
 
 /// The result file the load generator writes (`--save-result --result-filename`, `SGLang`'s
 /// `--output-file`).
@@ -80,37 +84,15 @@ pub fn run_serve_repeat(
         .env(UTILGATE_RESULT_FILE, spec.result_file)
         .env(super::UTILGATE_MODEL, spec.model)
         .env(super::UTILGATE_REPEAT, spec.repeat.to_string());
-    let io_err = |action: &'static str| {
-        move |source| HarnessError::Io {
-            action,
-            path: spec.cwd.to_path_buf(),
-            source,
-        }
-    };
     let start = Instant::now();
-    let child = command
-        .spawn()
-        .map_err(io_err("failed to start the load generator (sh -c) in"))?;
-    let mut group = Group::new(child);
-    let pipes = Pipes::start(&mut group.child).map_err(io_err(
-        "failed to start a reader thread for the load generator in",
-    ))?;
-    let ended = wait_for_exit(&mut group, start + spec.timeout, cancel)
-        .map_err(io_err("failed to wait for the load generator in"))?;
-    // Whatever the command left running (a server it did not stop) goes too.
-    group.terminate();
-    drop(scope);
-    let stderr_tail = pipes.finish();
-    match ended {
-        Ended::Exited(status) => check_status(status, spec.command, stderr_tail.clone())?,
-        Ended::Cancelled => return Err(HarnessError::Cancelled),
-        Ended::TimedOut => {
-            return Err(HarnessError::TimedOut {
-                timeout: spec.timeout,
-                stderr_tail,
-            });
-        }
-    }
+    let stderr_tail = run_group(
+        command,
+        scope,
+        &LOAD_GENERATOR_STEPS,
+        (spec.command, spec.cwd),
+        (start, spec.timeout),
+        cancel,
+    )?;
     if !spec.result_file.is_file() {
         return Err(HarnessError::Io {
             action: "the load generator exited without writing its result file",
