@@ -12,7 +12,6 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 
@@ -152,18 +151,9 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
 
     let keys: Vec<CaseKey> = suites.iter().flat_map(|s| s.case_keys()).collect();
 
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = Arc::clone(&cancel);
-        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
-    }
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "edge: the path of this binary for templates"
-    )]
-    let exe = std::env::current_exe().map_or_else(
-        |_| "utilgate".to_owned(),
-        |p| p.to_string_lossy().into_owned(),
+    let (cancel, exe) = (
+        crate::commands::run::cancel_on_ctrl_c(),
+        crate::commands::run::this_exe(),
     );
     let tmp = std::env::temp_dir();
     let run_dir = || {

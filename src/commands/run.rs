@@ -264,6 +264,29 @@ impl Runner<'_> {
     }
 }
 
+/// A flag Ctrl-C sets: harnesses stop and nothing is stored. A second handler cannot be
+/// installed (e.g. in tests calling `run` twice): the first one still sets a flag nobody
+/// reads, and Ctrl-C then ends the process.
+pub(crate) fn cancel_on_ctrl_c() -> Arc<AtomicBool> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
+    cancel
+}
+
+/// The path of this binary, for `{{ utilgate }}` in command templates.
+pub(crate) fn this_exe() -> String {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "edge: the path of this binary for templates"
+    )]
+    let exe = std::env::current_exe();
+    exe.map_or_else(
+        |_| "utilgate".to_owned(),
+        |p| p.to_string_lossy().into_owned(),
+    )
+}
+
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
@@ -376,21 +399,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         meta.head_sha = event.head_sha;
     }
 
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = Arc::clone(&cancel);
-        // A second handler cannot be installed (e.g. in tests calling `run` twice): the
-        // first one still sets a flag nobody reads, and Ctrl-C then ends the process.
-        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
-    }
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "edge: the path of this binary for templates"
-    )]
-    let exe = std::env::current_exe().map_or_else(
-        |_| "utilgate".to_owned(),
-        |p| p.to_string_lossy().into_owned(),
-    );
+    let (cancel, exe) = (cancel_on_ctrl_c(), this_exe());
     let tmp = std::env::temp_dir();
     let run_dir = crate::measure::workdir::RunDir::create(&tmp).map_err(|source| Error::Io {
         path: tmp.clone(),
