@@ -18,12 +18,14 @@ pub struct LoadedConfig {
 }
 
 impl LoadedConfig {
-    /// The store path: `--db` when given, else `[store] path` relative to the config's directory.
+    /// The store path: `--db` when given (a file or a `postgres://` URL), else `[store] url`,
+    /// else `[store] path` relative to the config's directory.
     #[must_use]
     pub fn store_path(&self, flag: Option<&Path>) -> PathBuf {
-        match flag {
-            Some(p) => p.to_path_buf(),
-            None => self.dir.join(&self.config.store.path),
+        match (flag, &self.config.store.url) {
+            (Some(p), _) => p.to_path_buf(),
+            (None, Some(url)) => PathBuf::from(url),
+            (None, None) => self.dir.join(&self.config.store.path),
         }
     }
 }

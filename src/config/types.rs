@@ -93,6 +93,10 @@ pub struct StoreConfig {
     /// Path of the `SQLite` file, relative to the config file's directory.
     #[serde(default = "default_store_path")]
     pub path: String,
+    /// A PostgreSQL store instead of the file: `postgres://USER@HOST:PORT/DATABASE` (the
+    /// password from `PGPASSWORD`). `--db` and `UTILGATE_DB` take either form too.
+    #[serde(default)]
+    pub url: Option<String>,
     /// How long to wait for another utilgate process that holds the store.
     #[serde(default = "default_busy_timeout_s")]
     pub busy_timeout_s: f64,
@@ -102,6 +106,7 @@ impl Default for StoreConfig {
     fn default() -> Self {
         Self {
             path: default_store_path(),
+            url: None,
             busy_timeout_s: default_busy_timeout_s(),
         }
     }

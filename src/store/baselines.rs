@@ -1,7 +1,7 @@
 //! Baseline pointers: reading the current one per case and GPU SKU, moving them (accept,
 //! import), and the history of every move, which is never deleted. Does I/O on the store.
 
-use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
+use super::sql::{OptionalExtension, Row, TransactionBehavior, params};
 
 use super::db::{Store, i64_to_u64, ns_to_timestamp, parse_text, timestamp_to_ns};
 use super::error::StoreError;
@@ -38,7 +38,7 @@ struct RawMove {
 }
 
 impl RawMove {
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<RawMove> {
+    fn from_row(row: &Row<'_>) -> super::sql::Result<RawMove> {
         Ok(RawMove {
             id: row.get(0)?,
             suite: row.get(1)?,
@@ -86,10 +86,10 @@ impl RawMove {
 }
 
 /// The SQL condition and parameters of a [`CaseFilter`] over `s` (the series table).
-fn filter_sql(filter: &CaseFilter) -> (&'static str, Vec<rusqlite::types::Value>) {
-    use rusqlite::types::Value;
+fn filter_sql(filter: &CaseFilter) -> (&'static str, Vec<super::sql::Value>) {
+    use super::sql::Value;
     match filter {
-        CaseFilter::All => ("1", Vec::new()),
+        CaseFilter::All => ("TRUE", Vec::new()),
         CaseFilter::Suite(suite) => ("s.suite = ?2", vec![Value::Text(suite.clone())]),
         CaseFilter::Key(key) => (
             "s.suite = ?2 AND s.model = ?3 AND s.precision = ?4 AND s.phase = ?5
@@ -99,16 +99,16 @@ fn filter_sql(filter: &CaseFilter) -> (&'static str, Vec<rusqlite::types::Value>
                 Value::Text(key.model.clone()),
                 Value::Text(key.precision.clone()),
                 Value::Text(key.phase.as_str().to_owned()),
-                Value::Integer(i64::try_from(key.batch).unwrap_or(-1)),
-                Value::Integer(i64::try_from(key.context).unwrap_or(-1)),
+                Value::Int(i64::try_from(key.batch).unwrap_or(-1)),
+                Value::Int(i64::try_from(key.context).unwrap_or(-1)),
             ],
         ),
     }
 }
 
-fn sku_value(gpu_sku: Option<&str>) -> rusqlite::types::Value {
-    gpu_sku.map_or(rusqlite::types::Value::Null, |s| {
-        rusqlite::types::Value::Text(s.to_owned())
+fn sku_value(gpu_sku: Option<&str>) -> super::sql::Value {
+    gpu_sku.map_or(super::sql::Value::Null, |s| {
+        super::sql::Value::Text(s.to_owned())
     })
 }
 
@@ -220,15 +220,15 @@ impl Store {
     fn query_moves(
         &self,
         sql: &str,
-        values: Vec<rusqlite::types::Value>,
+        values: Vec<super::sql::Value>,
         action: &'static str,
     ) -> Result<Vec<BaselineEvent>, StoreError> {
         let raw = self
             .conn
             .prepare_cached(sql)
             .and_then(|mut stmt| {
-                stmt.query_map(rusqlite::params_from_iter(values), RawMove::from_row)?
-                    .collect::<rusqlite::Result<Vec<_>>>()
+                stmt.query_map(super::sql::params_from_iter(values), RawMove::from_row)?
+                    .collect::<super::sql::Result<Vec<_>>>()
             })
             .map_err(self.fail(action))?;
         raw.into_iter().map(|m| m.decode(self)).collect()

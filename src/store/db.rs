@@ -10,6 +10,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::error::StoreError;
 use super::schema;
+use super::sql::{self, Conn};
 
 const PAGE_SIZE: i64 = 16_384;
 
@@ -17,7 +18,7 @@ const PAGE_SIZE: i64 = 16_384;
 /// busy timeout let several of them share one file.
 #[derive(Debug)]
 pub struct Store {
-    pub(crate) conn: Connection,
+    pub(crate) conn: Conn,
     pub(crate) path: PathBuf,
 }
 
@@ -37,6 +38,9 @@ impl Store {
     }
 
     fn open_checked(path: &Path, busy_timeout: Duration, init: bool) -> Result<Store, StoreError> {
+        if let Some(url) = path.to_str().filter(|p| sql::is_url(p)) {
+            return Self::open_pg(url, true);
+        }
         check_file(path, init, busy_timeout)?;
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(|source| StoreError::CreateDir {
@@ -62,7 +66,7 @@ impl Store {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-        let mut conn = connect(path, flags, busy_timeout)?;
+        let conn = connect(path, flags, busy_timeout)?;
         // SQLite quietly opens a file it may not write read-only: a writer must know now.
         if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) {
             return Err(StoreError::ReadOnly {
@@ -71,19 +75,21 @@ impl Store {
             });
         }
         // Read before anything writes: a file that is not a database fails here, untouched.
-        schema::version(&conn).map_err(|e| StoreError::open(path, e))?;
+        let raw = conn;
+        sqlite_version(&raw).map_err(|e| StoreError::open(path, e))?;
         // Results are about 1.6 KB each; on the default 4 KiB pages two fit per page and a
         // quarter of the file is slack. 16 KiB pages hold ten. Only a new file takes this.
-        conn.pragma_update(None, "page_size", PAGE_SIZE)
+        raw.pragma_update(None, "page_size", PAGE_SIZE)
             .map_err(|e| StoreError::open(path, e))?;
         // The mode it reports is not checked: a file system without shared memory keeps the
         // rollback journal, which is slower but just as safe.
-        conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
+        raw.query_row("PRAGMA journal_mode = WAL", [], |r| r.get::<_, String>(0))
             .map_err(|e| StoreError::open(path, e))?;
         // NORMAL is the usual pairing with WAL: a power cut may lose the last run, never
         // corrupt the file.
-        conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
+        raw.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")
             .map_err(|e| StoreError::open(path, e))?;
+        let mut conn = Conn::Sqlite(raw);
         schema::migrate(&mut conn, path, schema::LATEST)?;
         Ok(Store {
             conn,
@@ -98,6 +104,9 @@ impl Store {
         path: &Path,
         busy_timeout: Duration,
     ) -> Result<Store, StoreError> {
+        if let Some(url) = path.to_str().filter(|p| sql::is_url(p)) {
+            return Self::open_pg(url, false);
+        }
         match path.try_exists() {
             Ok(true) => check_file(path, false, busy_timeout)?,
             Ok(false) => {
@@ -122,6 +131,7 @@ impl Store {
             conn.set_db_config(setting, on)
                 .map_err(|e| StoreError::open(path, e))?;
         }
+        let conn = Conn::Sqlite(conn);
         let found = schema::version(&conn).map_err(|e| StoreError::open(path, e))?;
         if found == 0 {
             // Version 0 is a database without our schema: `run` is creating it right now (the
@@ -158,7 +168,7 @@ impl Store {
         let fail = move |e| StoreError::query(&path, "check that the store can be written", e);
         let tx = self
             .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .transaction_with_behavior(sql::TransactionBehavior::Immediate)
             .map_err(&fail)?;
         // A real write (the rollback discards it) and the last rows of the tables a run
         // appends to, so that a damaged b-tree or a read-only file fails now.
@@ -178,7 +188,7 @@ impl Store {
         &self.path
     }
 
-    pub(crate) fn fail(&self, action: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
+    pub(crate) fn fail(&self, action: &'static str) -> impl Fn(sql::Error) -> StoreError {
         let path = self.path.clone();
         move |e| StoreError::query(&path, action, e)
     }
@@ -225,7 +235,7 @@ fn check_file(path: &Path, init: bool, busy_timeout: Duration) -> Result<(), Sto
 fn connect_read_only(path: &Path, busy_timeout: Duration) -> Result<Connection, StoreError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let first = connect(path, flags, busy_timeout).and_then(|conn| {
-        schema::version(&conn)
+        sqlite_version(&conn)
             .map(|_| conn)
             .map_err(|e| StoreError::open(path, e))
     });
@@ -281,6 +291,11 @@ fn connect(
     conn.busy_timeout(busy_timeout)
         .map_err(|e| StoreError::open(path, e))?;
     Ok(conn)
+}
+
+/// `PRAGMA user_version` of a raw `SQLite` connection (a file that is not a database fails here).
+fn sqlite_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.pragma_query_value(None, "user_version", |row| row.get(0))
 }
 
 /// Nanoseconds since the epoch as stored; the range is 1677..2262, ample for a CI history.

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use rusqlite::ErrorCode;
+
+use super::sql;
 use thiserror::Error;
 
 use super::samples::SampleError;
@@ -20,7 +22,7 @@ pub enum StoreError {
     Open {
         path: PathBuf,
         #[source]
-        source: rusqlite::Error,
+        source: sql::Error,
     },
     #[error("no store at {}; run `utilgate run` first", .path.display())]
     Missing { path: PathBuf },
@@ -30,7 +32,7 @@ pub enum StoreError {
     Corrupt {
         path: PathBuf,
         #[source]
-        source: rusqlite::Error,
+        source: sql::Error,
     },
     #[error("the store {} has schema version {}, newer than the {} this utilgate knows", .path.display(), .found, .known)]
     NewerSchema {
@@ -49,7 +51,7 @@ pub enum StoreError {
         path: PathBuf,
         action: &'static str,
         #[source]
-        source: rusqlite::Error,
+        source: sql::Error,
     },
     #[error("the store {} holds unreadable JSON in results.{} of row {}", .path.display(), .column, .row)]
     Json {
@@ -83,16 +85,36 @@ pub enum StoreError {
     ReadOnly {
         path: PathBuf,
         #[source]
-        source: Option<rusqlite::Error>,
+        source: Option<sql::Error>,
     },
     #[error("the disk holding the store {} is full", .path.display())]
     Full {
         path: PathBuf,
         #[source]
-        source: rusqlite::Error,
+        source: sql::Error,
     },
     #[error("the store {} holds no runs yet: it is being created by another utilgate, or was never written", .path.display())]
     NoSchemaYet { path: PathBuf },
+    #[error("lost the connection to the store {} (nothing of this write was stored)", .path.display())]
+    Lost {
+        path: PathBuf,
+        #[source]
+        source: sql::Error,
+    },
+    #[error("could not connect to the store {}", .path.display())]
+    Connect {
+        path: PathBuf,
+        #[source]
+        source: sql::Error,
+    },
+    #[error("{} is not a usable PostgreSQL URL: {}", .url, .detail)]
+    BadUrl { url: String, detail: String },
+    #[error("the store {} refused the login", .path.display())]
+    Login {
+        path: PathBuf,
+        #[source]
+        source: sql::Error,
+    },
     #[error("{} {} cannot be stored in {}: it is out of range", .what, .value, .path.display())]
     OutOfRange {
         path: PathBuf,
@@ -143,6 +165,18 @@ impl StoreError {
             StoreError::NoSchemaYet { .. } => {
                 "wait for the `utilgate run` that creates it to finish, then try again"
             }
+            StoreError::Lost { .. } => {
+                "check that the PostgreSQL server is up and reachable, then run again; the history holds everything stored before this write"
+            }
+            StoreError::Connect { .. } => {
+                "check the host and port in the URL and that the server is running; add `connect_timeout=SECONDS` to the URL to wait longer"
+            }
+            StoreError::BadUrl { .. } => {
+                "write it as postgres://USER@HOST:PORT/DATABASE (the password in PGPASSWORD)"
+            }
+            StoreError::Login { .. } => {
+                "check the user and password (in the URL or PGPASSWORD) and the server's pg_hba.conf"
+            }
             StoreError::Query { .. } | StoreError::OutOfRange { .. } => return None,
         };
         Some(hint.to_owned())
@@ -150,8 +184,14 @@ impl StoreError {
 
     /// Classifies an `SQLite` failure during a query: busy becomes [`StoreError::Locked`],
     /// corruption becomes [`StoreError::Corrupt`], anything else [`StoreError::Query`].
-    pub(crate) fn query(path: &Path, action: &'static str, source: rusqlite::Error) -> Self {
-        match source.sqlite_error_code() {
+    pub(crate) fn query(path: &Path, action: &'static str, source: impl Into<sql::Error>) -> Self {
+        let source = source.into();
+        let code = match &source {
+            sql::Error::Sqlite(e) => e.sqlite_error_code(),
+            sql::Error::Pg(e) => return Self::pg(path, action, source_pg(e), source),
+            _ => None,
+        };
+        match code {
             Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Locked {
                 path: path.to_owned(),
             },
@@ -176,13 +216,53 @@ impl StoreError {
         }
     }
 
+    /// A PostgreSQL failure: a lost connection, a refused login, or a failed statement.
+    fn pg(path: &Path, action: &'static str, kind: PgKind, source: sql::Error) -> Self {
+        let path = path.to_owned();
+        match kind {
+            PgKind::Lost => StoreError::Lost { path, source },
+            PgKind::Login => StoreError::Login { path, source },
+            PgKind::Full => StoreError::Full { path, source },
+            PgKind::ReadOnly => StoreError::ReadOnly {
+                path,
+                source: Some(source),
+            },
+            PgKind::Other => StoreError::Query {
+                path,
+                action,
+                source,
+            },
+        }
+    }
+
     /// Classifies an `SQLite` failure while opening: like [`StoreError::query`], but anything
     /// else is [`StoreError::Open`].
-    pub(crate) fn open(path: &Path, source: rusqlite::Error) -> Self {
+    pub(crate) fn open(path: &Path, source: impl Into<sql::Error>) -> Self {
         match StoreError::query(path, "open", source) {
             StoreError::Query { path, source, .. } => StoreError::Open { path, source },
             other => other,
         }
+    }
+}
+
+/// What a PostgreSQL error means for the user.
+enum PgKind {
+    Lost,
+    Login,
+    Full,
+    ReadOnly,
+    Other,
+}
+
+fn source_pg(e: &postgres::Error) -> PgKind {
+    let code = e.code().map(postgres::error::SqlState::code);
+    match code {
+        // 28: invalid authorisation; 3D000: no such database.
+        Some(c) if c.starts_with("28") || c == "3D000" => PgKind::Login,
+        Some("53100") => PgKind::Full,
+        Some("25006") => PgKind::ReadOnly,
+        _ if sql::is_lost(e) => PgKind::Lost,
+        _ => PgKind::Other,
     }
 }
 
@@ -240,7 +320,7 @@ mod tests {
             },
             StoreError::Corrupt {
                 path: path.clone(),
-                source: sqlite(rusqlite::ffi::SQLITE_NOTADB),
+                source: sqlite(rusqlite::ffi::SQLITE_NOTADB).into(),
             },
         ];
         for e in errors {

@@ -1,7 +1,7 @@
 //! What the store's history says a suite's cases cost, for the estimate `utilgate run` prints
 //! before it starts. Reads the store.
 
-use rusqlite::OptionalExtension;
+use super::sql::OptionalExtension;
 
 use super::db::Store;
 use super::error::StoreError;

@@ -8,7 +8,7 @@
 //! (`[evidence] max_trace_mb`, default 64 MB compressed) keeps the file bounded, and retention
 //! keeps the raw traces of current baselines and of the latest runs, analyses forever.
 
-use rusqlite::{OptionalExtension, params};
+use super::sql::{OptionalExtension, params};
 
 use super::db::{Store, parse_json};
 use super::error::StoreError;
@@ -43,7 +43,9 @@ pub struct StoredEvidence {
 
 const COLUMNS: &str = "e.id, e.result_id, e.kind, e.name, e.sha256, e.analysis_json, e.warning";
 
-fn row_to_evidence(row: &rusqlite::Row<'_>) -> rusqlite::Result<(StoredEvidence, Option<String>)> {
+fn row_to_evidence(
+    row: &super::sql::Row<'_>,
+) -> super::sql::Result<(StoredEvidence, Option<String>)> {
     Ok((
         StoredEvidence {
             id: row.get("id")?,

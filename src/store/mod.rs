@@ -10,6 +10,7 @@ mod evidence;
 pub mod export;
 pub mod journal;
 pub mod meta;
+mod pg_open;
 mod probes;
 mod publish;
 mod results;
@@ -18,6 +19,7 @@ pub mod samples;
 mod schema;
 mod series;
 mod serve;
+pub(crate) mod sql;
 mod types;
 
 #[cfg(test)]

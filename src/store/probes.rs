@@ -1,8 +1,8 @@
 //! Achievable peaks measured by `utilgate probe` (DESIGN.md §2: shown beside the datasheet
 //! figures, never instead), stored per GPU SKU. Does I/O on the store.
 
+use super::sql::params;
 use jiff::Timestamp;
-use rusqlite::params;
 
 use super::db::{Store, ns_to_timestamp, parse_json, timestamp_to_ns};
 use super::error::StoreError;
@@ -42,7 +42,9 @@ impl Store {
                 params![probe.gpu_sku, at, probe.kind, probe.value, json],
             )
             .map_err(self.fail("store a probe"))?;
-        Ok(self.conn.last_insert_rowid())
+        self.conn
+            .last_insert_rowid()
+            .map_err(self.fail("record a probe"))
     }
 
     /// The latest figure of each kind for one GPU SKU, ordered by kind.

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::OptionalExtension;
+use super::sql::OptionalExtension;
 use serde::{Deserialize, Serialize};
 
 use super::db::Store;

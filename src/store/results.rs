@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use rusqlite::{OptionalExtension, Params, Row, params};
+use super::sql::{OptionalExtension, Params, Row, params};
 
 use super::db::{Store, i64_to_u64, ns_to_timestamp, parse_json, parse_text};
 use super::error::StoreError;
@@ -54,7 +54,7 @@ struct RawResult {
 }
 
 impl RawResult {
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<RawResult> {
+    fn from_row(row: &Row<'_>) -> super::sql::Result<RawResult> {
         Ok(RawResult {
             id: row.get(0)?,
             run_id: row.get(1)?,
@@ -156,7 +156,7 @@ impl Store {
         let mut stmt = self.conn.prepare_cached(&sql).map_err(self.fail(action))?;
         let raw = stmt
             .query_map(params, RawResult::from_row)
-            .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+            .and_then(Iterator::collect::<super::sql::Result<Vec<_>>>)
             .map_err(self.fail(action))?;
         raw.into_iter().map(|r| r.decode(&self.path)).collect()
     }

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::sql::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
 
 use super::db::{Store, i64_to_u64, ns_to_timestamp, parse_json, timestamp_to_ns, u64_to_i64};
 use super::error::StoreError;
@@ -55,7 +55,7 @@ struct RawRun {
 }
 
 impl RawRun {
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<RawRun> {
+    fn from_row(row: &Row<'_>) -> super::sql::Result<RawRun> {
         Ok(RawRun {
             id: row.get(0)?,
             started_at_ns: row.get(1)?,
@@ -203,7 +203,7 @@ impl Store {
             ],
         )
         .map_err(fail("write a run"))?;
-        let run_id = tx.last_insert_rowid();
+        let run_id = tx.last_insert_rowid().map_err(fail("write a run"))?;
         write_results(
             &tx,
             &path,
@@ -249,7 +249,7 @@ impl Store {
                     ],
                     RawRun::from_row,
                 )?
-                .collect::<rusqlite::Result<Vec<_>>>()
+                .collect::<super::sql::Result<Vec<_>>>()
             })
             .map_err(self.fail("list runs"))?;
         raw.iter().map(|r| self.summary(r)).collect()
@@ -309,7 +309,7 @@ impl Store {
             )
             .and_then(|mut stmt| {
                 stmt.query_map([group_id], |r| Ok((RunId(r.get(0)?), group_row_at(r, 1)?)))?
-                    .collect::<rusqlite::Result<Vec<_>>>()
+                    .collect::<super::sql::Result<Vec<_>>>()
             })
             .map_err(self.fail("read a group's runs"))
     }
@@ -429,7 +429,7 @@ fn write_results(
             id
         } else {
             add_series.execute(key).map_err(fail("write a case"))?;
-            tx.last_insert_rowid()
+            tx.last_insert_rowid().map_err(fail("write a case"))?
         };
         add_result
             .execute(params![
@@ -453,7 +453,7 @@ fn write_results(
                 r.stderr_tail,
             ])
             .map_err(fail("write a result"))?;
-        let result_id = tx.last_insert_rowid();
+        let result_id = tx.last_insert_rowid().map_err(fail("write a result"))?;
         if r.promote || !at.plan.only_flagged {
             add_move
                 .execute(params![
@@ -470,7 +470,7 @@ fn write_results(
 }
 
 /// A `run_groups` row read from column `at` on: group id, shard, shards.
-fn group_row_at(r: &Row<'_>, at: usize) -> rusqlite::Result<RunGroup> {
+fn group_row_at(r: &Row<'_>, at: usize) -> super::sql::Result<RunGroup> {
     let shard: Option<u32> = r.get(at + 1)?;
     let shards: Option<u32> = r.get(at + 2)?;
     Ok(RunGroup {
@@ -479,12 +479,12 @@ fn group_row_at(r: &Row<'_>, at: usize) -> rusqlite::Result<RunGroup> {
     })
 }
 
-fn group_row(r: &Row<'_>) -> rusqlite::Result<RunGroup> {
+fn group_row(r: &Row<'_>) -> super::sql::Result<RunGroup> {
     group_row_at(r, 0)
 }
 
 /// A run's group row, in the run's transaction.
-fn write_group(tx: &Transaction<'_>, run_id: i64, group: &RunGroup) -> rusqlite::Result<usize> {
+fn write_group(tx: &Transaction<'_>, run_id: i64, group: &RunGroup) -> super::sql::Result<usize> {
     tx.execute(
         "INSERT INTO run_groups (run_id, group_id, shard, shards) VALUES (?1, ?2, ?3, ?4)",
         params![

@@ -14,9 +14,8 @@
 
 use std::path::Path;
 
-use rusqlite::{Connection, TransactionBehavior};
-
 use super::error::StoreError;
+use super::sql::{Conn, TransactionBehavior, dialect};
 
 const V1_TABLES: &str = r"
 CREATE TABLE runs (
@@ -287,14 +286,33 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 )]
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
-/// Reads `PRAGMA user_version`.
-pub(crate) fn version(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.pragma_query_value(None, "user_version", |row| row.get(0))
+/// Reads the schema version: `PRAGMA user_version` on `SQLite`, the `utilgate_schema` table on
+/// PostgreSQL (0 where neither was ever written).
+pub(crate) fn version(conn: &Conn) -> super::sql::Result<i64> {
+    if let Some(c) = conn.sqlite() {
+        return Ok(c.pragma_query_value(None, "user_version", |row| row.get(0))?);
+    }
+    let exists: i64 = conn.query_row(
+        "SELECT count(*) FROM information_schema.tables \
+         WHERE table_schema = current_schema() AND table_name = 'utilgate_schema'",
+        [],
+        |r| r.get(0),
+    )?;
+    if exists == 0 {
+        return Ok(0);
+    }
+    conn.query_row(
+        "SELECT coalesce(max(version), 0) FROM utilgate_schema",
+        [],
+        |r| r.get(0),
+    )
 }
 
-/// Brings the store up to `target` (normally [`LATEST`]) in one `BEGIN IMMEDIATE` transaction,
-/// so that two processes opening a fresh store at once apply each migration exactly once.
-pub(crate) fn migrate(conn: &mut Connection, path: &Path, target: i64) -> Result<(), StoreError> {
+/// Brings the store up to `target` (normally [`LATEST`]) in one writing transaction (`BEGIN
+/// IMMEDIATE`, or PostgreSQL's write lock), so that two processes opening a fresh store at once
+/// apply each migration exactly once. On PostgreSQL each migration is its DDL rewritten by
+/// [`dialect::ddl`]: one schema for both backends.
+pub(crate) fn migrate(conn: &mut Conn, path: &Path, target: i64) -> Result<(), StoreError> {
     let fail = |action| move |e| StoreError::query(path, action, e);
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -310,14 +328,29 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path, target: i64) -> Result
     if found >= target {
         return Ok(());
     }
+    let pg = tx.is_pg();
+    if pg {
+        tx.execute_batch(dialect::PG_BOOTSTRAP)
+            .map_err(fail("create the schema version table"))?;
+    }
     for sql in MIGRATIONS
         .iter()
         .take(usize::try_from(target).unwrap_or(0))
         .skip(usize::try_from(found).unwrap_or(0))
     {
-        tx.execute_batch(sql).map_err(fail("migrate the schema"))?;
+        let sql = if pg {
+            dialect::ddl(sql)
+        } else {
+            (*sql).to_owned()
+        };
+        tx.execute_batch(&sql).map_err(fail("migrate the schema"))?;
     }
-    tx.pragma_update(None, "user_version", target)
+    let record = if pg {
+        format!("DELETE FROM utilgate_schema; INSERT INTO utilgate_schema VALUES ({target});")
+    } else {
+        format!("PRAGMA user_version = {target}")
+    };
+    tx.execute_batch(&record)
         .map_err(fail("record the schema version"))?;
     tx.commit().map_err(fail("commit the schema migration"))
 }
@@ -325,6 +358,7 @@ pub(crate) fn migrate(conn: &mut Connection, path: &Path, target: i64) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::Connection;
 
     fn table_names(conn: &Connection, kind: &str) -> Vec<String> {
         let mut stmt = conn
@@ -340,14 +374,15 @@ mod tests {
     fn every_migration_applies_in_order_and_is_idempotent() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("s.db");
-        let mut conn = Connection::open(&path).expect("open");
+        let mut conn = Conn::Sqlite(Connection::open(&path).expect("open"));
         for target in 1..=LATEST {
             migrate(&mut conn, &path, target).expect("migrates");
             assert_eq!(version(&conn).expect("version"), target);
         }
         migrate(&mut conn, &path, LATEST).expect("a second run is a no-op");
+        let conn = conn.sqlite().expect("sqlite");
         assert_eq!(
-            table_names(&conn, "table"),
+            table_names(conn, "table"),
             [
                 "baseline_moves",
                 "evidence",
@@ -365,17 +400,18 @@ mod tests {
                 "serve_series"
             ]
         );
-        assert_eq!(table_names(&conn, "view"), ["current_baselines"]);
-        assert!(table_names(&conn, "index").contains(&"results_by_series_time".to_owned()));
+        assert_eq!(table_names(conn, "view"), ["current_baselines"]);
+        assert!(table_names(conn, "index").contains(&"results_by_series_time".to_owned()));
     }
 
     #[test]
     fn newer_version_is_refused_and_left_alone() {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("s.db");
-        let mut conn = Connection::open(&path).expect("open");
-        conn.pragma_update(None, "user_version", LATEST + 1)
+        let raw = Connection::open(&path).expect("open");
+        raw.pragma_update(None, "user_version", LATEST + 1)
             .expect("set version");
+        let mut conn = Conn::Sqlite(raw);
         let err = migrate(&mut conn, &path, LATEST).expect_err("refused");
         assert!(
             matches!(err, StoreError::NewerSchema { found, known, .. } if found == LATEST + 1 && known == LATEST)

@@ -29,7 +29,7 @@ impl Store {
                     r.get::<_, String>("gpu_sku")?,
                 ))
             })
-            .and_then(Iterator::collect::<rusqlite::Result<Vec<_>>>)
+            .and_then(Iterator::collect::<super::sql::Result<Vec<_>>>)
             .map_err(self.fail(action))?;
         rows.into_iter()
             .map(

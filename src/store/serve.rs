@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use super::sql::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
 use serde::Serialize;
 
 use super::db::{Store, ns_to_timestamp, parse_json, parse_text, timestamp_to_ns, u64_to_i64};
@@ -95,7 +95,7 @@ struct RawCase {
 }
 
 impl RawCase {
-    fn from_row(row: &Row<'_>) -> rusqlite::Result<RawCase> {
+    fn from_row(row: &Row<'_>) -> super::sql::Result<RawCase> {
         Ok(RawCase {
             id: row.get("id")?,
             run_id: row.get("run_id")?,
@@ -201,7 +201,7 @@ impl Store {
             ],
         )
         .map_err(fail("write a run"))?;
-        let run_id = tx.last_insert_rowid();
+        let run_id = tx.last_insert_rowid().map_err(fail("write a run"))?;
         for case in cases {
             let series = series_id(&tx, &path, &case.key, &run.gpu_sku)?;
             tx.execute(
@@ -227,7 +227,9 @@ impl Store {
                 ],
             )
             .map_err(fail("write a service result"))?;
-            let result_id = tx.last_insert_rowid();
+            let result_id = tx
+                .last_insert_rowid()
+                .map_err(fail("write a service result"))?;
             for (i, rep) in case.repeats.iter().enumerate() {
                 let repeat = i64::try_from(i).unwrap_or(i64::MAX);
                 tx.execute(

@@ -1,4 +1,5 @@
-//! Tests of the store against real `SQLite` files in temporary directories.
+//! Tests of the store against real `SQLite` files in temporary directories and, the same tests,
+//! against a real PostgreSQL server (a throwaway cluster, `tests/support/pg_cluster.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -8,8 +9,12 @@ use jiff::Timestamp;
 use rusqlite::Connection;
 use serde_json::json;
 
+use super::sql;
 use super::*;
 use crate::case::{CaseKey, Phase, Verdict};
+
+#[path = "../../tests/support/pg_cluster.rs"]
+mod pg_cluster;
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -76,19 +81,67 @@ fn run(branch: &str, second: i64, results: Vec<NewResult>) -> NewRun {
     }
 }
 
-fn temp_store() -> (tempfile::TempDir, PathBuf, Store) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("nested").join("utilgate.db");
+/// The backend a parameterised test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Backend {
+    Sqlite,
+    Pg,
+}
+
+/// A new, empty store location: a file in a temporary directory, or a new database on the
+/// shared test cluster (`None`, after one line, where the server binaries are absent).
+pub(super) fn temp_location(b: Backend) -> Option<(Option<tempfile::TempDir>, PathBuf)> {
+    match b {
+        Backend::Sqlite => {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join("nested").join("utilgate.db");
+            Some((Some(dir), path))
+        }
+        Backend::Pg => {
+            let cluster = pg_cluster::shared()?;
+            let db = cluster.new_database();
+            Some((None, PathBuf::from(cluster.url(&db))))
+        }
+    }
+}
+
+fn temp_store(b: Backend) -> Option<(Option<tempfile::TempDir>, PathBuf, Store)> {
+    let (dir, path) = temp_location(b)?;
     let store = Store::open(&path, TIMEOUT).expect("opens");
-    (dir, path, store)
+    Some((dir, path, store))
 }
 
 fn count(path: &Path, table: &str) -> i64 {
-    Connection::open(path)
+    Store::open(path, TIMEOUT)
         .expect("open")
+        .conn
         .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
         .expect("count")
 }
+
+/// Each named test, taking a [`Backend`], run once on `SQLite` and once on PostgreSQL.
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod on_sqlite {
+            $(#[test] fn $name() { super::$name(super::Backend::Sqlite) })*
+        }
+        mod on_postgres {
+            $(#[test] fn $name() { super::$name(super::Backend::Pg) })*
+        }
+    };
+}
+
+on_both_backends!(
+    a_run_round_trips_with_every_field,
+    runs_are_listed_newest_first_and_filtered,
+    promote_moves_the_pointer_in_the_run_transaction,
+    accept_moves_and_history_keeps_every_move,
+    moving_an_unknown_result_moves_nothing,
+    a_failed_run_leaves_nothing,
+    import_points_baselines_at_results_that_compare_like_the_originals,
+    case_history_is_newest_first_per_sku,
+    two_writers_both_land,
+);
 
 fn all_runs() -> RunFilter {
     RunFilter {
@@ -98,22 +151,23 @@ fn all_runs() -> RunFilter {
     }
 }
 
-#[test]
-fn a_run_round_trips_with_every_field() {
-    let (_dir, path, mut store) = temp_store();
-    assert!(path.exists(), "open creates the parent directory and file");
-    let pragma = |name: &str| -> String {
-        store
-            .conn
-            .query_row(&format!("PRAGMA {name}"), [], |r| {
-                r.get::<_, rusqlite::types::Value>(0)
-            })
-            .map(|v| format!("{v:?}"))
-            .expect("pragma")
+fn a_run_round_trips_with_every_field(b: Backend) {
+    let Some((_dir, path, mut store)) = temp_store(b) else {
+        return;
     };
-    assert_eq!(pragma("journal_mode"), r#"Text("wal")"#);
-    assert_eq!(pragma("foreign_keys"), "Integer(1)");
-    assert_eq!(pragma("page_size"), "Integer(16384)");
+    if b == Backend::Sqlite {
+        assert!(path.exists(), "open creates the parent directory and file");
+        let pragma = |name: &str| -> String {
+            store
+                .conn
+                .query_row(&format!("PRAGMA {name}"), [], |r| r.get::<_, sql::Value>(0))
+                .map(|v| format!("{v:?}"))
+                .expect("pragma")
+        };
+        assert_eq!(pragma("journal_mode"), r#"Text("wal")"#);
+        assert_eq!(pragma("foreign_keys"), "Int(1)");
+        assert_eq!(pragma("page_size"), "Int(16384)");
+    }
     let mut new = run("main", 0, vec![result(key("decode", 1), 6.02, false)]);
     new.pr_number = Some(42);
     new.config_json = Some(json!({"gate": {"max_drop_pct": 3.0}}));
@@ -167,9 +221,10 @@ fn a_run_round_trips_with_every_field() {
     assert_eq!(json["results"][0]["key"]["phase"], "decode");
 }
 
-#[test]
-fn runs_are_listed_newest_first_and_filtered() {
-    let (_dir, _path, mut store) = temp_store();
+fn runs_are_listed_newest_first_and_filtered(b: Backend) {
+    let Some((_dir, _path, mut store)) = temp_store(b) else {
+        return;
+    };
     // Inserted out of time order: listing follows start time, not insertion.
     for (branch, second) in [("main", 100), ("pr-7", 300), ("main", 200)] {
         store
@@ -217,9 +272,10 @@ fn runs_are_listed_newest_first_and_filtered() {
     assert_eq!(store.latest_run_id(Some("none")).expect("reads"), None);
 }
 
-#[test]
-fn promote_moves_the_pointer_in_the_run_transaction() {
-    let (_dir, _path, mut store) = temp_store();
+fn promote_moves_the_pointer_in_the_run_transaction(b: Backend) {
+    let Some((_dir, _path, mut store)) = temp_store(b) else {
+        return;
+    };
     let (a, b) = (key("decode", 1), key("decode", 8));
     assert!(store.baseline_for(&a, "h100-sxm").expect("reads").is_none());
     let id = store
@@ -248,9 +304,10 @@ fn promote_moves_the_pointer_in_the_run_transaction() {
     assert_eq!(entries[0].result_id, base.id);
 }
 
-#[test]
-fn accept_moves_and_history_keeps_every_move() {
-    let (_dir, _path, mut store) = temp_store();
+fn accept_moves_and_history_keeps_every_move(b: Backend) {
+    let Some((_dir, path, mut store)) = temp_store(b) else {
+        return;
+    };
     let k = key("decode", 1);
     let first = store
         .insert_run(&run("main", 0, vec![result(k.clone(), 6.0, true)]))
@@ -309,14 +366,19 @@ fn accept_moves_and_history_keeps_every_move() {
         assert_eq!(got, n, "{filter:?} {sku:?}");
     }
     // History is append-only even for someone with a raw connection.
-    let raw = Connection::open(store.path()).expect("open");
-    assert!(raw.execute("DELETE FROM baseline_moves", []).is_err());
-    assert!(raw.execute("UPDATE results SET median_ms = 1", []).is_err());
+    let raw = Store::open(&path, TIMEOUT).expect("open");
+    assert!(raw.conn.execute("DELETE FROM baseline_moves", []).is_err());
+    assert!(
+        raw.conn
+            .execute("UPDATE results SET median_ms = 1", [])
+            .is_err()
+    );
 }
 
-#[test]
-fn moving_an_unknown_result_moves_nothing() {
-    let (_dir, path, mut store) = temp_store();
+fn moving_an_unknown_result_moves_nothing(b: Backend) {
+    let Some((_dir, path, mut store)) = temp_store(b) else {
+        return;
+    };
     let id = store
         .insert_run(&run("main", 0, vec![result(key("d", 1), 6.0, false)]))
         .expect("inserts");
@@ -339,9 +401,10 @@ fn moving_an_unknown_result_moves_nothing() {
     );
 }
 
-#[test]
-fn a_failed_run_leaves_nothing() {
-    let (_dir, path, mut store) = temp_store();
+fn a_failed_run_leaves_nothing(b: Backend) {
+    let Some((_dir, path, mut store)) = temp_store(b) else {
+        return;
+    };
     let kept = store
         .insert_run(&run("main", 0, vec![result(key("d", 1), 6.0, true)]))
         .expect("inserts");
@@ -384,9 +447,10 @@ fn a_failed_run_leaves_nothing() {
         .expect("inserts");
 }
 
-#[test]
-fn import_points_baselines_at_results_that_compare_like_the_originals() {
-    let (_dir, _path, mut original) = temp_store();
+fn import_points_baselines_at_results_that_compare_like_the_originals(b: Backend) {
+    let Some((_dir, _path, mut original)) = temp_store(b) else {
+        return;
+    };
     let k = key("decode", 1);
     original
         .insert_run(&run("main", 0, vec![result(k.clone(), 6.0, true)]))
@@ -397,7 +461,9 @@ fn import_points_baselines_at_results_that_compare_like_the_originals() {
         .expect("exists");
 
     // A fresh runner imports it from the portable export into an empty store.
-    let (_dir2, _path2, mut fresh) = temp_store();
+    let Some((_dir2, _path2, mut fresh)) = temp_store(b) else {
+        return;
+    };
     let mut imported = run("main", 0, vec![result(k.clone(), 6.0, false)]);
     imported.trigger = Some("import".into());
     let id = fresh
@@ -418,9 +484,10 @@ fn import_points_baselines_at_results_that_compare_like_the_originals() {
     assert_eq!(runs[0].trigger.as_deref(), Some("import"));
 }
 
-#[test]
-fn case_history_is_newest_first_per_sku() {
-    let (_dir, _path, mut store) = temp_store();
+fn case_history_is_newest_first_per_sku(b: Backend) {
+    let Some((_dir, _path, mut store)) = temp_store(b) else {
+        return;
+    };
     let k = key("decode", 1);
     for i in 0..5 {
         store
@@ -449,7 +516,9 @@ fn case_history_is_newest_first_per_sku() {
 
 #[test]
 fn a_lock_held_past_the_timeout_is_locked() {
-    let (_dir, path, mut store) = temp_store();
+    let Some((_dir, path, mut store)) = temp_store(Backend::Sqlite) else {
+        return;
+    };
     let holder = Connection::open(&path).expect("open");
     holder.execute_batch("BEGIN EXCLUSIVE").expect("lock");
 
@@ -465,7 +534,12 @@ fn a_lock_held_past_the_timeout_is_locked() {
             .contains("another utilgate process")
     );
 
-    store.conn.busy_timeout(short).expect("timeout");
+    store
+        .conn
+        .sqlite()
+        .expect("sqlite")
+        .busy_timeout(short)
+        .expect("timeout");
     let err = store
         .insert_run(&run("main", 0, vec![result(key("d", 1), 6.0, true)]))
         .expect_err("locked");
@@ -504,7 +578,9 @@ fn a_file_that_is_not_a_database_is_corrupt_and_untouched() {
 
 #[test]
 fn a_newer_schema_is_refused_and_not_downgraded() {
-    let (_dir, path, store) = temp_store();
+    let Some((_dir, path, store)) = temp_store(Backend::Sqlite) else {
+        return;
+    };
     drop(store);
     let raw = Connection::open(&path).expect("open");
     raw.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
@@ -518,7 +594,7 @@ fn a_newer_schema_is_refused_and_not_downgraded() {
             matches!(err, StoreError::NewerSchema { found, .. } if found == SCHEMA_VERSION + 1)
         );
     }
-    let raw = Connection::open(&path).expect("open");
+    let raw = sql::Conn::Sqlite(Connection::open(&path).expect("open"));
     assert_eq!(schema::version(&raw).expect("version"), SCHEMA_VERSION + 1);
 }
 
@@ -527,7 +603,7 @@ fn an_older_store_is_upgraded_with_its_data() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("old.db");
     {
-        let mut raw = Connection::open(&path).expect("open");
+        let mut raw = sql::Conn::Sqlite(Connection::open(&path).expect("open"));
         schema::migrate(&mut raw, &path, 1).expect("version 1");
         raw.execute_batch(
             "INSERT INTO runs (id, started_at_ns, finished_at_ns, gpu_sku, utilgate_version)
@@ -601,10 +677,10 @@ fn an_unwritable_location_names_the_path_and_the_fix() {
     assert!(err.hint().expect("hint").contains("--db"));
 }
 
-#[test]
-fn two_writers_both_land() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("utilgate.db");
+fn two_writers_both_land(b: Backend) {
+    let Some((_dir, path)) = temp_location(b) else {
+        return;
+    };
     let writers: Vec<_> = (0..2_i64)
         .map(|w| {
             let path = path.clone();
@@ -634,7 +710,9 @@ fn two_writers_both_land() {
 #[test]
 fn publishing_facts_round_trip_and_untrusted_stores_open_defensively() {
     use rusqlite::config::DbConfig;
-    let (_dir, path, mut store) = temp_store();
+    let Some((_dir, path, mut store)) = temp_store(Backend::Sqlite) else {
+        return;
+    };
     let facts = PublishFacts {
         fail_on: vec![Verdict::Regressed, Verdict::Invalid],
         gate_passed: false,
@@ -660,12 +738,16 @@ fn publishing_facts_round_trip_and_untrusted_stores_open_defensively() {
     // A store from a pull request's artifact is untrusted input.
     assert!(
         read.conn
+            .sqlite()
+            .expect("sqlite")
             .db_config(DbConfig::SQLITE_DBCONFIG_DEFENSIVE)
             .expect("reads")
     );
     assert!(
         !read
             .conn
+            .sqlite()
+            .expect("sqlite")
             .db_config(DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA)
             .expect("reads")
     );

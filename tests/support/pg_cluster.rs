@@ -1,0 +1,239 @@
+//! A throwaway PostgreSQL cluster for the tests (I/O: runs `initdb` and `postgres` from the
+//! Debian server package in a temporary directory, on a Unix socket only, as `nobody` when the
+//! tests run as root). Shared by the store's unit tests and the CLI tests.
+//!
+//! The server runs under a small `sh` that holds a pipe from the test process: when the test
+//! process ends, however it ends, the pipe closes and the shell stops the server and removes its
+//! directory, so no cluster outlives its tests. Where the server binaries are absent the tests
+//! print one line and skip; under `CI=true` they fail instead.
+
+#![allow(dead_code, reason = "each test crate uses a part of this helper")]
+
+use std::io::Write as _;
+use std::os::unix::process::CommandExt as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Once, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The superuser's password of every test cluster.
+pub const PASSWORD: &str = "utilgate-test-password";
+const USER: &str = "utilgate";
+
+/// A running cluster; dropped, its server stops and its directory goes.
+pub struct Cluster {
+    dir: PathBuf,
+    child: Child,
+    stdin: Option<ChildStdin>,
+}
+
+/// The directory holding `initdb` and `postgres`: `PATH`, else the newest Debian version.
+pub fn bin_dir() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let on_path = std::env::split_paths(&path).find(|d| d.join("initdb").is_file());
+    on_path.or_else(|| {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .filter_map(|e| Some(e.ok()?.path().join("bin")))
+            .filter(|d| d.join("initdb").is_file())
+            .collect();
+        dirs.sort();
+        dirs.pop()
+    })
+}
+
+/// The server binaries, or `None` after one line saying why (a panic under `CI=true`).
+pub fn binaries() -> Option<PathBuf> {
+    static SAID: Once = Once::new();
+    let found = bin_dir();
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the PostgreSQL server binaries (initdb, postgres) are missing; .ci/run installs them"
+        );
+        SAID.call_once(|| {
+            eprintln!("PostgreSQL server binaries not found (initdb): PostgreSQL tests skipped");
+        });
+    }
+    found
+}
+
+/// The cluster shared by one test process (each test takes a database of its own).
+pub fn shared() -> Option<&'static Cluster> {
+    static SHARED: OnceLock<Option<Cluster>> = OnceLock::new();
+    SHARED.get_or_init(Cluster::start).as_ref()
+}
+
+fn nobody() -> Option<(u32, u32)> {
+    if !nix::unistd::Uid::effective().is_root() {
+        return None;
+    }
+    let user = nix::unistd::User::from_name("nobody").ok().flatten()?;
+    Some((user.uid.as_raw(), user.gid.as_raw()))
+}
+
+fn as_server_user(cmd: &mut Command) -> &mut Command {
+    if let Some((uid, gid)) = nobody() {
+        cmd.uid(uid).gid(gid);
+    }
+    cmd
+}
+
+impl Cluster {
+    /// Creates and starts a new cluster, or `None` where the binaries are absent.
+    pub fn start() -> Option<Cluster> {
+        let bin = binaries()?;
+        let dir = tempfile::Builder::new()
+            .prefix("utilgate-pg-")
+            .tempdir()
+            .expect("tempdir")
+            .keep();
+        if let Some((uid, gid)) = nobody() {
+            std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).expect("chown");
+        }
+        let pwfile = dir.join("pw");
+        std::fs::write(&pwfile, PASSWORD).expect("password file");
+        if let Some((uid, gid)) = nobody() {
+            std::os::unix::fs::chown(&pwfile, Some(uid), Some(gid)).expect("chown");
+        }
+        let out = as_server_user(Command::new(bin.join("initdb")).args([
+            "-D",
+            &dir.join("data").to_string_lossy(),
+            "-U",
+            USER,
+            "--pwfile",
+            &pwfile.to_string_lossy(),
+            "--auth=scram-sha-256",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        ]))
+        .output()
+        .expect("run initdb");
+        assert!(
+            out.status.success(),
+            "initdb failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The shell stops the server (immediate shutdown) and removes the directory when the
+        // test process closes its end of the pipe.
+        // The shell starts the server again on "start" and, on anything else or when the test
+        // process closes its end of the pipe, stops it (immediate shutdown) and removes the
+        // directory.
+        let script = "b=$0; d=$1; run() { \"$b\" -D \"$d/data\" -k \"$d\" \
+             -c listen_addresses= -c fsync=off -c max_connections=100 >>\"$d/log\" 2>&1 & \
+             p=$!; }; run; while read c && [ \"$c\" = start ]; do run; done; \
+             kill -QUIT $p; wait $p; rm -rf \"$d\"";
+        let mut child = as_server_user(
+            Command::new("sh")
+                .args(["-c", script])
+                .arg(bin.join("postgres"))
+                .arg(&dir)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
+        .spawn()
+        .expect("start postgres");
+        let stdin = child.stdin.take();
+        let cluster = Cluster { dir, child, stdin };
+        cluster.wait_ready();
+        Some(cluster)
+    }
+
+    fn wait_ready(&self) {
+        let start = Instant::now();
+        loop {
+            if postgres::Client::connect(&self.url("postgres"), postgres::NoTls).is_ok() {
+                return;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "the test PostgreSQL server did not start: {}",
+                std::fs::read_to_string(self.dir.join("log")).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The directory holding the server's socket.
+    pub fn socket_dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A URL for database `db`, password included.
+    pub fn url(&self, db: &str) -> String {
+        format!(
+            "postgres://{USER}:{PASSWORD}@localhost/{db}?host={}",
+            self.dir.display()
+        )
+    }
+
+    /// A URL for database `db` without the password (it then comes from `PGPASSWORD`).
+    pub fn url_without_password(&self, db: &str) -> String {
+        format!(
+            "postgres://{USER}@localhost/{db}?host={}",
+            self.dir.display()
+        )
+    }
+
+    /// A new, empty database with a name of its own.
+    pub fn new_database(&self) -> String {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "t{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut admin =
+            postgres::Client::connect(&self.url("postgres"), postgres::NoTls).expect("admin");
+        admin
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .expect("create database");
+        name
+    }
+
+    /// Kills the server at once (`SIGKILL` to the postmaster and, as it dies, its backends see
+    /// their connections cut), as a crash or a pulled cable would.
+    pub fn kill_server(&self) {
+        let pidfile = self.dir.join("data/postmaster.pid");
+        let text = std::fs::read_to_string(pidfile).expect("postmaster.pid");
+        let pid: i32 = text
+            .lines()
+            .next()
+            .and_then(|l| l.trim().parse().ok())
+            .expect("pid");
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGQUIT,
+        );
+        let start = Instant::now();
+        while self.dir.join("data/postmaster.pid").exists()
+            && start.elapsed() < Duration::from_secs(20)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Cluster {
+    /// Starts the server again after [`Cluster::kill_server`], on the same data.
+    pub fn restart(&mut self) {
+        if let Some(stdin) = self.stdin.as_mut() {
+            stdin.write_all(b"start\n").expect("restart the server");
+            stdin.flush().expect("restart the server");
+        }
+        self.wait_ready();
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(mut stdin) = self.stdin.take() {
+            let _ = stdin.write_all(b"stop\n");
+        }
+        let _ = self.child.wait();
+    }
+}
