@@ -93,7 +93,7 @@ pub struct StoreConfig {
     /// Path of the `SQLite` file, relative to the config file's directory.
     #[serde(default = "default_store_path")]
     pub path: String,
-    /// A PostgreSQL store instead of the file: `postgres://USER@HOST:PORT/DATABASE` (the
+    /// A `PostgreSQL` store instead of the file: `postgres://USER@HOST:PORT/DATABASE` (the
     /// password from `PGPASSWORD`). `--db` and `UTILGATE_DB` take either form too.
     #[serde(default)]
     pub url: Option<String>,

@@ -188,7 +188,10 @@ impl StoreError {
         let source = source.into();
         let code = match &source {
             sql::Error::Sqlite(e) => e.sqlite_error_code(),
-            sql::Error::Pg(e) => return Self::pg(path, action, source_pg(e), source),
+            sql::Error::Pg(e) => {
+                let kind = source_pg(e);
+                return Self::pg(path, action, &kind, source);
+            }
             _ => None,
         };
         match code {
@@ -216,8 +219,8 @@ impl StoreError {
         }
     }
 
-    /// A PostgreSQL failure: a lost connection, a refused login, or a failed statement.
-    fn pg(path: &Path, action: &'static str, kind: PgKind, source: sql::Error) -> Self {
+    /// A `PostgreSQL` failure: a lost connection, a refused login, or a failed statement.
+    fn pg(path: &Path, action: &'static str, kind: &PgKind, source: sql::Error) -> Self {
         let path = path.to_owned();
         match kind {
             PgKind::Lost => StoreError::Lost { path, source },
@@ -245,7 +248,7 @@ impl StoreError {
     }
 }
 
-/// What a PostgreSQL error means for the user.
+/// What a `PostgreSQL` error means for the user.
 enum PgKind {
     Lost,
     Login,

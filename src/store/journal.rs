@@ -83,6 +83,15 @@ pub fn journal_path(store: &Path) -> PathBuf {
 }
 
 fn sibling(store: &Path, suffix: &str) -> PathBuf {
+    // A PostgreSQL store has no directory of its own: its local files go in the working
+    // directory, named after the URL without its password.
+    if let Some(url) = store.to_str().filter(|s| super::sql::is_url(s)) {
+        let name: String = super::pg_open::redact(url)
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        return PathBuf::from(format!("utilgate-{name}{suffix}"));
+    }
     let mut name = store.file_name().map(ToOwned::to_owned).unwrap_or_default();
     name.push(suffix);
     store.with_file_name(name)

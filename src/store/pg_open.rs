@@ -1,4 +1,4 @@
-//! Opening a PostgreSQL store (`[store] url`, `--db postgres://...`, `UTILGATE_DB`): connecting
+//! Opening a `PostgreSQL` store (`[store] url`, `--db postgres://...`, `UTILGATE_DB`): connecting
 //! with a bounded timeout, migrating (writers) or checking the version (readers). The store's
 //! name in every message is the URL without its password. Does network I/O.
 
@@ -10,7 +10,7 @@ use super::schema;
 use super::sql::{self, PgTarget};
 
 impl Store {
-    /// Connects to the PostgreSQL store at `url`. A writer (`migrate`) creates or upgrades the
+    /// Connects to the `PostgreSQL` store at `url`. A writer (`migrate`) creates or upgrades the
     /// schema; a reader requires it at exactly this build's version. A database at a newer
     /// version is refused either way, before anything is written.
     pub(crate) fn open_pg(url: &str, migrate: bool) -> Result<Store, StoreError> {

@@ -287,7 +287,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
 pub const LATEST: i64 = MIGRATIONS.len() as i64;
 
 /// Reads the schema version: `PRAGMA user_version` on `SQLite`, the `utilgate_schema` table on
-/// PostgreSQL (0 where neither was ever written).
+/// `PostgreSQL` (0 where neither was ever written).
 pub(crate) fn version(conn: &Conn) -> super::sql::Result<i64> {
     if let Some(c) = conn.sqlite() {
         return Ok(c.pragma_query_value(None, "user_version", |row| row.get(0))?);
@@ -309,8 +309,8 @@ pub(crate) fn version(conn: &Conn) -> super::sql::Result<i64> {
 }
 
 /// Brings the store up to `target` (normally [`LATEST`]) in one writing transaction (`BEGIN
-/// IMMEDIATE`, or PostgreSQL's write lock), so that two processes opening a fresh store at once
-/// apply each migration exactly once. On PostgreSQL each migration is its DDL rewritten by
+/// IMMEDIATE`, or `PostgreSQL`'s write lock), so that two processes opening a fresh store at once
+/// apply each migration exactly once. On `PostgreSQL` each migration is its DDL rewritten by
 /// [`dialect::ddl`]: one schema for both backends.
 pub(crate) fn migrate(conn: &mut Conn, path: &Path, target: i64) -> Result<(), StoreError> {
     let fail = |action| move |e| StoreError::query(path, action, e);

@@ -1,5 +1,5 @@
 //! Tests of the store against real `SQLite` files in temporary directories and, the same tests,
-//! against a real PostgreSQL server (a throwaway cluster, `tests/support/pg_cluster.rs`).
+//! against a real `PostgreSQL` server (a throwaway cluster, `tests/support/pg_cluster.rs`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -119,7 +119,7 @@ fn count(path: &Path, table: &str) -> i64 {
         .expect("count")
 }
 
-/// Each named test, taking a [`Backend`], run once on `SQLite` and once on PostgreSQL.
+/// Each named test, taking a [`Backend`], run once on `SQLite` and once on `PostgreSQL`.
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
         mod on_sqlite {

@@ -22,6 +22,9 @@ mod inject;
 mod lost;
 mod measurements;
 mod nsight;
+#[path = "../support/pg_cluster.rs"]
+mod pg_cluster;
+mod pg_store;
 mod processes;
 mod python;
 mod report;

@@ -1,4 +1,4 @@
-//! A throwaway PostgreSQL cluster for the tests (I/O: runs `initdb` and `postgres` from the
+//! A throwaway `PostgreSQL` cluster for the tests (I/O: runs `initdb` and `postgres` from the
 //! Debian server package in a temporary directory, on a Unix socket only, as `nobody` when the
 //! tests run as root). Shared by the store's unit tests and the CLI tests.
 //!
@@ -7,7 +7,12 @@
 //! directory, so no cluster outlives its tests. Where the server binaries are absent the tests
 //! print one line and skip; under `CI=true` they fail instead.
 
-#![allow(dead_code, reason = "each test crate uses a part of this helper")]
+#![allow(
+    dead_code,
+    clippy::disallowed_methods,
+    clippy::print_stderr,
+    reason = "test support shared by two crates (each uses a part); it starts servers and says when it cannot"
+)]
 
 use std::io::Write as _;
 use std::os::unix::process::CommandExt as _;

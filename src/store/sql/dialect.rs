@@ -1,13 +1,13 @@
-//! The store's SQL written once, in `SQLite`'s dialect, rewritten for PostgreSQL: `?N`
+//! The store's SQL written once, in `SQLite`'s dialect, rewritten for `PostgreSQL`: `?N`
 //! placeholders become `$N`, `INSERT OR IGNORE` becomes `ON CONFLICT DO NOTHING`, and the
 //! schema's DDL (`INTEGER PRIMARY KEY` ids, `REAL`, `BLOB`, `STRICT`, the append-only triggers)
-//! its PostgreSQL equivalent, so that both backends hold one schema. Pure.
+//! its `PostgreSQL` equivalent, so that both backends hold one schema. Pure.
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 
-/// A query or statement for PostgreSQL.
+/// A query or statement for `PostgreSQL`.
 pub(crate) fn translate(sql: &str) -> String {
     let mut out = String::with_capacity(sql.len() + 16);
     let mut chars = sql.chars().peekable();
@@ -44,7 +44,7 @@ fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
         .then(|| &s[prefix.len()..])
 }
 
-/// Run once before the first migration on PostgreSQL: the version table (`SQLite` keeps the
+/// Run once before the first migration on `PostgreSQL`: the version table (`SQLite` keeps the
 /// version in `PRAGMA user_version`) and the function the append-only triggers call.
 pub(crate) const PG_BOOTSTRAP: &str = r"
 CREATE TABLE IF NOT EXISTS utilgate_schema (version BIGINT NOT NULL);
@@ -57,13 +57,8 @@ $f$;
 
 macro_rules! re {
     ($name:ident, $pattern:literal) => {
-        static $name: LazyLock<Regex> = LazyLock::new(|| {
-            #[expect(
-                clippy::expect_used,
-                reason = "a literal pattern, checked by the tests"
-            )]
-            Regex::new($pattern).expect("valid pattern")
-        });
+        static $name: LazyLock<Regex> =
+            LazyLock::new(|| Regex::new($pattern).expect("valid pattern"));
     };
 }
 
@@ -77,7 +72,7 @@ re!(
     r"CREATE TRIGGER (\w+) BEFORE (UPDATE|DELETE) ON (\w+)\s+BEGIN SELECT RAISE\(ABORT, '([^']*)'\); END;"
 );
 
-/// One migration's DDL for PostgreSQL.
+/// One migration's DDL for `PostgreSQL`.
 pub(crate) fn ddl(sqlite: &str) -> String {
     let s = ID.replace_all(
         sqlite,

@@ -1,7 +1,7 @@
-//! One connection interface over the two store backends, `SQLite` (rusqlite) and PostgreSQL
+//! One connection interface over the two store backends, `SQLite` (rusqlite) and `PostgreSQL`
 //! (the synchronous `postgres` client), shaped like the part of rusqlite the store's queries
 //! use: `execute`, `query_row`, `prepare_cached` + `query_map`, transactions, `params!`. The
-//! queries are written once, in `SQLite`'s dialect with `?N` placeholders; on PostgreSQL
+//! queries are written once, in `SQLite`'s dialect with `?N` placeholders; on `PostgreSQL`
 //! [`dialect`] rewrites them (placeholders, `INSERT OR IGNORE`) and the schema's DDL. Does I/O.
 
 pub(crate) mod dialect;
@@ -50,8 +50,7 @@ impl<T> OptionalExtension<T> for Result<T> {
     fn optional(self) -> Result<Option<T>> {
         match self {
             Ok(v) => Ok(Some(v)),
-            Err(Error::NoRows) => Ok(None),
-            Err(Error::Sqlite(rusqlite::Error::QueryReturnedNoRows)) => Ok(None),
+            Err(Error::NoRows | Error::Sqlite(rusqlite::Error::QueryReturnedNoRows)) => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -67,6 +66,10 @@ pub(crate) enum TransactionBehavior {
 
 /// A connection to the store's database.
 #[derive(Debug)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one connection per store, held for the process"
+)]
 pub(crate) enum Conn {
     Sqlite(rusqlite::Connection),
     /// The client needs `&mut` for every statement; the store is used from one thread.
@@ -82,7 +85,7 @@ impl Conn {
         }
     }
 
-    /// Whether this is a PostgreSQL connection.
+    /// Whether this is a `PostgreSQL` connection.
     pub(crate) fn is_pg(&self) -> bool {
         matches!(self, Conn::Pg(_))
     }
@@ -91,12 +94,12 @@ impl Conn {
     fn rows<T>(
         &self,
         sql: &str,
-        params: Vec<Value>,
+        params: &[Value],
         f: impl FnMut(&Row<'_>) -> Result<T>,
     ) -> Result<Vec<T>> {
         match self {
-            Conn::Sqlite(c) => sqlite::rows(c, sql, &params, f),
-            Conn::Pg(c) => pg::rows(&mut c.borrow_mut(), sql, &params, f),
+            Conn::Sqlite(c) => sqlite::rows(c, sql, params, f),
+            Conn::Pg(c) => pg::rows(&mut c.borrow_mut(), sql, params, f),
         }
     }
 
@@ -125,7 +128,7 @@ impl Conn {
     ) -> Result<T> {
         let mut first = None;
         let mut seen = false;
-        self.rows(sql, params.values(), |r| {
+        self.rows(sql, &params.values(), |r| {
             if !seen {
                 seen = true;
                 first = Some(f(r));
@@ -136,6 +139,10 @@ impl Conn {
     }
 
     /// A statement to run several times (`SQLite` caches its compiled form).
+    #[expect(
+        clippy::unnecessary_wraps,
+        reason = "rusqlite's signature, so that the queries read alike on both backends"
+    )]
     pub(crate) fn prepare_cached(&self, sql: &str) -> Result<Stmt<'_>> {
         Ok(Stmt {
             conn: self,
@@ -149,7 +156,7 @@ impl Conn {
     }
 
     /// The id of the row the last `INSERT` on this connection created (`SQLite`'s rowid; on
-    /// PostgreSQL the value last drawn from an identity column, `lastval()`).
+    /// `PostgreSQL` the value last drawn from an identity column, `lastval()`).
     pub(crate) fn last_insert_rowid(&self) -> Result<i64> {
         match self {
             Conn::Sqlite(c) => Ok(c.last_insert_rowid()),
@@ -158,7 +165,7 @@ impl Conn {
     }
 
     /// Starts a transaction. An immediate one holds the store's write lock until it ends
-    /// (`BEGIN IMMEDIATE`; on PostgreSQL a transaction-scoped advisory lock, so that runs, and
+    /// (`BEGIN IMMEDIATE`; on `PostgreSQL` a transaction-scoped advisory lock, so that runs, and
     /// their baseline moves, are written one whole run at a time, as on `SQLite`).
     pub(crate) fn transaction_with_behavior(
         &mut self,
@@ -205,7 +212,7 @@ impl Stmt<'_> {
         params: P,
         mut f: impl FnMut(&Row<'_>) -> Result<T>,
     ) -> Result<std::vec::IntoIter<Result<T>>> {
-        let rows = self.conn.rows(&self.sql, params.values(), |r| Ok(f(r)))?;
+        let rows = self.conn.rows(&self.sql, &params.values(), |r| Ok(f(r)))?;
         Ok(rows.into_iter())
     }
 

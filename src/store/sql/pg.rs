@@ -1,4 +1,4 @@
-//! The PostgreSQL side of the connection interface: connecting (URL, `PGPASSWORD`, a bounded
+//! The `PostgreSQL` side of the connection interface: connecting (URL, `PGPASSWORD`, a bounded
 //! connect timeout), statements rewritten by [`dialect`](super::dialect) and prepared once per
 //! connection, values converted to and from [`Value`] by the declared column and parameter
 //! types. Does network I/O.
@@ -23,7 +23,7 @@ pub(super) const WRITE_LOCK: &str = "SELECT pg_advisory_xact_lock(73105751830000
 /// How long connecting may take when the URL does not say (`connect_timeout=SECONDS`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A PostgreSQL connection with its statements prepared once each.
+/// A `PostgreSQL` connection with its statements prepared once each.
 pub(crate) struct PgClient {
     client: Client,
     prepared: HashMap<String, postgres::Statement>,
@@ -46,7 +46,7 @@ pub(crate) struct PgTarget {
     pub(crate) display: String,
 }
 
-/// Whether `s` names a PostgreSQL store rather than an `SQLite` file.
+/// Whether `s` names a `PostgreSQL` store rather than an `SQLite` file.
 pub(crate) fn is_url(s: &str) -> bool {
     s.starts_with("postgres://") || s.starts_with("postgresql://")
 }
@@ -115,7 +115,7 @@ pub(crate) fn is_lost(e: &postgres::Error) -> bool {
         let c = code.code();
         return c.starts_with("08") || c.starts_with("57P");
     }
-    e.source().is_some_and(|s| s.is::<std::io::Error>())
+    matches!(e.source(), Some(s) if s.is::<std::io::Error>())
 }
 
 impl PgClient {

@@ -1,5 +1,5 @@
 //! The values the store's queries bind and read, independent of the backend: [`Value`] (the five
-//! storage classes both `SQLite` and the PostgreSQL schema use), the conversions from and to Rust
+//! storage classes both `SQLite` and the `PostgreSQL` schema use), the conversions from and to Rust
 //! types, query parameters ([`Params`], [`params!`](params)) and rows ([`Row`]). No I/O.
 
 use super::Error;
@@ -189,6 +189,10 @@ pub(crate) struct Row<'a> {
 
 impl Row<'_> {
     /// The value of column `idx` as a `T`; a missing column or another type is an error.
+    #[expect(
+        clippy::needless_pass_by_value,
+        reason = "rusqlite's signature, so that the queries read alike on both backends"
+    )]
     pub(crate) fn get<I: RowIndex, T: FromValue>(&self, idx: I) -> Result<T, Error> {
         let idx = idx.index(self.names).ok_or(Error::Column)?;
         let v = self.values.get(idx).ok_or(Error::Column)?;
@@ -207,7 +211,7 @@ pub(crate) trait Params {
 
 impl Params for &[&dyn ToValue] {
     fn values(self) -> Vec<Value> {
-        self.iter().map(|v| v.to_value()).collect()
+        self.iter().map(ToValue::to_value).collect()
     }
 }
 impl Params for [&dyn ToValue; 0] {
