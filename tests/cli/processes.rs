@@ -195,7 +195,7 @@ fn concurrent_writers_each_store_a_whole_run_or_fail_clearly() {
     assert!(runs.iter().all(|n| *n == 2), "{runs:?}");
 }
 
-/// The guard itself SIGKILLed (with utilgate, as when a CI runner kills the whole job): the
+/// The guard itself killed by SIGKILL (with utilgate, as when a CI runner kills the whole job): the
 /// shell it started dies with it (its own parent-death signal) instead of running on as an
 /// orphan that keeps the GPU busy. Here the test plays utilgate, so only the guard dies.
 #[test]
