@@ -1,5 +1,5 @@
 //! `utilgate import serve`: the stand-in's files as baseline, regression, changed seed and
-//! failed requests; real vLLM and SGLang files with every field reaching the store and JSON.
+//! failed requests; real vLLM and `SGLang` files with every field reaching the store and JSON.
 
 use super::{bare, import, json, real, stub_run};
 use crate::env::{stderr, stdout};
