@@ -247,7 +247,9 @@ fn gpu_of(loaded: &LoadedConfig) -> (String, Option<GpuSpec>) {
 /// service run is measured again. `--trace`: a load generator has no profiler trace of its
 /// own to capture (trace the server itself).
 pub(crate) fn check_options(suites: &[&SuiteConfig], args: &RunArgs) -> Result<(), Error> {
-    let what = if args.resume {
+    let what = if suites.is_empty() {
+        None
+    } else if args.resume {
         Some("--resume")
     } else if args.trace {
         Some("--trace")

@@ -262,3 +262,79 @@ pub fn history_chart(case: &ServeCaseReport, history: &[ServeHistoryPoint]) -> O
         svg: line_svg("run (oldest left, * this run)", "ms", &lines, &ticks),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::Verdict;
+    use crate::compare::ServeDecision;
+    use crate::serve::ServeKey;
+
+    fn case(rate: &str, ttft: f64, then: Option<f64>) -> ServeCaseReport {
+        let key = ServeKey {
+            suite: "serve".into(),
+            model: "m".into(),
+            request_rate: rate.into(),
+            max_concurrency: None,
+            input_len: Some(256),
+            output_len: Some(32),
+        };
+        let decision = ServeDecision {
+            verdict: Verdict::Pass,
+            metrics: Vec::new(),
+            reasons: Vec::new(),
+        };
+        let mut c = ServeCaseReport::new(key, &decision);
+        c.means.insert("median_ttft_ms".into(), ttft);
+        c.means.insert("p99_ttft_ms".into(), ttft * 2.0);
+        if let Some(t) = then {
+            c.baseline_means.insert("median_ttft_ms".into(), t);
+        }
+        c
+    }
+
+    #[test]
+    fn a_grid_of_two_rates_gets_ttft_and_itl_charts_with_then_and_now() {
+        let charts = rate_charts(&[case("4", 120.0, Some(100.0)), case("1", 50.0, None)]);
+        assert_eq!(charts.len(), 2, "TTFT and ITL");
+        let ttft = &charts[0];
+        assert!(
+            ttft.title.starts_with("m in 256 out 32: TTFT ms"),
+            "{}",
+            ttft.title
+        );
+        assert!(ttft.svg.contains("<title>p50 then</title>"));
+        assert!(ttft.svg.contains("<title>p50 now</title>"));
+        assert!(ttft.svg.contains("<title>p99 now</title>"));
+        assert!(!ttft.svg.contains("p99 then"), "no baseline p99: no line");
+        // The lowest rate sits at the left edge, the highest at the right.
+        assert!(
+            ttft.svg
+                .contains(r#"x="56.0" y="174.0" text-anchor="middle">1<"#)
+        );
+        assert!(charts[1].svg.contains("no data"), "no ITL in these cases");
+    }
+
+    #[test]
+    fn one_rate_or_an_unlimited_rate_draws_no_rate_chart() {
+        assert!(rate_charts(&[case("4", 1.0, None)]).is_empty());
+        assert!(rate_charts(&[case("4", 1.0, None), case("inf", 2.0, None)]).is_empty());
+    }
+
+    #[test]
+    fn history_needs_two_runs_and_marks_this_one() {
+        let c = case("4", 1.0, None);
+        let point = |run_id, current| ServeHistoryPoint {
+            run_id,
+            started_at: String::new(),
+            median_ttft_ms: Some(1.0),
+            p99_ttft_ms: Some(2.0),
+            median_itl_ms: None,
+            p99_itl_ms: None,
+            current,
+        };
+        assert!(history_chart(&c, &[point(1, true)]).is_none());
+        let chart = history_chart(&c, &[point(1, false), point(2, true)]).expect("two runs");
+        assert!(chart.svg.contains(">#1<") && chart.svg.contains(">#2*<"));
+    }
+}

@@ -209,13 +209,31 @@ fn step_and_service_suites_are_one_run_with_one_exit_code() {
 
     // A service regression fails the one run; JSON is one document with both kinds.
     env.write_config(&config("--noise-offset 2 --ttft-tail-factor 1.3"));
-    let out = run(&env, "feature", &["--format", "json"]);
+    let out = run(
+        &env,
+        "feature",
+        &["--format", "json", "--report-dir", "out"],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
     assert_eq!(json["gate"]["passed"], false);
     assert_eq!(json["service"][0]["verdict"], "regressed", "{json}");
     assert!(json["cases"].as_array().is_some_and(|c| !c.is_empty()));
     assert_eq!(count("SELECT COUNT(*) FROM runs"), 2);
+    let junit = read(&env, "out/junit.xml");
+    assert!(junit.contains(r#"<testsuite name="decode""#), "{junit}");
+    assert!(
+        junit.contains(&format!(
+            r#"classname="utilgate.serve.{}" name="p99_ttft_ms""#,
+            CASE_4.replace('/', "&#x2f;")
+        )),
+        "{junit}"
+    );
+    let md = read(&env, "out/report.md");
+    assert!(
+        md.contains("| service case |") && md.contains("| case | floor ms"),
+        "{md}"
+    );
 
     for (flag, why) in [
         ("--resume", "--resume is not available"),
