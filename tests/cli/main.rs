@@ -17,6 +17,7 @@ mod front;
 mod gate;
 mod github;
 mod gpu;
+mod help;
 mod history;
 mod inject;
 mod lost;
