@@ -1,5 +1,5 @@
-//! `utilgate baseline list|show|history|accept` (export and import: baseline_files.rs; diff:
-//! baseline_diff.rs). Baselines are pointers: they move only through a passing run on the
+//! `utilgate baseline list|show|history|accept` (export and import: `baseline_files.rs`; diff:
+//! `baseline_diff.rs`). Baselines are pointers: they move only through a passing run on the
 //! baseline branch, an `accept` with a reason, or an import, and every move is kept. Does I/O
 //! on the store.
 

@@ -30,12 +30,12 @@ pub(crate) fn from_store(
         // An imported baseline is exported as it was reviewed: with the move it was imported
         // with, so seeding a store from baselines/ and exporting again changes nothing.
         let original = if e.kind == BaselineMoveKind::Import {
-            if !imports.contains_key(&e.run_id.0) {
+            if let std::collections::btree_map::Entry::Vacant(slot) = imports.entry(e.run_id.0) {
                 let moved = store
                     .run(e.run_id)?
                     .and_then(|run| run.config_json)
                     .and_then(|c| serde_json::from_value(c.get("moved")?.clone()).ok());
-                imports.insert(e.run_id.0, moved);
+                slot.insert(moved);
             }
             imports.get(&e.run_id.0).cloned().flatten()
         } else {
