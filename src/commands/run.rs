@@ -690,7 +690,15 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         Format::Human => output::emit(&report::render_human(&report, output::color_stdout()))?,
         Format::Json => output::emit(&report::render_json(&report)?)?,
     }
-    if let Some(note) = compare::unpromoted_note(
+    if let (Some(files), Some(_)) = (args.baselines.as_deref(), &scratch) {
+        // Nothing of a `--baselines` run is kept: `accept --run` could not find it.
+        if verdicts.contains(&Verdict::New) {
+            output::warn(&format!(
+                "new cases have no baseline in {}: a --baselines run keeps nothing; measure them where a store is kept and export it (`utilgate baseline export --out baselines/`)",
+                files.display()
+            ));
+        }
+    } else if let Some(note) = compare::unpromoted_note(
         &verdicts,
         &config.gate.fail_on,
         meta.branch.as_deref(),

@@ -186,6 +186,20 @@ fn run_with_baselines_judges_against_the_files_and_never_creates_a_store() {
         assert_eq!(verdict_of(&report, B1), verdict, "{report}");
         assert_eq!(verdict_of(&report, B8), verdict);
     }
+    // Cases the files lack are new, and the note says how to give them a baseline.
+    std::fs::create_dir_all(fresh.path().join("empty")).expect("mkdir");
+    let out = fresh
+        .cmd()
+        .args(["run", "--branch", "main", "--baselines", "empty"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no baseline in empty"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stderr(&out).contains("--run"), "{}", stderr(&out));
     assert!(!fresh.db().exists(), "no store is created");
     // Even a pass on the baseline branch leaves the committed files as they were.
     assert_eq!(
