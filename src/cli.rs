@@ -6,18 +6,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::case::Phase;
 
-const EXIT_CODES: &str = "\
-Exit codes:
-  0  the gate passed (or the command succeeded)
-  1  the gate failed: a case got a verdict listed in [gate] fail_on (default: regressed, invalid)
-  2  error: usage, config, store, harness or driver";
+mod help;
 
 #[derive(Debug, Parser)]
 #[command(
     name = "utilgate",
     version,
     about = "Performance-regression gate for LLM inference: roofline floors, step timing, utilisation, baselines",
-    after_help = EXIT_CODES
+    after_help = help::MAIN
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -69,23 +65,28 @@ pub struct FormatArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Measure every case of the configured suites, store the run, and gate it against baselines.
+    #[command(after_help = help::RUN)]
     Run(RunArgs),
     /// The roofline floor of one case, and MBU/MFU for a measured step time.
+    #[command(after_help = help::FLOOR)]
     Floor(FloorArgs),
     /// Recompute verdicts of a stored run from its raw samples.
+    #[command(after_help = help::COMPARE)]
     Compare(CompareArgs),
     /// Inspect and move baselines.
-    #[command(subcommand)]
+    #[command(after_help = help::BASELINE, subcommand)]
     Baseline(BaselineCommand),
     /// Inspect stored runs.
-    #[command(subcommand)]
+    #[command(after_help = help::RUNS, subcommand)]
     Runs(RunsCommand),
     /// Check or print the config.
-    #[command(subcommand)]
+    #[command(after_help = help::CONFIG, subcommand)]
     Config(ConfigCommand),
     /// Render a stored run as Markdown, the step summary, HTML, junit XML or JSON.
+    #[command(after_help = help::REPORT)]
     Report(ReportArgs),
     /// Post a stored run to GitHub from Actions: sticky PR comment, commit statuses, step summary, annotations.
+    #[command(after_help = help::PUBLISH)]
     Publish(PublishArgs),
     /// Built-in harnesses that speak the harness protocol (used by the examples).
     #[command(subcommand, hide = true)]
@@ -96,35 +97,35 @@ pub enum Command {
     ///
     /// The head is `--config` (this checkout); the base is the config of the same name in
     /// `--base DIR`, e.g. `git worktree add ../base origin/main`.
-    ///
-    /// Example: utilgate ab --base ../base --suite decode
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = help::AB)]
     Ab(AbArgs),
     /// Store results produced elsewhere: a rescued run, or load-generator result files.
-    #[command(subcommand)]
+    #[command(after_help = help::IMPORT, subcommand)]
     Import(ImportCommand),
     /// Measure this GPU's achievable peaks (copy bandwidth, bf16 GEMM) and store them beside
     /// the datasheet figures. Needs an NVIDIA GPU (exit 2 without one).
+    #[command(after_help = help::PROBE)]
     Probe(ProbeArgs),
     /// List the built-in GPU catalogue with its datasheet figures (the names `--gpu` and
     /// `[gpu] name` accept).
+    #[command(after_help = help::GPUS)]
     Gpus(GpusArgs),
     /// Print a shell completion script to stdout.
+    #[command(after_help = help::COMPLETIONS)]
     Completions(CompletionsArgs),
     /// Print the man page (roff) to stdout.
+    #[command(after_help = help::MAN)]
     Man(ManArgs),
     /// One case's nightly history on the baseline branch: change points, each with its night,
     /// size and what arrived (commits, environment, GPU), and any slow slide.
-    ///
-    /// Example: utilgate history decode/llama-3.1-8b/bf16/decode/b8/c4096
+    #[command(after_help = help::HISTORY)]
     History(HistoryArgs),
     /// Change points and slides over every case's nightly history.
-    ///
-    /// Example: utilgate changes --since 2026-11-01
+    #[command(after_help = help::CHANGES)]
     Changes(ChangesArgs),
     /// Analyse profiler traces (torch.profiler / Kineto JSON, .json.gz, or a
     /// `tensorboard_trace_handler` directory): per-step breakdown, diagnosis, and the diff of two.
-    #[command(subcommand)]
+    #[command(after_help = help::TRACE, subcommand)]
     Trace(TraceCommand),
 }
 
@@ -214,13 +215,10 @@ pub enum ImportCommand {
     /// Cases are keyed by the file's model, request rate (and max concurrency) and configured
     /// lengths; several files of one case are its repeats. No config is needed: without one the
     /// store is .utilgate/utilgate.db and the gate's defaults apply.
-    ///
-    /// Example: utilgate import serve results/rate4-r*.json --suite nightly-serve
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = help::IMPORT_SERVE)]
     Serve(ImportServeArgs),
     /// Store a run that `utilgate run` could not write, from the rescue file it printed.
-    ///
-    /// Example: utilgate import run .utilgate/utilgate.db.rescue-20260101T020000Z.json
+    #[command(after_help = help::IMPORT_RUN)]
     Run(ImportRunArgs),
 }
 
@@ -283,12 +281,10 @@ pub struct ChangesArgs {
 #[derive(Debug, Subcommand)]
 pub enum TraceCommand {
     /// Per-step analysis of one trace and what it suggests.
-    ///
-    /// Example: utilgate trace show traces/worker0.1733000000.pt.trace.json.gz
+    #[command(after_help = help::TRACE_SHOW)]
     Show(TraceShowArgs),
     /// What changed from one trace to another, largest time change first.
-    ///
-    /// Example: utilgate trace diff baseline.json.gz now.json.gz --format json
+    #[command(after_help = help::TRACE_DIFF)]
     Diff(TraceDiffArgs),
 }
 
@@ -410,8 +406,10 @@ pub struct FloorArgs {
     /// KV-cache dtype (default: the precision's activation dtype).
     #[arg(long)]
     pub kv_dtype: Option<String>,
+    /// Decode (one new token per sequence) or prefill (the whole prompt).
     #[arg(long, value_enum)]
     pub phase: PhaseArg,
+    /// Sequences per step.
     #[arg(long, default_value_t = 1)]
     pub batch: u64,
     /// KV length (decode) or prompt length (prefill), in tokens.
@@ -458,19 +456,26 @@ pub struct CompareArgs {
 #[derive(Debug, Subcommand)]
 pub enum BaselineCommand {
     /// The current baselines, one line per case and GPU.
+    #[command(after_help = help::BASELINE_LIST)]
     List(BaselineListArgs),
     /// One case's baseline in full.
+    #[command(after_help = help::BASELINE_SHOW)]
     Show(BaselineShowArgs),
     /// Every baseline move, with its reason.
+    #[command(after_help = help::BASELINE_HISTORY)]
     History(BaselineListArgs),
     /// Move the baselines of matching cases to a run's results, for an intentional change.
+    #[command(after_help = help::BASELINE_ACCEPT)]
     Accept(BaselineAcceptArgs),
     /// Write the current baselines to a portable, reviewable file.
+    #[command(after_help = help::BASELINE_EXPORT)]
     Export(BaselineExportArgs),
     /// Read baselines from exported files (or baselines/ directories) into the store.
+    #[command(after_help = help::BASELINE_IMPORT)]
     Import(BaselineImportArgs),
     /// Which cases' baselines moved between two exports (files or directories), or between an
     /// export and the store: a table, Markdown for a pull request, or JSON.
+    #[command(after_help = help::BASELINE_DIFF)]
     Diff(BaselineDiffArgs),
 }
 
@@ -522,6 +527,7 @@ pub struct BaselineListArgs {
 pub struct BaselineShowArgs {
     /// The case key, as printed by `baseline list` (suite/model/precision/phase/bN/cN).
     pub case: String,
+    /// The GPU SKU whose baseline to show (default: the only one the case has).
     #[arg(long)]
     pub gpu: Option<String>,
     #[command(flatten)]
@@ -550,6 +556,7 @@ pub struct BaselineExportArgs {
     /// baselines/<gpu>.json beside the config).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Only this GPU SKU's baselines.
     #[arg(long)]
     pub gpu: Option<String>,
     #[command(flatten)]
@@ -568,17 +575,22 @@ pub struct BaselineImportArgs {
 #[derive(Debug, Subcommand)]
 pub enum RunsCommand {
     /// Stored runs, newest first.
+    #[command(after_help = help::RUNS_LIST)]
     List(RunsListArgs),
     /// One run with every case result.
+    #[command(after_help = help::RUNS_SHOW)]
     Show(RunsShowArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct RunsListArgs {
+    /// How many runs to list, newest first.
     #[arg(long, default_value_t = 20)]
     pub limit: usize,
+    /// Only runs of this branch.
     #[arg(long)]
     pub branch: Option<String>,
+    /// Only runs on this GPU SKU.
     #[arg(long)]
     pub gpu: Option<String>,
     #[command(flatten)]
@@ -600,13 +612,16 @@ pub struct RunsShowArgs {
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Validate the config without running anything.
+    #[command(after_help = help::CONFIG_CHECK)]
     Check(ConfigCheckArgs),
     /// Print the commented default config, every key documented.
+    #[command(after_help = help::CONFIG_DEFAULT)]
     Default,
 }
 
 #[derive(Debug, Args)]
 pub struct ConfigCheckArgs {
+    /// The config file to check.
     #[arg(long, short = 'c', env = "UTILGATE_CONFIG", default_value = crate::config::DEFAULT_CONFIG_PATH)]
     pub config: PathBuf,
     #[command(flatten)]
@@ -684,6 +699,7 @@ pub enum ReportFormatArg {
 pub struct ReportArgs {
     /// The run id (default: the latest).
     pub run: Option<i64>,
+    /// What to render.
     #[arg(long, value_enum, default_value_t = ReportFormatArg::Markdown)]
     pub format: ReportFormatArg,
     /// Write to this file instead of stdout.

@@ -140,7 +140,6 @@ pub fn env_lookup() -> impl Fn(&str) -> Option<String> {
     |name: &str| std::env::var(name).ok()
 }
 
-/// Open (creating when absent) the store a run writes to.
 /// The suites a command runs: all of them, or those `wanted` names (each must exist, with a
 /// did-you-mean otherwise); a config without suites is an error naming the file.
 pub fn select_suites<'a>(

@@ -72,8 +72,9 @@ impl ConfigError {
                     .map(|p| p.hint.as_str())
                     .filter(|h| h.contains("did you mean"))
                     .collect();
+                hints.dedup();
                 hints.push("fix each key above; `utilgate config default` prints every key with its type and meaning");
-                Some(hints.join("; "))
+                Some(hints.join(" "))
             }
             ConfigError::Invalid { .. } => {
                 Some("`utilgate config default` prints every key with its meaning".to_owned())

@@ -98,9 +98,7 @@ pub(super) fn parse_hint(key: &str, message: &str) -> String {
     if let Some((field, expected)) = unknown_field(message)
         && let Some(near) = crate::suggest::did_you_mean(field, expected.iter().copied())
     {
-        return format!(
-            "did you mean `{near}`? `utilgate config default` prints every key with its meaning"
-        );
+        return format!("did you mean `{near}`?");
     }
     let leaf = key.rsplit('.').next().unwrap_or(key);
     let leaf = leaf.split('[').next().unwrap_or(leaf);
@@ -114,6 +112,17 @@ pub(super) fn parse_hint(key: &str, message: &str) -> String {
         "" => "check the TOML syntax at the line shown".to_owned(),
         _ => "`utilgate config default` prints every key with its type and meaning".to_owned(),
     }
+}
+
+/// One problem of several, its fix beside it. A misspelt key with a near match is named alone:
+/// the full list of accepted keys would bury the suggestion.
+fn problem(key: String, message: &str) -> Problem {
+    let hint = parse_hint(&key, message);
+    let message = match unknown_field(message) {
+        Some((field, _)) if hint.starts_with("did you mean") => format!("unknown field `{field}`"),
+        _ => message.to_owned(),
+    };
+    Problem { key, message, hint }
 }
 
 /// The misspelt key and the accepted ones from serde's "unknown field `x`, expected one of `a`,
@@ -145,17 +154,9 @@ pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         let ConfigError::Parse { path, key, message } = first else {
             return first;
         };
-        let mut problems = vec![Problem {
-            hint: parse_hint(&key, &message),
-            key,
-            message,
-        }];
+        let mut problems = vec![problem(key, &message)];
         for (key, message) in more.into_iter().skip(1) {
-            problems.push(Problem {
-                hint: parse_hint(&key, &message),
-                key,
-                message,
-            });
+            problems.push(problem(key, &message));
         }
         ConfigError::ParseAll { path, problems }
     })?;

@@ -164,3 +164,45 @@ fn completions_and_the_man_page_are_generated() {
         assert!(dir.join(page).is_file(), "{page}");
     }
 }
+
+#[test]
+fn errors_are_red_on_a_coloured_stderr_and_plain_in_a_pipe() {
+    let env = TestEnv::new();
+    let failing = [
+        "floor",
+        "--model",
+        "seed-8b",
+        "--gpu",
+        "h100",
+        "--phase",
+        "decode",
+        "--context",
+        "4096",
+    ];
+    let out = env
+        .cmd()
+        .args(["--color", "always"])
+        .args(failing)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("\u{1b}[1m\u{1b}[31merror:\u{1b}[0m"),
+        "error: in bold red: {err:?}"
+    );
+    assert!(err.contains("\u{1b}[1m\u{1b}[36mhint:"), "{err:?}");
+    // The default, a pipe: no escape codes at all, the same words.
+    let out = env.cmd().args(failing).output().expect("runs");
+    let plain = stderr(&out);
+    assert!(!plain.contains('\u{1b}'), "{plain:?}");
+    assert!(plain.starts_with("error: "), "{plain}");
+    // NO_COLOR wins over a terminal's default but not over `--color always` (as cargo does).
+    let out = env
+        .cmd()
+        .args(failing)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("runs");
+    assert!(!stderr(&out).contains('\u{1b}'));
+}

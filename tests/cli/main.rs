@@ -19,6 +19,7 @@ mod front;
 mod gate;
 mod github;
 mod gpu;
+mod help;
 mod history;
 mod inject;
 mod lost;

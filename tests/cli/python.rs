@@ -121,3 +121,55 @@ fn python_helper_refuses_to_run_outside_utilgate() {
         "{err}"
     );
 }
+
+/// The Hugging Face example (harness/python/examples/hf_decode.py) on the CPU through
+/// `utilgate run`: decode and prefill of a small random-weight llama, with the current
+/// transformers (5.x ignores `cache_position` when it writes a static cache; the example
+/// crashed with `index_copy_(): index 129 is out of bounds` before it set the cache back).
+#[test]
+#[ignore = "needs torch and transformers: UTILGATE_TEST_PYTHON=/path/to/venv/bin/python cargo test --test cli -- --ignored hf_decode"]
+fn hf_decode_example_runs_decode_and_prefill_on_the_cpu() {
+    let python = std::env::var("UTILGATE_TEST_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/python/examples/hf_decode.py");
+    let env = TestEnv::new();
+    env.write_config(&format!(
+        r#"
+[gate]
+baseline_branch = "main"
+
+[gpu]
+name = "lab-cpu"
+mem_bandwidth_gb_s = 10
+dense_tflops = {{ fp32 = 0.1 }}
+
+[models.tiny-llama]
+architecture = {{ model_type = "llama", hidden_size = 256, intermediate_size = 688, num_hidden_layers = 2, num_attention_heads = 4, num_key_value_heads = 2, vocab_size = 1024, tie_word_embeddings = false, rms_norm_eps = 1e-5 }}
+
+[[suite]]
+name = "hf"
+command = "{python} {example}"
+models = ["tiny-llama"]
+precisions = ["fp32"]
+phases = ["decode", "prefill"]
+batches = [2]
+contexts = [128]
+warmup_steps = 3
+steps = 10
+repeats = 2
+timeout_s = 300
+"#,
+        example = example.display()
+    ));
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let store = Store::open_existing_read_only(&env.db(), Duration::from_secs(5)).expect("store");
+    let run = store.run(RunId(1)).expect("read").expect("run 1");
+    assert_eq!(run.results.len(), 2, "decode and prefill");
+    for result in &run.results {
+        assert_eq!(result.error, None, "{}", result.key);
+        assert!(result.repeats_ms.iter().all(|r| r.len() == 10));
+        assert!(result.env.contains_key("transformers"), "{:?}", result.env);
+        assert_eq!(result.env.get("mode").map(String::as_str), Some("eager"));
+    }
+}

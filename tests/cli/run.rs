@@ -14,6 +14,15 @@ fn first_run_stores_every_case_as_new_and_passes() {
     );
     assert!(text.contains("new"), "{text}");
     assert!(env.db().exists());
+    // Not a terminal (an Actions log): a line when each case starts and one when it ends.
+    let log = stderr(&out);
+    let case = "case decode/seed-8b/bf16/decode/b8/c4096";
+    assert!(log.contains(&format!("{case}: started (2/2)")), "{log}");
+    let end = log
+        .lines()
+        .find(|l| l.starts_with(&format!("{case}: measured in ")))
+        .unwrap_or_else(|| panic!("no end line:\n{log}"));
+    assert!(end.ends_with(" s"), "{end}");
 
     let runs = env.json(&["runs", "list"]);
     assert_eq!(runs["schema_version"], 1);

@@ -13,7 +13,16 @@ as well (eager only), with wall-clock timing.
 Decode keeps the KV length at the case's context on every step: a static cache of context + 1
 slots is prefilled once with `context` random tokens, and each step writes its token at
 position `context`, overwriting the previous step's, so every step attends to exactly
-context + 1 keys — what utilgate's floor assumes.
+context + 1 keys — what utilgate's floor assumes. transformers 5 ignores `cache_position` when it
+writes a static cache (each layer appends at its own running length), so every step first sets
+that length back to `context`; on 4.x the position alone does it.
+
+On the CPU, torch runs on one thread (`--threads`, default 1), so the step matches a floor
+computed from one core's measured bandwidth (`[gpu] mem_bandwidth_gb_s = "measure"`) and repeats
+do not depend on what else the machine runs.
+
+Run with: torch 2.15.0 + transformers 5.24.0 (CPU, decode and prefill), and transformers 4.x
+through its `cache_position` path.
 """
 
 import argparse
@@ -45,6 +54,17 @@ BUILT_IN["llama-3-8b"] = BUILT_IN["llama-3.1-8b"]
 DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
 
 
+def rewind(cache, length, torch):
+    """Sets a static cache's write position back to `length` (transformers >= 5 keeps it per
+    layer in `cumulative_length` and ignores `cache_position`; 4.x has no such field)."""
+    for layer in getattr(cache, "layers", ()):
+        written = getattr(layer, "cumulative_length", None)
+        if isinstance(written, torch.Tensor):
+            written.fill_(length)
+        elif isinstance(written, int):
+            layer.cumulative_length = length
+
+
 def build_model(args, case, torch, transformers):
     if args.config:
         with open(args.config, encoding="utf-8") as f:
@@ -56,10 +76,21 @@ def build_model(args, case, torch, transformers):
                          % (case.model, ", ".join(sorted(BUILT_IN))))
     config = transformers.AutoConfig.for_model(**fields)
     dtype = getattr(torch, DTYPES.get(case.precision, "bfloat16"))
-    config.torch_dtype = dtype
+    # transformers 5 names it `dtype`; 4.x before 4.56 knows only `torch_dtype`.
+    new_names = int(transformers.__version__.split(".")[0]) >= 5
+    config.dtype = dtype
     with torch.device(args.device):
-        model = transformers.AutoModelForCausalLM.from_config(config, torch_dtype=dtype)
+        model = transformers.AutoModelForCausalLM.from_config(
+            config, **({"dtype": dtype} if new_names else {"torch_dtype": dtype}))
     return model.eval(), config, dtype
+
+
+def cache_argument(model):
+    """The keyword the model's forward takes its KV cache under: `cache` in current
+    transformers 5, `past_key_values` before."""
+    import inspect
+    return "cache" if "cache" in inspect.signature(model.forward).parameters \
+        else "past_key_values"
 
 
 def main():
@@ -70,6 +101,8 @@ def main():
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--graphs", action="store_true", help="replay a captured CUDA graph")
     group.add_argument("--compile", action="store_true", help="torch.compile, reduce-overhead")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads on the CPU (default 1: one core, as the floor)")
     args = parser.parse_args()
 
     case = ug.Case.from_env()
@@ -80,6 +113,9 @@ def main():
     args.device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if (args.graphs or args.compile) and args.device != "cuda":
         raise SystemExit("--graphs and --compile need a CUDA device")
+    if args.device == "cpu":
+        torch.set_num_threads(args.threads)
+        torch.set_num_interop_threads(1)
     torch.manual_seed(1234 + case.repeat)
     model, config, dtype = build_model(args, case, torch, transformers)
     b, ctx = case.batch, case.context
@@ -98,15 +134,23 @@ def main():
                                                  dtype=dtype)
             except TypeError:
                 cache = transformers.StaticCache(config=config, max_cache_len=ctx + 1)
+            kv = {cache_argument(model): cache}
             prompt = torch.randint(0, vocab, (b, ctx), device=args.device)
-            model(input_ids=prompt, past_key_values=cache, use_cache=True,
+            model(input_ids=prompt, use_cache=True, **kv,
                   cache_position=torch.arange(ctx, device=args.device), logits_to_keep=1)
             token = torch.randint(0, vocab, (b, 1), device=args.device)
             position = torch.tensor([ctx], device=args.device)
 
             def forward():
-                return model(input_ids=token, past_key_values=cache, use_cache=True,
-                             cache_position=position)
+                rewind(cache, ctx, torch)
+                return model(input_ids=token, use_cache=True, cache_position=position, **kv)
+
+            forward()
+            held = int(cache.get_seq_length())
+            if held != ctx + 1:
+                raise SystemExit("the static cache holds %d positions after a step, not %d: this "
+                                 "transformers version (%s) writes it differently"
+                                 % (held, ctx + 1, transformers.__version__))
 
         step = forward
         if args.compile:
