@@ -3,7 +3,9 @@
 //! I/O: processes, signals, /proc and the cgroup file system.
 //!
 //! - It asks the kernel for SIGTERM when utilgate dies (`PR_SET_PDEATHSIG`), even by SIGKILL,
-//!   and then kills the harness; a guard whose utilgate is already gone exits at once.
+//!   and then kills the harness; a guard whose utilgate is already gone exits at once. The shell
+//!   it starts asks for SIGKILL when the guard dies, so a guard killed outright (with utilgate,
+//!   as a CI runner kills a cancelled job) does not leave the shell running as an orphan.
 //! - It is a child subreaper (`PR_SET_CHILD_SUBREAPER`), so a harness process that double-forks
 //!   and calls `setsid` to leave the process group is re-parented to the guard, not to init,
 //!   and is still found and killed.
@@ -81,11 +83,10 @@ fn start_shell(scope: Option<&Path>, command: &str) -> std::io::Result<Pid> {
         clippy::disallowed_methods,
         reason = "the guard is the edge that starts the harness shell"
     )]
-    let spawned = Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .stdin(Stdio::null())
-        .spawn();
+    let mut shell = Command::new("sh");
+    shell.arg("-c").arg(command).stdin(Stdio::null());
+    die_with_parent(&mut shell);
+    let spawned = shell.spawn();
     if let Some(parent) = scope.and_then(Path::parent) {
         let _ = cgroup::enter(parent, 0);
     }
@@ -96,6 +97,29 @@ fn start_shell(scope: Option<&Path>, command: &str) -> std::io::Result<Pid> {
         reason = "pids are below pid_max (at most 2^22) and fit in i32"
     )]
     Ok(Pid::from_raw(child.id() as i32))
+}
+
+/// The child gets SIGKILL when the guard dies (`PR_SET_PDEATHSIG`, kept across `exec`).
+fn die_with_parent(command: &mut Command) {
+    use std::os::unix::process::CommandExt as _;
+    let guard = getpid();
+    #[expect(
+        unsafe_code,
+        reason = "pre_exec runs between fork and exec; prctl and getppid are async-signal-safe \
+                  and the closure allocates nothing"
+    )]
+    // SAFETY: the closure only calls prctl(2) and getppid(2), both async-signal-safe, and
+    // touches no lock or allocation of the parent.
+    unsafe {
+        command.pre_exec(move || {
+            prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
+            // The guard may have died before the request: then nothing would ever signal us.
+            if getppid() != guard {
+                return Err(std::io::Error::other("the guard is gone"));
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Reaps children until the shell exits (its status) or the guard is told to stop (`None`).

@@ -173,17 +173,22 @@ fn rescue_path(stderr: &str) -> Option<PathBuf> {
     })
 }
 
-#[test]
-fn an_interrupted_run_resumes_measuring_only_the_missing_cases() {
-    let env = TestEnv::new();
+/// Starts a run whose b8 case hangs and SIGKILLs utilgate while it measures b8, after b1 is
+/// done (and journalled).
+fn kill_while_measuring_b8(env: &TestEnv) {
     env.write_config(&logging_config(""));
-    // b8 hangs: kill utilgate while it measures b8, after b1 finished.
-    let mut child = spawn_run(&env, &[], &[("FAIL_MODE", "slowcase")]);
+    let mut child = spawn_run(env, &[], &[("FAIL_MODE", "slowcase")]);
     wait_for("the b8 case", Duration::from_secs(60), || {
-        started(&env).iter().any(|l| l.starts_with("b8"))
+        started(env).iter().any(|l| l.starts_with("b8"))
     });
     child.kill().expect("SIGKILL");
     let _ = child.wait();
+}
+
+#[test]
+fn an_interrupted_run_resumes_measuring_only_the_missing_cases() {
+    let env = TestEnv::new();
+    kill_while_measuring_b8(&env);
     assert_eq!(
         env.json(&["runs", "list"])["runs"].as_array().map(Vec::len),
         Some(0),
@@ -217,13 +222,7 @@ fn journal(env: &TestEnv) -> PathBuf {
 #[test]
 fn a_journal_without_resume_is_discarded_with_a_note() {
     let env = TestEnv::new();
-    env.write_config(&logging_config(""));
-    let mut child = spawn_run(&env, &[], &[("FAIL_MODE", "slowcase")]);
-    wait_for("the b8 case", Duration::from_secs(60), || {
-        started(&env).iter().any(|l| l.starts_with("b8"))
-    });
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
+    kill_while_measuring_b8(&env);
     assert!(journal(&env).exists());
     std::fs::remove_file(env.path().join("started.log")).expect("reset log");
     let out = env.run("main", &[]);

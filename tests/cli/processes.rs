@@ -194,3 +194,32 @@ fn concurrent_writers_each_store_a_whole_run_or_fail_clearly() {
     assert_eq!(runs.len(), stored);
     assert!(runs.iter().all(|n| *n == 2), "{runs:?}");
 }
+
+/// The guard itself killed by SIGKILL (with utilgate, as when a CI runner kills the whole job): the
+/// shell it started dies with it (its own parent-death signal) instead of running on as an
+/// orphan that keeps the GPU busy. Here the test plays utilgate, so only the guard dies.
+#[test]
+fn a_killed_guard_takes_its_harness_shell_with_it() {
+    let env = TestEnv::new();
+    let mut guard = env
+        .std_cmd()
+        .args(["harness", "guard", "--parent"])
+        .arg(std::process::id().to_string())
+        .args(["--", "echo $$ > shell.pid; exec sleep 1000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starts");
+    wait_for("the shell's pid", Duration::from_secs(10), || {
+        pid_in(&env, "shell.pid").is_some()
+    });
+    let shell = pid_in(&env, "shell.pid").expect("pid");
+    assert!(alive(shell));
+    guard.kill().expect("SIGKILL");
+    guard.wait().expect("reaped");
+    wait_for(
+        "the shell to die with its guard",
+        Duration::from_secs(5),
+        || !alive(shell),
+    );
+}

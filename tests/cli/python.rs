@@ -122,7 +122,7 @@ fn python_helper_refuses_to_run_outside_utilgate() {
     );
 }
 
-/// The Hugging Face example (harness/python/examples/hf_decode.py) on the CPU through
+/// The Hugging Face example (`harness/python/examples/hf_decode.py`) on the CPU through
 /// `utilgate run`: decode and prefill of a small random-weight llama, with the current
 /// transformers (5.x ignores `cache_position` when it writes a static cache; the example
 /// crashed with `index_copy_(): index 129 is out of bounds` before it set the cache back).

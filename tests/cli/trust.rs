@@ -26,6 +26,26 @@ fn actions(env: &TestEnv, gh: &StandIn, event_name: &str, event: &Value) -> asse
     cmd
 }
 
+/// `publish --workflow-run` (plus `extra` arguments) for a `workflow_run` event that concluded
+/// `conclusion` at `head` (from a fork when `fork`).
+fn publish_workflow_run(
+    env: &TestEnv,
+    gh: &StandIn,
+    (conclusion, head, fork): (&str, &str, bool),
+    extra: &[&str],
+) -> Output {
+    actions(
+        env,
+        gh,
+        "workflow_run",
+        &workflow_run_event(conclusion, head, fork),
+    )
+    .args(["publish", "--workflow-run"])
+    .args(extra)
+    .output()
+    .expect("runs")
+}
+
 fn pull_request_event(head: &str) -> Value {
     let mut event = fixture_json("pull_request__opened.payload.json");
     event["pull_request"]["head"]["sha"] = head.into();
@@ -72,15 +92,12 @@ fn publish_refuses_main_nightly_for_a_pull_request_and_posts_nothing() {
 
     // The same through the publishing workflow: refused, and the statuses say so.
     std::fs::copy(env.db(), env.path().join("artifact.db")).expect("copy");
-    let out = actions(
+    let out = publish_workflow_run(
         &env,
         &gh,
-        "workflow_run",
-        &workflow_run_event("success", HEAD_SHA, false),
-    )
-    .args(["publish", "--workflow-run", "--db", "artifact.db"])
-    .output()
-    .expect("runs");
+        ("success", HEAD_SHA, false),
+        &["--db", "artifact.db"],
+    );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("the pull request differs"),
@@ -113,15 +130,7 @@ fn publish_refuses_a_run_of_an_earlier_push() {
 
     // A fork's workflow_run names no pull request: the run's #2 must have this head on GitHub.
     let gh = StandIn::start(HEAD_SHA, &[]);
-    let out = actions(
-        &env,
-        &gh,
-        "workflow_run",
-        &workflow_run_event("success", OTHER_SHA, true),
-    )
-    .args(["publish", "--workflow-run"])
-    .output()
-    .expect("runs");
+    let out = publish_workflow_run(&env, &gh, ("success", OTHER_SHA, true), &[]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("pull request #2 has head ec26c3e57ca3"),
@@ -151,15 +160,7 @@ fn publish_posts_the_verdicts_and_gate_stored_with_the_run_not_a_rejudgement() {
     );
     env.write_config(&config);
     let gh = StandIn::start(HEAD_SHA, &[]);
-    let out = actions(
-        &env,
-        &gh,
-        "workflow_run",
-        &workflow_run_event("failure", HEAD_SHA, false),
-    )
-    .args(["publish", "--workflow-run"])
-    .output()
-    .expect("runs");
+    let out = publish_workflow_run(&env, &gh, ("failure", HEAD_SHA, false), &[]);
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -267,15 +268,7 @@ fn a_case_the_run_did_not_measure_keeps_its_stored_verdict_in_publish() {
     // The publishing side has the default config back.
     env.write_config(&TestEnv::config_with(""));
     let gh = StandIn::start(HEAD_SHA, &[]);
-    let out = actions(
-        &env,
-        &gh,
-        "workflow_run",
-        &workflow_run_event("failure", HEAD_SHA, false),
-    )
-    .args(["publish", "--workflow-run"])
-    .output()
-    .expect("runs");
+    let out = publish_workflow_run(&env, &gh, ("failure", HEAD_SHA, false), &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let statuses = gh.writes("/statuses/");
     assert_eq!(statuses[0].1["state"], "failure");
