@@ -257,7 +257,7 @@ impl Error {
                     .into(),
             ),
             Error::ServeSuiteUnsupported { .. } => Some(
-                "run the service suites in a `utilgate run --suite NAME` of their own without it; their report is printed (terminal or --format json) and stored".into(),
+                "--resume: the journal holds step cases only, and a killed service run is measured again; --trace: a load generator has no trace of its own (trace the server). Run the step suites with `--suite NAME` to use it, and the service suites without it".into(),
             ),
             Error::Argument { fix, .. } => Some(fix.clone()),
             Error::NoTrace { .. } => Some(

@@ -25,6 +25,7 @@ pub mod resume;
 pub mod run;
 pub mod runs;
 pub mod serve;
+pub mod serve_stored;
 pub mod serve_suite;
 pub mod trace;
 

@@ -272,7 +272,10 @@ pub fn stored_report(
         |f| f.baseline_branch.clone(),
     );
     let trends = trends(store, &report, report_config.trend_runs, Some(&branch))?;
-    Ok(report.with_trends(&trends))
+    let report = crate::commands::serve_stored::with_stored_service(store, report)?;
+    let history =
+        crate::commands::serve_stored::service_history(store, &report, report_config.trend_runs)?;
+    Ok(report.with_trends(&trends).with_service_history(&history))
 }
 
 fn write_file(path: &Path, text: &str) -> Result<(), Error> {
@@ -761,7 +764,12 @@ impl RunPublishing {
         self.finished.set(true);
         let result = (|| {
             let trends = trends(store, report, self.trend_runs, Some(&self.baseline_branch))?;
-            let report = report.clone().with_trends(&trends);
+            let history =
+                crate::commands::serve_stored::service_history(store, report, self.trend_runs)?;
+            let report = report
+                .clone()
+                .with_trends(&trends)
+                .with_service_history(&history);
             if let Some(dir) = &self.report_dir {
                 write_report_dir(&self.renderer, &report, dir)?;
             }

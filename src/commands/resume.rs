@@ -157,13 +157,15 @@ pub struct RescuedRun {
 
 /// Stores the run; if the store refuses it, writes the complete run to a rescue file beside
 /// the store (else in the temporary directory) and returns an error naming that file.
+/// `run` is the run and its service cases (stored in the same transaction; the rescue file
+/// holds the step run only).
 pub fn store_or_rescue(
     store: &mut Store,
-    run: &NewRun,
+    (run, serve): (&NewRun, &[crate::store::NewServeCase]),
     facts: &PublishFacts,
     tmp: &Path,
 ) -> Result<RunId, Error> {
-    match store.insert_run_with(run, Some(facts)) {
+    match store.insert_run_with_serve(run, Some(facts), serve) {
         Ok(id) => Ok(id),
         Err(err) => {
             let stamp = run.finished_at.strftime("%Y%m%dT%H%M%SZ").to_string();

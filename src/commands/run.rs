@@ -307,19 +307,15 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     if !args.trusted {
         crate::commands::credentials::refuse_near_harness(&loaded.dir)?;
     }
-    // Suites of kind = "serve" run as a stored run of their own (commands/serve_suite.rs).
+    // Suites of kind = "serve" (commands/serve_suite.rs): alone, a service run; beside step
+    // suites, measured first and stored in the same run.
     let (serve_suites, suites): (Vec<&SuiteConfig>, Vec<&SuiteConfig>) = suites
         .into_iter()
         .partition(|s| s.kind == crate::config::SuiteKind::Serve);
-    let serve_outcome = crate::commands::serve_suite::run_serve_suites(
-        &loaded,
-        &serve_suites,
-        !suites.is_empty(),
-        args,
-    )?;
     if suites.is_empty() {
-        return Ok(serve_outcome.unwrap_or(Outcome::Passed));
+        return crate::commands::serve_suite::run_serve_suites(&loaded, &serve_suites, args);
     }
+    crate::commands::serve_suite::check_options(&serve_suites, args)?;
     let mut publishing = crate::commands::publish::prepare_run(args, &loaded)?;
     let pr_event = crate::commands::publish::pull_request_event(&env_lookup())?;
     gpu_run::check_workloads(&suites)?;
@@ -351,7 +347,11 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     // A measured host bandwidth stays pinned beside the configured store, scratch or not.
     let gpu = device::device_spec(config.gpu.as_ref(), &configured_store, watch.as_ref())?;
     if let Some(publishing) = publishing.as_mut() {
-        let names: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
+        let names: Vec<&str> = suites
+            .iter()
+            .chain(&serve_suites)
+            .map(|s| s.name.as_str())
+            .collect();
         publishing.start(&gpu.name, &names)?;
     }
     let gpu_state = |m: &Measured| watch.as_ref().and_then(|w| w.summary_json(&m.gpu_samples));
@@ -414,6 +414,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     }
 
     let (cancel, exe) = (cancel_on_ctrl_c(), this_exe());
+    let mut serve =
+        crate::commands::serve_suite::MixedServe::measure(&loaded, serve_suites, &cancel, &gpu)?;
     let tmp = std::env::temp_dir();
     let run_dir = crate::measure::workdir::RunDir::create(&tmp).map_err(|source| Error::Io {
         path: tmp.clone(),
@@ -589,7 +591,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
             ));
         }
     }
-    let verdicts: Vec<Verdict> = judgements.iter().map(|j| j.decision.verdict).collect();
+    let mut verdicts: Vec<Verdict> = judgements.iter().map(|j| j.decision.verdict).collect();
+    verdicts.extend(serve.judge(&store, &gpu.name, &meta)?);
     let gate_failed = compare::gate_failed(verdicts.iter().copied(), &config.gate.fail_on);
     let on_baseline_branch = meta.branch.as_deref() == Some(config.gate.baseline_branch.as_str());
     let any_error = verdicts.contains(&Verdict::Error);
@@ -671,7 +674,13 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
             })
             .collect(),
     };
-    let run_id = crate::commands::resume::store_or_rescue(&mut store, &new_run, &facts, &tmp)?;
+    let serve_cases = serve.cases(promote_run);
+    let run_id = crate::commands::resume::store_or_rescue(
+        &mut store,
+        (&new_run, &serve_cases),
+        &facts,
+        &tmp,
+    )?;
     // The run is stored: its journal has done its work.
     if let Err(err) = journal.journal.finish() {
         output::warn(&err.to_string());
@@ -686,9 +695,12 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     let mut report =
         report::RunReport::build(&stored, &judgements, &config.gate.fail_on, promote_run);
     crate::commands::evidence::attach(&store, &mut report);
-    match args.format.format {
-        Format::Human => output::emit(&report::render_human(&report, output::color_stdout()))?,
-        Format::Json => output::emit(&report::render_json(&report)?)?,
+    if let Format::Human = args.format.format {
+        output::emit(&report::render_human(&report, output::color_stdout()))?;
+    }
+    let report = serve.attach(report, &meta, args.format.format)?;
+    if let Format::Json = args.format.format {
+        output::emit(&report::render_json(&report)?)?;
     }
     if let (Some(files), Some(_)) = (args.baselines.as_deref(), &scratch) {
         // Nothing of a `--baselines` run is kept: `accept --run` could not find it.
@@ -711,12 +723,11 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     if let Some(publishing) = publishing {
         publishing.finish(&store, &report, gate_failed, meta.head_sha.as_deref())?;
     }
-    let outcome = if gate_failed {
+    Ok(if gate_failed {
         Outcome::GateFailed
     } else if any_error {
         Outcome::CasesFailed
     } else {
         Outcome::Passed
-    };
-    Ok(serve_outcome.map_or(outcome, |o| o.worst(outcome)))
+    })
 }

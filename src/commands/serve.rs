@@ -79,13 +79,16 @@ fn means(repeats: &[ServeResult]) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// A case's decision, its baseline's result id and the baseline's mean metrics.
+pub(crate) type Decided = (ServeDecision, Option<i64>, BTreeMap<String, f64>);
+
 /// Each case's decision against its baseline lineage, with the baseline's result id.
-fn decide_all(
+pub(crate) fn decide_all(
     store: &Store,
     inputs: &[ServeCaseInput],
     plan: &ServeRunPlan<'_>,
-) -> Result<Vec<(ServeDecision, Option<i64>)>, Error> {
-    let mut decided: Vec<(ServeDecision, Option<i64>)> = Vec::with_capacity(inputs.len());
+) -> Result<Vec<Decided>, Error> {
+    let mut decided: Vec<Decided> = Vec::with_capacity(inputs.len());
     for input in inputs {
         if let Some(message) = &input.error {
             let mut d = ServeDecision {
@@ -94,7 +97,7 @@ fn decide_all(
                 reasons: vec![format!("The case failed to run: {message}")],
             };
             d.reasons.dedup();
-            decided.push((d, None));
+            decided.push((d, None, BTreeMap::new()));
             continue;
         }
         let (baseline, history) =
@@ -110,30 +113,22 @@ fn decide_all(
             &(plan.policy)(&input.key),
             inputs.len(),
         );
-        decided.push((d, baseline.map(|b| b.result_id)));
+        let base_means = base.as_deref().map(means).unwrap_or_default();
+        decided.push((d, baseline.map(|b| b.result_id), base_means));
     }
     Ok(decided)
 }
 
-/// Judges every case against its baseline lineage, stores the run in one transaction
-/// (promoting on the baseline branch as `run` does), and returns the report and the outcome.
-pub fn judge_and_store(
-    store: &mut Store,
+/// The service cases to store, each promoted when the run promotes and its verdict allows.
+pub(crate) fn new_cases(
     inputs: &[ServeCaseInput],
-    plan: &ServeRunPlan<'_>,
-) -> Result<(ServeReport, Outcome), Error> {
-    let decided = decide_all(store, inputs, plan)?;
-    let verdicts: Vec<Verdict> = decided.iter().map(|(d, _)| d.verdict).collect();
-    let gate_failed = compare::gate_failed(verdicts.iter().copied(), &plan.gate.fail_on);
-    let on_branch = plan.meta.branch.as_deref() == Some(plan.gate.baseline_branch.as_str());
-    let any_error = verdicts.contains(&Verdict::Error);
-    let promote_run =
-        compare::run_promotes(&verdicts, &plan.gate.fail_on, on_branch, plan.no_promote);
-
-    let cases: Vec<NewServeCase> = inputs
+    decided: &[Decided],
+    promote_run: bool,
+) -> Vec<NewServeCase> {
+    inputs
         .iter()
-        .zip(&decided)
-        .map(|(input, (d, _))| NewServeCase {
+        .zip(decided)
+        .map(|(input, (d, _, _))| NewServeCase {
             key: input.key.clone(),
             verdict: Some(d.verdict),
             error: input.error.clone(),
@@ -160,7 +155,24 @@ pub fn judge_and_store(
             promote: promote_run
                 && matches!(d.verdict, Verdict::Pass | Verdict::Improved | Verdict::New),
         })
-        .collect();
+        .collect()
+}
+
+/// Judges every case against its baseline lineage, stores the run in one transaction
+/// (promoting on the baseline branch as `run` does), and returns the report and the outcome.
+pub fn judge_and_store(
+    store: &mut Store,
+    inputs: &[ServeCaseInput],
+    plan: &ServeRunPlan<'_>,
+) -> Result<(ServeReport, Outcome), Error> {
+    let decided = decide_all(store, inputs, plan)?;
+    let verdicts: Vec<Verdict> = decided.iter().map(|(d, _, _)| d.verdict).collect();
+    let gate_failed = compare::gate_failed(verdicts.iter().copied(), &plan.gate.fail_on);
+    let on_branch = plan.meta.branch.as_deref() == Some(plan.gate.baseline_branch.as_str());
+    let any_error = verdicts.contains(&Verdict::Error);
+    let promote_run =
+        compare::run_promotes(&verdicts, &plan.gate.fail_on, on_branch, plan.no_promote);
+    let cases = new_cases(inputs, &decided, promote_run);
     let run = NewRun {
         started_at: plan.started_at,
         finished_at: crate::commands::now(),
@@ -179,22 +191,7 @@ pub fn judge_and_store(
         group: None,
     };
     let run_id = store.insert_serve_run(&run, &cases)?;
-
-    let report_cases = case_reports(inputs, &decided);
-    let readings = readings(&report_cases);
-    let report = ServeReport {
-        schema_version: report::SCHEMA_VERSION,
-        kind: "serve",
-        run_id: run_id.0,
-        suite: plan.suite_label.to_owned(),
-        gpu_sku: plan.gpu_sku.to_owned(),
-        git_sha: plan.meta.git_sha.clone(),
-        branch: plan.meta.branch.clone(),
-        gate_failed,
-        promoted: promote_run,
-        cases: report_cases,
-        readings,
-    };
+    let report = serve_report(run_id.0, plan, inputs, &decided, (gate_failed, promote_run));
     let outcome = if gate_failed {
         Outcome::GateFailed
     } else if any_error {
@@ -205,21 +202,44 @@ pub fn judge_and_store(
     Ok((report, outcome))
 }
 
-/// The reported cases: decision, settings, means, estimates and every file field.
-fn case_reports(
+/// The service report of a stored run: `gate` is (gate failed, baselines promoted).
+pub(crate) fn serve_report(
+    run_id: i64,
+    plan: &ServeRunPlan<'_>,
     inputs: &[ServeCaseInput],
-    decided: &[(ServeDecision, Option<i64>)],
-) -> Vec<ServeCaseReport> {
+    decided: &[Decided],
+    gate: (bool, bool),
+) -> ServeReport {
+    let report_cases = case_reports(inputs, decided);
+    let readings = readings(&report_cases);
+    ServeReport {
+        schema_version: report::SCHEMA_VERSION,
+        kind: "serve",
+        run_id,
+        suite: plan.suite_label.to_owned(),
+        gpu_sku: plan.gpu_sku.to_owned(),
+        git_sha: plan.meta.git_sha.clone(),
+        branch: plan.meta.branch.clone(),
+        gate_failed: gate.0,
+        promoted: gate.1,
+        cases: report_cases,
+        readings,
+    }
+}
+
+/// The reported cases: decision, settings, means, estimates and every file field.
+fn case_reports(inputs: &[ServeCaseInput], decided: &[Decided]) -> Vec<ServeCaseReport> {
     inputs
         .iter()
         .zip(decided)
-        .map(|(input, (d, base))| {
+        .map(|(input, (d, base, base_means))| {
             let repeats: Vec<ServeResult> = input.repeats.iter().map(|(_, r)| r.clone()).collect();
             let mut c = ServeCaseReport::new(input.key.clone(), d);
             c.settings = repeats.first().map(|r| r.settings.clone());
             c.means = means(&repeats);
             c.estimate.clone_from(&input.estimate);
             c.baseline_result = *base;
+            c.baseline_means.clone_from(base_means);
             c.repeats = input
                 .repeats
                 .iter()
@@ -235,7 +255,7 @@ fn case_reports(
 }
 
 /// The latency-split readings per model and suite, over the grid's rates and lengths.
-fn readings(cases: &[ServeCaseReport]) -> Vec<String> {
+pub(crate) fn readings(cases: &[ServeCaseReport]) -> Vec<String> {
     let mut groups: BTreeMap<(String, String), Vec<SplitPoint>> = BTreeMap::new();
     for c in cases.iter().filter(|c| c.verdict != Verdict::Error) {
         let input = c

@@ -1,17 +1,23 @@
 //! `utilgate run` for suites of `kind = "serve"` (DESIGN.md §12): per grid point and repeat,
 //! render the command, run the load generator (`measure::harness::run_serve_repeat`), read the
 //! result file it wrote (`serve::read_file`), then judge, store and report the service cases
-//! through `commands::serve::judge_and_store`. Sequences I/O; decides nothing itself.
+//! through `commands::serve::judge_and_store` (a config of service suites only), or beside the
+//! step cases of the same run ([`MixedServe`], for a config with both kinds). Sequences I/O;
+//! decides nothing itself.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use crate::case::Verdict;
 use crate::catalog::{GpuSpec, Precision};
 use crate::cli::RunArgs;
 use crate::commands::run::git;
-use crate::commands::serve::{ServeCaseInput, ServeRunPlan, emit_report, judge_and_store};
+use crate::commands::serve::{
+    Decided, ServeCaseInput, ServeRunPlan, decide_all, emit_report, judge_and_store, new_cases,
+    serve_report,
+};
 use crate::commands::{Outcome, env_lookup, open_store};
 use crate::compare::{self, ServePolicy};
 use crate::config::{LoadedConfig, SuiteConfig};
@@ -19,7 +25,8 @@ use crate::error::Error;
 use crate::measure::harness::{self, HarnessError, ServeRepeatSpec};
 use crate::output::Progress;
 use crate::serve::{self, ServeCommandVars, ServeKey, ServeResult, format_rate, opt_text};
-use crate::store::meta::{MetaFlags, resolve_meta};
+use crate::store::NewServeCase;
+use crate::store::meta::{MetaFlags, RunMeta, resolve_meta};
 
 /// One point of a service suite's grid.
 struct Point<'a> {
@@ -235,19 +242,17 @@ fn gpu_of(loaded: &LoadedConfig) -> (String, Option<GpuSpec>) {
 }
 
 /// Refuses the options of `run` the service path does not implement, rather than ignoring
-/// them: `--github`, `--report-dir`, `--resume` and `--trace`, and `--format json` when step
-/// suites run too (two JSON documents on one stdout would be neither).
-fn check_options(suites: &[&SuiteConfig], with_steps: bool, args: &RunArgs) -> Result<(), Error> {
-    let what = if args.github {
-        Some("--github")
-    } else if args.report_dir.is_some() {
-        Some("--report-dir")
+/// them. `--resume`: the journal holds step cases (keyed by batch and context, with their step
+/// times) and a service case's repeats are result files of a load generator, so a killed
+/// service run is measured again. `--trace`: a load generator has no profiler trace of its
+/// own to capture (trace the server itself).
+pub(crate) fn check_options(suites: &[&SuiteConfig], args: &RunArgs) -> Result<(), Error> {
+    let what = if suites.is_empty() {
+        None
     } else if args.resume {
         Some("--resume")
     } else if args.trace {
         Some("--trace")
-    } else if with_steps && matches!(args.format.format, crate::cli::Format::Json) {
-        Some("--format json with step suites in the same run")
     } else {
         None
     };
@@ -302,62 +307,20 @@ fn policy_of(
     }
 }
 
-/// Runs the service suites of a config as one stored run and prints its report; `None`
-/// without any service suite. `with_steps`: step suites run after them.
-pub fn run_serve_suites(
+/// Measures every grid point of the service suites, in order (one progress bar); Ctrl-C ends
+/// it as [`Error::Interrupted`].
+fn measure_all(
     loaded: &LoadedConfig,
     suites: &[&SuiteConfig],
-    with_steps: bool,
-    args: &RunArgs,
-) -> Result<Option<Outcome>, Error> {
-    if suites.is_empty() {
-        return Ok(None);
-    }
-    check_options(suites, with_steps, args)?;
-    let store_path = loaded.store_path(args.config.db.as_deref());
-    let meta = resolve_meta(
-        &MetaFlags {
-            git_sha: args.git_sha.clone(),
-            branch: args.branch.clone(),
-            trigger: args.trigger.clone(),
-            pr_number: args.pr,
-        },
-        &env_lookup(),
-        git(&loaded.dir, &["rev-parse", "HEAD"]),
-        git(&loaded.dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
-    );
-    let config = &loaded.config;
-    let mut store = if args.init {
-        crate::store::Store::open_init(
-            &store_path,
-            Duration::from_secs_f64(config.store.busy_timeout_s),
-        )?
-    } else {
-        open_store(&store_path, config.store.busy_timeout_s)?
-    };
-    // The store must take the run before the load generator runs for an hour.
-    store.preflight()?;
-    let (gpu_sku, gpu_spec) = gpu_of(loaded);
-    let cancel = Arc::new(AtomicBool::new(false));
-    {
-        let cancel = Arc::clone(&cancel);
-        let _ = ctrlc::set_handler(move || cancel.store(true, Ordering::SeqCst));
-    }
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "edge: the path of this binary for templates"
-    )]
-    let exe = std::env::current_exe().map_or_else(
-        |_| "utilgate".to_owned(),
-        |p| p.to_string_lossy().into_owned(),
-    );
+    cancel: &Arc<AtomicBool>,
+    gpu: Option<&GpuSpec>,
+) -> Result<Vec<ServeCaseInput>, Error> {
     let runner = Runner {
         loaded,
-        exe,
-        cancel: Arc::clone(&cancel),
+        exe: crate::commands::run::this_exe(),
+        cancel: Arc::clone(cancel),
     };
     let points: Vec<Point<'_>> = suites.iter().flat_map(|s| grid(s)).collect();
-    let started_at = crate::commands::now();
     let progress = Progress::new(
         points.len() as u64,
         env_lookup()("GITHUB_ACTIONS").as_deref() == Some("true"),
@@ -371,13 +334,152 @@ pub fn run_serve_suites(
         input.error = input.error.as_deref().map(crate::redact::redact);
         input.stderr_tail = input.stderr_tail.as_deref().map(crate::redact::redact);
         progress.finish_case(&name, input.error.as_deref());
-        input.estimate = estimate_of(loaded, point, gpu_spec.as_ref(), &input);
+        input.estimate = estimate_of(loaded, point, gpu, &input);
         inputs.push(input);
     }
     progress.clear();
     if cancel.load(Ordering::SeqCst) {
         return Err(Error::Interrupted);
     }
+    Ok(inputs)
+}
+
+/// The service suites of a config that also has step suites: measured before the step cases,
+/// judged beside them and stored in the same run (`commands::run`).
+pub(crate) struct MixedServe<'a> {
+    loaded: &'a LoadedConfig,
+    suites: Vec<&'a SuiteConfig>,
+    inputs: Vec<ServeCaseInput>,
+    decided: Vec<Decided>,
+}
+
+impl<'a> MixedServe<'a> {
+    /// Measures the service suites (none: an empty part that adds nothing to the run).
+    pub(crate) fn measure(
+        loaded: &'a LoadedConfig,
+        suites: Vec<&'a SuiteConfig>,
+        cancel: &Arc<AtomicBool>,
+        gpu: &GpuSpec,
+    ) -> Result<Self, Error> {
+        let inputs = if suites.is_empty() {
+            Vec::new()
+        } else {
+            measure_all(loaded, &suites, cancel, Some(gpu))?
+        };
+        Ok(MixedServe {
+            loaded,
+            suites,
+            inputs,
+            decided: Vec::new(),
+        })
+    }
+
+    fn with_plan<T>(
+        &self,
+        gpu_sku: &str,
+        meta: &RunMeta,
+        f: impl FnOnce(&ServeRunPlan<'_>) -> T,
+    ) -> T {
+        let config = &self.loaded.config;
+        let policy = |key: &ServeKey| policy_of(&self.suites, config, key);
+        let label: Vec<&str> = self.suites.iter().map(|s| s.name.as_str()).collect();
+        let label = label.join(",");
+        f(&ServeRunPlan {
+            gpu_sku,
+            suite_label: &label,
+            gate: &config.gate,
+            policy: &policy,
+            meta,
+            no_promote: false,
+            started_at: crate::commands::now(),
+            config_json: None,
+            host: None,
+        })
+    }
+
+    /// Judges each service case against its baseline lineage on `gpu_sku`; returns the verdicts.
+    pub(crate) fn judge(
+        &mut self,
+        store: &crate::store::Store,
+        gpu_sku: &str,
+        meta: &RunMeta,
+    ) -> Result<Vec<Verdict>, Error> {
+        self.decided =
+            self.with_plan(gpu_sku, meta, |plan| decide_all(store, &self.inputs, plan))?;
+        Ok(self.decided.iter().map(|(d, _, _)| d.verdict).collect())
+    }
+
+    /// The service cases to store with the run.
+    pub(crate) fn cases(&self, promote_run: bool) -> Vec<NewServeCase> {
+        new_cases(&self.inputs, &self.decided, promote_run)
+    }
+
+    /// Adds the service cases to the stored run's report, and prints their table (terminal).
+    pub(crate) fn attach(
+        &self,
+        report: crate::report::RunReport,
+        meta: &RunMeta,
+        format: crate::cli::Format,
+    ) -> Result<crate::report::RunReport, Error> {
+        if self.suites.is_empty() {
+            return Ok(report);
+        }
+        let gate = (!report.gate.passed, report.gate.baselines_promoted);
+        let serve = self.with_plan(&report.run.gpu_sku, meta, |plan| {
+            serve_report(report.run.id, plan, &self.inputs, &self.decided, gate)
+        });
+        if matches!(format, crate::cli::Format::Human) {
+            emit_report(&serve, format)?;
+        }
+        Ok(report.with_service(serve.cases, serve.readings))
+    }
+}
+
+/// Runs the service suites of a config without step suites as one stored run, prints its
+/// report and, with `--github` or `--report-dir`, publishes it like any run.
+pub fn run_serve_suites(
+    loaded: &LoadedConfig,
+    suites: &[&SuiteConfig],
+    args: &RunArgs,
+) -> Result<Outcome, Error> {
+    check_options(suites, args)?;
+    let mut publishing = crate::commands::publish::prepare_run(args, loaded)?;
+    let pr_event = crate::commands::publish::pull_request_event(&env_lookup())?;
+    let store_path = loaded.store_path(args.config.db.as_deref());
+    let mut meta = resolve_meta(
+        &MetaFlags {
+            git_sha: args.git_sha.clone(),
+            branch: args.branch.clone(),
+            trigger: args.trigger.clone(),
+            pr_number: args.pr,
+        },
+        &env_lookup(),
+        git(&loaded.dir, &["rev-parse", "HEAD"]),
+        git(&loaded.dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
+    );
+    if let Some(event) = pr_event {
+        meta.pr_number = meta.pr_number.or(event.pr_number);
+        meta.head_sha = event.head_sha;
+    }
+    let config = &loaded.config;
+    let mut store = if args.init {
+        crate::store::Store::open_init(
+            &store_path,
+            Duration::from_secs_f64(config.store.busy_timeout_s),
+        )?
+    } else {
+        open_store(&store_path, config.store.busy_timeout_s)?
+    };
+    // The store must take the run before the load generator runs for an hour.
+    store.preflight()?;
+    let (gpu_sku, gpu_spec) = gpu_of(loaded);
+    if let Some(publishing) = publishing.as_mut() {
+        let names: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
+        publishing.start(&gpu_sku, &names)?;
+    }
+    let cancel = crate::commands::run::cancel_on_ctrl_c();
+    let started_at = crate::commands::now();
+    let inputs = measure_all(loaded, suites, &cancel, gpu_spec.as_ref())?;
     let policy = |key: &ServeKey| policy_of(suites, config, key);
     let label: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
     let label = label.join(",");
@@ -394,5 +496,13 @@ pub fn run_serve_suites(
     };
     let (report, outcome) = judge_and_store(&mut store, &inputs, &plan)?;
     emit_report(&report, args.format.format)?;
-    Ok(Some(outcome))
+    if let Some(publishing) = publishing {
+        let run_id = crate::store::RunId(report.run_id);
+        let stored = store.run(run_id)?.ok_or(Error::NoSuchRun(run_id.0))?;
+        let full =
+            crate::report::RunReport::build(&stored, &[], &config.gate.fail_on, report.promoted)
+                .with_service(report.cases, report.readings);
+        publishing.finish(&store, &full, report.gate_failed, meta.head_sha.as_deref())?;
+    }
+    Ok(outcome)
 }

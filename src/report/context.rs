@@ -146,6 +146,12 @@ pub struct RunReport {
     pub summary: String,
     pub suites: Vec<SuiteReport>,
     pub cases: Vec<CaseReport>,
+    /// The run's service cases (suites of `kind = "serve"`), worst first; see `serve_view.rs`.
+    pub service: Vec<super::ServeCaseReport>,
+    /// The latency-split readings over the service grid's rates (estimates).
+    pub service_readings: Vec<String>,
+    /// The HTML report's service charts (latency against rate, then vs now; history).
+    pub service_charts: Vec<super::ServeChart>,
 }
 
 /// How urgently a verdict needs a reader's eyes: reports list the worst first.
@@ -268,6 +274,9 @@ impl RunReport {
             summary: String::new(),
             suites: Vec::new(),
             cases,
+            service: Vec::new(),
+            service_readings: Vec::new(),
+            service_charts: Vec::new(),
         };
         report.refresh_summaries();
         report
@@ -306,19 +315,28 @@ impl RunReport {
             .filter(|c| c.key.suite == suite)
             .cloned()
             .collect();
+        let (service, service_readings, service_charts) = self.service_of_suite(suite);
+        let mut counts = count(&cases);
+        for c in &service {
+            *counts.entry(c.verdict).or_insert(0) += 1;
+        }
         let mut report = RunReport {
             schema_version: self.schema_version,
             run: self.run.clone(),
             gate: GateInfo {
-                passed: !cases.iter().any(|c| c.fails_gate),
+                passed: !cases.iter().any(|c| c.fails_gate)
+                    && !service.iter().any(|c| c.fails_gate),
                 fail_on: self.gate.fail_on.clone(),
-                errors: cases.iter().filter(|c| c.verdict == Verdict::Error).count(),
-                counts: count(&cases),
+                errors: counts.get(&Verdict::Error).copied().unwrap_or(0),
+                counts,
                 baselines_promoted: self.gate.baselines_promoted,
             },
             summary: String::new(),
             suites: Vec::new(),
             cases,
+            service,
+            service_readings,
+            service_charts,
         };
         report.refresh_summaries();
         report
@@ -360,6 +378,7 @@ impl RunReport {
         if let Some(shift) = crate::compare::common_mode(&judged) {
             self.summary = format!("{} {}.", self.summary, shift.describe());
         }
+        self.refresh_service_summaries();
     }
 }
 

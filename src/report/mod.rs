@@ -17,6 +17,8 @@ pub mod nsight;
 pub mod probe;
 mod render;
 mod serve;
+mod serve_chart;
+mod serve_view;
 
 pub use chart::{ChartGuide, verdict_svg};
 pub use context::{
@@ -35,5 +37,8 @@ pub use render::{
     fit_comment, history_svg, sparkline,
 };
 pub use serve::{
-    ServeCaseReport, ServeRepeatReport, ServeReport, render_serve_human, render_serve_json,
+    ServeCaseReport, ServeHistoryPoint, ServeRepeatReport, ServeReport, render_serve_human,
+    render_serve_json,
 };
+pub use serve_chart::ServeChart;
+pub use serve_view::service_summary;

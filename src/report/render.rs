@@ -153,6 +153,18 @@ impl Renderer {
         env.add_filter("md", md_text);
         env.add_filter("cell", md_code_cell);
         env.add_filter("fence", fence_safe);
+        // Service cases (report/serve.rs): a metric's mean, `–` where the files have none.
+        env.add_function("mean", |means: Value, name: String| -> Option<f64> {
+            means
+                .get_attr(&name)
+                .ok()
+                .and_then(|v| f64::try_from(v).ok())
+        });
+        env.add_filter("worse", |x: Option<f64>| format::signed_percent(x));
+        env.add_filter("whole", |x: Option<f64>| {
+            x.filter(|v| v.is_finite())
+                .map_or_else(|| "–".to_owned(), |v| format!("{v:.0}"))
+        });
         env.add_function("sparkline", |points: Value| {
             Ok::<_, minijinja::Error>(sparkline(&Vec::<TrendPoint>::deserialize(points)?))
         });

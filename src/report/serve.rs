@@ -34,7 +34,26 @@ pub struct ServeCaseReport {
     pub estimate: Option<ServeEstimate>,
     /// The baseline's result id, when there is one.
     pub baseline_result: Option<i64>,
+    /// Mean over the baseline's repeats of every metric its files hold (empty without one).
+    pub baseline_means: std::collections::BTreeMap<String, f64>,
+    /// Whether this case's verdict is listed in `fail_on` (set where the gate is known).
+    pub fails_gate: bool,
+    /// The case's stored runs on this GPU, oldest first, this run last (set by publishing).
+    pub history: Vec<ServeHistoryPoint>,
     pub repeats: Vec<ServeRepeatReport>,
+}
+
+/// One stored run of a service case, for history charts: the mean latencies of its repeats.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServeHistoryPoint {
+    pub run_id: i64,
+    pub started_at: String,
+    pub median_ttft_ms: Option<f64>,
+    pub p99_ttft_ms: Option<f64>,
+    pub median_itl_ms: Option<f64>,
+    pub p99_itl_ms: Option<f64>,
+    /// The point of the run being reported.
+    pub current: bool,
 }
 
 impl ServeCaseReport {
@@ -50,6 +69,9 @@ impl ServeCaseReport {
             means: std::collections::BTreeMap::new(),
             estimate: None,
             baseline_result: None,
+            baseline_means: std::collections::BTreeMap::new(),
+            fails_gate: false,
+            history: Vec::new(),
             repeats: Vec::new(),
         }
     }

@@ -95,6 +95,17 @@ impl Store {
         run: &NewRun,
         publish: Option<&PublishFacts>,
     ) -> Result<RunId, StoreError> {
+        self.insert_run_with_serve(run, publish, &[])
+    }
+
+    /// [`Store::insert_run_with`], with the run's service cases (suites of `kind = "serve"`)
+    /// in the same transaction: one run holds the step and the service results of a config.
+    pub fn insert_run_with_serve(
+        &mut self,
+        run: &NewRun,
+        publish: Option<&PublishFacts>,
+        serve: &[super::NewServeCase],
+    ) -> Result<RunId, StoreError> {
         self.write_run(
             run,
             &MovePlan {
@@ -104,6 +115,7 @@ impl Store {
                 only_flagged: true,
             },
             publish,
+            serve,
         )
     }
 
@@ -126,6 +138,7 @@ impl Store {
                 only_flagged: false,
             },
             None,
+            &[],
         )
     }
 
@@ -134,6 +147,7 @@ impl Store {
         run: &NewRun,
         plan: &MovePlan<'_>,
         publish: Option<&PublishFacts>,
+        serve: &[super::NewServeCase],
     ) -> Result<RunId, StoreError> {
         let path = self.path.clone();
         let publish_json = publish
@@ -226,6 +240,13 @@ impl Store {
         if let Some(group) = &run.group {
             write_group(&tx, run_id, group).map_err(fail("write a run's group"))?;
         }
+        super::serve::write_serve_cases(
+            &tx,
+            &path,
+            (run_id, started_ns, &run.gpu_sku),
+            (&run.promote_reason, finished_ns),
+            serve,
+        )?;
         tx.commit().map_err(fail("commit a run"))?;
         Ok(RunId(run_id))
     }

@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 
 use jiff::Timestamp;
-use rusqlite::{OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, Row, Transaction, params};
 use serde::Serialize;
 
-use super::db::{Store, ns_to_timestamp, parse_json, parse_text, timestamp_to_ns, u64_to_i64};
+use super::db::{Store, ns_to_timestamp, parse_json, parse_text, u64_to_i64};
 use super::error::StoreError;
 use super::types::{BaselineMoveKind, NewRun, RunId};
 use crate::case::Verdict;
@@ -158,6 +158,82 @@ fn series_id(
     .map_err(fail)
 }
 
+/// Writes the service cases of run `run_id` in the caller's transaction (`Store::write_run`):
+/// each case, its repeats and metric rows, and the baseline move of every case flagged
+/// `promote` (kind `promote`, `reason`, at `moved_ns`).
+pub(super) fn write_serve_cases(
+    tx: &Transaction<'_>,
+    path: &std::path::Path,
+    run: (i64, i64, &str),
+    promote: (&str, i64),
+    cases: &[NewServeCase],
+) -> Result<(), StoreError> {
+    let (run_id, started_ns, gpu_sku) = run;
+    let (reason, moved_ns) = promote;
+    let fail = |action| move |e| StoreError::query(path, action, e);
+    for case in cases {
+        let series = series_id(tx, path, &case.key, gpu_sku)?;
+        tx.execute(
+            "INSERT INTO serve_results (run_id, series_id, run_started_at_ns, verdict, error,
+                 settings_json, decision_json, estimate_json, stderr_tail)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                run_id,
+                series,
+                started_ns,
+                case.verdict.map(Verdict::as_str),
+                case.error,
+                case.settings_json
+                    .as_ref()
+                    .map(serde_json::Value::to_string),
+                case.decision_json
+                    .as_ref()
+                    .map(serde_json::Value::to_string),
+                case.estimate_json
+                    .as_ref()
+                    .map(serde_json::Value::to_string),
+                case.stderr_tail,
+            ],
+        )
+        .map_err(fail("write a service result"))?;
+        let result_id = tx.last_insert_rowid();
+        for (i, rep) in case.repeats.iter().enumerate() {
+            let repeat = i64::try_from(i).unwrap_or(i64::MAX);
+            tx.execute(
+                "INSERT INTO serve_repeats (result_id, repeat, source, schema_name, raw_json)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![result_id, repeat, rep.source, rep.schema, rep.raw_json],
+            )
+            .map_err(fail("write a service repeat"))?;
+            let mut add = tx
+                .prepare_cached(
+                    "INSERT INTO serve_metrics (result_id, repeat, metric, value)
+                     VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(fail("write service metrics"))?;
+            for (metric, value) in rep.metrics.iter().filter(|(_, v)| v.is_finite()) {
+                add.execute(params![result_id, repeat, metric, value])
+                    .map_err(fail("write service metrics"))?;
+            }
+        }
+        if case.promote {
+            tx.execute(
+                "INSERT INTO serve_baseline_moves (series_id, result_id, kind, reason, moved_at_ns)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    series,
+                    result_id,
+                    BaselineMoveKind::Promote.as_str(),
+                    reason,
+                    moved_ns
+                ],
+            )
+            .map_err(fail("move a service baseline"))?;
+        }
+    }
+    Ok(())
+}
+
 impl Store {
     /// Stores a run of service cases (the run row, each case, its repeats and metric rows) and
     /// moves the baseline of every case flagged `promote` (kind `promote`, `run.promote_reason`),
@@ -167,103 +243,7 @@ impl Store {
         run: &NewRun,
         cases: &[NewServeCase],
     ) -> Result<RunId, StoreError> {
-        let path = self.path.clone();
-        let started_ns = timestamp_to_ns(&path, run.started_at)?;
-        let finished_ns = timestamp_to_ns(&path, run.finished_at)?;
-        let pr_number = run
-            .pr_number
-            .map(|n| u64_to_i64(&path, "pull request number", n))
-            .transpose()?;
-        let fail = |action| {
-            let path = path.clone();
-            move |e| StoreError::query(&path, action, e)
-        };
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(fail("begin writing a run"))?;
-        tx.execute(
-            "INSERT INTO runs (started_at_ns, finished_at_ns, git_sha, branch, trigger, pr_number,
-                               gpu_sku, gpu_json, host, utilgate_version, config_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            params![
-                started_ns,
-                finished_ns,
-                run.git_sha,
-                run.branch,
-                run.trigger,
-                pr_number,
-                run.gpu_sku,
-                run.gpu_json.as_ref().map(serde_json::Value::to_string),
-                run.host,
-                run.utilgate_version,
-                run.config_json.as_ref().map(serde_json::Value::to_string),
-            ],
-        )
-        .map_err(fail("write a run"))?;
-        let run_id = tx.last_insert_rowid();
-        for case in cases {
-            let series = series_id(&tx, &path, &case.key, &run.gpu_sku)?;
-            tx.execute(
-                "INSERT INTO serve_results (run_id, series_id, run_started_at_ns, verdict, error,
-                     settings_json, decision_json, estimate_json, stderr_tail)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![
-                    run_id,
-                    series,
-                    started_ns,
-                    case.verdict.map(Verdict::as_str),
-                    case.error,
-                    case.settings_json
-                        .as_ref()
-                        .map(serde_json::Value::to_string),
-                    case.decision_json
-                        .as_ref()
-                        .map(serde_json::Value::to_string),
-                    case.estimate_json
-                        .as_ref()
-                        .map(serde_json::Value::to_string),
-                    case.stderr_tail,
-                ],
-            )
-            .map_err(fail("write a service result"))?;
-            let result_id = tx.last_insert_rowid();
-            for (i, rep) in case.repeats.iter().enumerate() {
-                let repeat = i64::try_from(i).unwrap_or(i64::MAX);
-                tx.execute(
-                    "INSERT INTO serve_repeats (result_id, repeat, source, schema_name, raw_json)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![result_id, repeat, rep.source, rep.schema, rep.raw_json],
-                )
-                .map_err(fail("write a service repeat"))?;
-                let mut add = tx
-                    .prepare_cached(
-                        "INSERT INTO serve_metrics (result_id, repeat, metric, value)
-                         VALUES (?1, ?2, ?3, ?4)",
-                    )
-                    .map_err(fail("write service metrics"))?;
-                for (metric, value) in rep.metrics.iter().filter(|(_, v)| v.is_finite()) {
-                    add.execute(params![result_id, repeat, metric, value])
-                        .map_err(fail("write service metrics"))?;
-                }
-            }
-            if case.promote {
-                tx.execute(
-                    "INSERT INTO serve_baseline_moves (series_id, result_id, kind, reason, moved_at_ns)
-                     VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![
-                        series,
-                        result_id,
-                        BaselineMoveKind::Promote.as_str(),
-                        run.promote_reason,
-                        finished_ns
-                    ],
-                )
-                .map_err(fail("move a service baseline"))?;
-            }
-        }
-        tx.commit().map_err(fail("commit a run"))?;
-        Ok(RunId(run_id))
+        self.insert_run_with_serve(run, None, cases)
     }
 
     /// The baseline of a service case on `gpu_sku` and its lineage: the results earlier

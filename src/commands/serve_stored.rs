@@ -1,0 +1,92 @@
+//! Service cases of a stored run for the reports that read the store (`utilgate publish`,
+//! `utilgate report`, and the history `run --github` / `--report-dir` charts): each case's
+//! stored decision, settings and mean metrics, and its earlier runs. Reads the store; decides
+//! nothing (the verdicts are the ones stored).
+
+use std::collections::BTreeMap;
+
+use crate::commands::serve::readings;
+use crate::compare::ServeDecision;
+use crate::error::Error;
+use crate::report::{RunReport, ServeCaseReport, ServeHistoryPoint};
+use crate::serve::ServeKey;
+use crate::store::{RunId, Store, StoredServeCase};
+
+/// The mean over a stored case's repeats of every metric they hold.
+fn stored_means(case: &StoredServeCase) -> BTreeMap<String, f64> {
+    let mut sums: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+    for r in &case.repeats {
+        for (k, v) in &r.metrics {
+            let e = sums.entry(k.clone()).or_default();
+            e.0 += v;
+            e.1 += 1.0;
+        }
+    }
+    sums.into_iter().map(|(k, (s, n))| (k, s / n)).collect()
+}
+
+/// A stored service case as reported, from its stored decision.
+fn case_report(case: &StoredServeCase) -> ServeCaseReport {
+    let decision: ServeDecision = case
+        .decision_json
+        .as_ref()
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+        .unwrap_or_else(|| ServeDecision {
+            verdict: case.verdict.unwrap_or(crate::case::Verdict::Error),
+            metrics: Vec::new(),
+            reasons: case.error.iter().cloned().collect(),
+        });
+    let mut c = ServeCaseReport::new(case.key.clone(), &decision);
+    c.settings = case
+        .settings_json
+        .as_ref()
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    c.estimate = case
+        .estimate_json
+        .as_ref()
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    c.means = stored_means(case);
+    c
+}
+
+/// Adds the stored service cases of the report's run (none: the report unchanged).
+pub fn with_stored_service(store: &Store, report: RunReport) -> Result<RunReport, Error> {
+    let stored = store.serve_cases_of_run(RunId(report.run.id))?;
+    if stored.is_empty() {
+        return Ok(report);
+    }
+    let cases: Vec<ServeCaseReport> = stored.iter().map(case_report).collect();
+    let readings = readings(&cases);
+    Ok(report.with_service(cases, readings))
+}
+
+/// Each service case's stored runs on the report's GPU up to the report's run, oldest first,
+/// at most `limit` before it.
+pub fn service_history(
+    store: &Store,
+    report: &RunReport,
+    limit: usize,
+) -> Result<BTreeMap<ServeKey, Vec<ServeHistoryPoint>>, Error> {
+    let mut out = BTreeMap::new();
+    for case in &report.service {
+        let mut history = store.serve_case_history(&case.key, &report.run.gpu_sku, limit + 1)?;
+        history.retain(|h| h.run_id.0 <= report.run.id && h.error.is_none());
+        let points = history
+            .iter()
+            .map(|h| {
+                let means = stored_means(h);
+                ServeHistoryPoint {
+                    run_id: h.run_id.0,
+                    started_at: h.run_started_at.to_string(),
+                    median_ttft_ms: means.get("median_ttft_ms").copied(),
+                    p99_ttft_ms: means.get("p99_ttft_ms").copied(),
+                    median_itl_ms: means.get("median_itl_ms").copied(),
+                    p99_itl_ms: means.get("p99_itl_ms").copied(),
+                    current: h.run_id.0 == report.run.id,
+                }
+            })
+            .collect();
+        out.insert(case.key.clone(), points);
+    }
+    Ok(out)
+}
