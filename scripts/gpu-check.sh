@@ -2,7 +2,8 @@
 # One call on a GPU machine: build, run the GPU tests (UTILGATE_GPU_TESTS=1), measure the
 # achievable peaks (`utilgate probe`), run the reference workload for a Llama-3-8B shape
 # (decode batch 1 and 8 at context 4096 with CUDA graphs, batch 1 eager, prefill 2048) and the
-# Python example harness, then print one short table. Sized for 5 minutes on one H100 or H200.
+# Python example harness, export the reference workload's baselines into baselines/<gpu-sku>.json,
+# then print one short table. Sized for 5 minutes on one H100 or H200.
 #
 #   scripts/gpu-check.sh                 # builds with cargo (release)
 #   UTILGATE_BIN=path/to/utilgate scripts/gpu-check.sh   # a binary built elsewhere
@@ -12,7 +13,7 @@
 # on. Work files go to $GPU_CHECK_DIR (default: a fresh temporary directory; $OUT/gpu-check when
 # $OUT is set, so that a remote runner brings them back).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 ROOT=$(pwd)
 WORK=${GPU_CHECK_DIR:-${OUT:+$OUT/gpu-check}}
 WORK=${WORK:-$(mktemp -d)}
@@ -124,6 +125,19 @@ timeout_s = 150
 TOML
 
 step reference 200 "$BIN" run --config "$WORK/utilgate.toml" --suite ref-graphs --suite ref-eager --suite ref-prefill --branch gpu-check --no-promote --format json
+# The reference workload's baselines, for review like code: accepted in the check's own store
+# and exported into the repository's baselines/<gpu-sku>.json (baselines/README.md), with a
+# copy in $WORK. Commit it only from a quiet machine.
+ref_run=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["run"]["id"])' "$WORK/reference.out" 2>/dev/null)
+if [ -n "$ref_run" ]; then
+  step accept 30 "$BIN" baseline accept ref- --run "$ref_run" --config "$WORK/utilgate.toml" \
+    --reason "scripts/gpu-check.sh reference workload"
+  step export 30 "$BIN" baseline export --config "$WORK/utilgate.toml" --out "$ROOT/baselines/"
+  mkdir -p "$WORK/baselines"
+  cp "$ROOT"/baselines/*.json "$WORK/baselines/" 2>/dev/null
+else
+  printf 'export\tskipped (no reference run)\t0s\n' >> "$WORK/steps.tsv"
+fi
 if python3 -c "import torch, transformers" 2>/dev/null; then
   step python-hf 170 "$BIN" run --config "$WORK/utilgate.toml" --suite hf-graphs --branch gpu-check --no-promote --format json
 else

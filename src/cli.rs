@@ -354,6 +354,11 @@ pub struct RunArgs {
     /// Write every report format (report.md, summary.md, report.html, junit.xml, report.json) here.
     #[arg(long, value_name = "DIR")]
     pub report_dir: Option<PathBuf>,
+    /// Judge against the baseline files in DIR (or one file), as `baseline export` writes them,
+    /// instead of the store's: for an ephemeral runner with no database. The run is kept only
+    /// for its reports (--report-dir): the configured store is not touched, no baseline moves.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["resume", "init"])]
+    pub baselines: Option<PathBuf>,
     /// Publish to GitHub after the run, as `utilgate publish` does (needs `GITHUB_TOKEN`, so
     /// also `--trusted`). Workflows run `run --report-dir` and post with `publish` from a job
     /// that runs no pull-request code (docs/github.md).
@@ -465,9 +470,44 @@ pub enum BaselineCommand {
     /// Write the current baselines to a portable, reviewable file.
     #[command(after_help = help::BASELINE_EXPORT)]
     Export(BaselineExportArgs),
-    /// Read baselines from an exported file into the store.
+    /// Read baselines from exported files (or baselines/ directories) into the store.
     #[command(after_help = help::BASELINE_IMPORT)]
     Import(BaselineImportArgs),
+    /// Which cases' baselines moved between two exports (files or directories), or between an
+    /// export and the store: a table, Markdown for a pull request, or JSON.
+    #[command(after_help = help::BASELINE_DIFF)]
+    Diff(BaselineDiffArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BaselineDiffArgs {
+    /// The old baselines: a file or a directory of exported files (e.g. the committed
+    /// baselines/).
+    pub old: PathBuf,
+    /// The new baselines: a file or directory (default: the store's current baselines).
+    pub new: Option<PathBuf>,
+    /// Only this GPU SKU.
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// Output format on stdout.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Human)]
+    pub format: DiffFormat,
+    /// Exit 1 when any case moved, was added or was removed (as `git diff --exit-code`).
+    #[arg(long)]
+    pub exit_code: bool,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+}
+
+/// The formats of `baseline diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// A table for people.
+    Human,
+    /// Markdown, for a pull request's description.
+    Markdown,
+    /// JSON with `"schema_version"`.
+    Json,
 }
 
 #[derive(Debug, Args)]
@@ -525,7 +565,7 @@ pub struct BaselineExportArgs {
 
 #[derive(Debug, Args)]
 pub struct BaselineImportArgs {
-    /// Exported baseline files.
+    /// Exported baseline files, or directories of them (every *.json inside).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     #[command(flatten)]

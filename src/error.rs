@@ -159,6 +159,22 @@ pub enum Error {
     Json(#[from] serde_json::Error),
     #[error("failed to read baselines file {}: {message}", path.display())]
     BaselineFile { path: PathBuf, message: String },
+    #[error("baselines file {}: field {field}: {message}", path.display())]
+    BaselineField {
+        path: PathBuf,
+        field: String,
+        message: String,
+    },
+    #[error(
+        "baselines file {} has schema_version {found}; this utilgate reads versions {oldest} to {newest}",
+        path.display()
+    )]
+    BaselineVersion {
+        path: PathBuf,
+        found: u32,
+        newest: u32,
+        oldest: u32,
+    },
     #[error("{run} is a run id: name the case with --case SUITE/MODEL/PRECISION/PHASE/bB/cC")]
     TraceNeedsCase { run: i64 },
     #[error("run {run} has no case {case:?}")]
@@ -263,6 +279,14 @@ impl Error {
             Error::DifferentGpus { .. } => Some(
                 "compare runs of the same GPU: `utilgate runs list` shows each run's GPU".into(),
             ),
+            Error::BaselineField { .. } => Some(
+                "re-export the file with `utilgate baseline export` (or restore it from version control); baselines/README.md describes each field".into(),
+            ),
+            Error::BaselineVersion { found, newest, .. } => Some(if found > newest {
+                "a newer utilgate wrote it: upgrade utilgate, or re-export with this version".into()
+            } else {
+                "re-export it with `utilgate baseline export` from a store that holds these baselines".into()
+            }),
             Error::BaselineFile { .. } => Some(
                 "baseline files are written by `utilgate baseline export`; restore it from version control".into(),
             ),

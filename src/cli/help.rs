@@ -38,7 +38,8 @@ pub const MAIN: &str = gating!(
 pub const RUN: &str = gating!(
     "  utilgate run --config examples/cpu-decode/utilgate.toml
   utilgate run --suite decode --report-dir reports/ --format json
-  utilgate run --shard 2/4 --run-group nightly-42 --no-promote"
+  utilgate run --shard 2/4 --run-group nightly-42 --no-promote
+  utilgate run --baselines baselines/ --report-dir reports/   # no store: judge against the files"
 );
 
 pub const FLOOR: &str = plain!(
@@ -77,10 +78,26 @@ pub const BASELINE_ACCEPT: &str = plain!(
 
 pub const BASELINE_EXPORT: &str = plain!(
     "  utilgate baseline export                      # baselines/<gpu>.json beside the config
+  utilgate baseline export --out baselines/      # one file per GPU (docs/baselines.md)
   utilgate baseline export --gpu h100-sxm --out h100.json"
 );
 
-pub const BASELINE_IMPORT: &str = plain!("  utilgate baseline import baselines/h100-sxm.json");
+pub const BASELINE_IMPORT: &str = plain!(
+    "  utilgate baseline import baselines/h100-sxm.json
+  utilgate baseline import baselines/            # every *.json inside"
+);
+
+/// `baseline diff` exits 1 only with `--exit-code`, when something moved.
+pub const BASELINE_DIFF: &str = concat!(
+    "Examples:\n",
+    "  utilgate baseline diff baselines/ exported/    # two exports (files or directories)\n",
+    "  utilgate baseline diff baselines/h100-sxm.json # an export against the store\n",
+    "  utilgate baseline diff baselines/ exported/ --format markdown > pr-body.md",
+    "\n\nExit codes:\n",
+    "  0  done (with --exit-code: no case moved)\n",
+    "  1  with --exit-code: a case moved, was added or was removed\n",
+    "  2  error: usage, config, store or a baselines file (the message names the file, field and fix)",
+);
 
 pub const RUNS: &str = plain!(
     "  utilgate runs list --limit 5

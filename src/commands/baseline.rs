@@ -1,31 +1,22 @@
-//! `utilgate baseline list|show|history|accept|export|import`. Baselines are pointers: they move
-//! only through a passing run on the baseline branch, an `accept` with a reason, or an import,
-//! and every move is kept. The export file is portable and reviewable: one case per line.
+//! `utilgate baseline list|show|history|accept` (export and import: `baseline_files.rs`; diff:
+//! `baseline_diff.rs`). Baselines are pointers: they move only through a passing run on the
+//! baseline branch, an `accept` with a reason, or an import, and every move is kept. Does I/O
+//! on the store.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
 
 use comfy_table::Table;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 
 use crate::case::{CaseKey, Verdict};
-use crate::cli::{
-    BaselineAcceptArgs, BaselineCommand, BaselineExportArgs, BaselineImportArgs, BaselineListArgs,
-    BaselineShowArgs, Format,
-};
+use crate::cli::{BaselineAcceptArgs, BaselineCommand, BaselineListArgs, BaselineShowArgs, Format};
 use crate::commands::Outcome;
 use crate::commands::runs::{StoreMode, store_from, store_with};
 use crate::error::Error;
 use crate::output;
 use crate::report::SCHEMA_VERSION;
 use crate::report::format::{ms, pct, short_sha_or_missing};
-use crate::store::export::{
-    EXPORT_SCHEMA_VERSION, ExportFile, ExportedBaseline, parse_export, render_export,
-};
-use crate::store::{
-    BaselineMove, BaselineMoveKind, CaseFilter, NewResult, NewRun, RunId, StoredResult,
-};
+use crate::store::{BaselineMove, BaselineMoveKind, CaseFilter, RunId, StoredResult};
 
 pub fn baseline(cmd: &BaselineCommand) -> Result<Outcome, Error> {
     match cmd {
@@ -33,8 +24,9 @@ pub fn baseline(cmd: &BaselineCommand) -> Result<Outcome, Error> {
         BaselineCommand::Show(args) => show(args),
         BaselineCommand::History(args) => history(args),
         BaselineCommand::Accept(args) => accept(args),
-        BaselineCommand::Export(args) => export(args),
-        BaselineCommand::Import(args) => import(args),
+        BaselineCommand::Export(args) => crate::commands::baseline_files::export(args),
+        BaselineCommand::Import(args) => crate::commands::baseline_files::import(args),
+        BaselineCommand::Diff(args) => crate::commands::baseline_diff::diff(args),
     }
 }
 
@@ -240,199 +232,6 @@ fn accept(args: &BaselineAcceptArgs) -> Result<Outcome, Error> {
     let mut out = String::new();
     for r in &chosen {
         let _ = writeln!(out, "accepted {} from run {}", r.key, args.run);
-    }
-    output::emit(&out)?;
-    Ok(Outcome::Passed)
-}
-
-fn export(args: &BaselineExportArgs) -> Result<Outcome, Error> {
-    let (store, _) = store_from(&args.config)?;
-    let entries = store.baselines(args.gpu.as_deref())?;
-    let mut by_sku: BTreeMap<String, Vec<ExportedBaseline>> = BTreeMap::new();
-    for e in entries {
-        let Some(r) = store.baseline_for(&e.key, &e.gpu_sku)? else {
-            continue;
-        };
-        by_sku
-            .entry(e.gpu_sku.clone())
-            .or_default()
-            .push(ExportedBaseline {
-                key: e.key.clone(),
-                run_id: e.run_id.0,
-                git_sha: r.git_sha.clone(),
-                branch: r.branch.clone(),
-                measured_at: r.started_at.to_string(),
-                moved_at: e.moved_at.to_string(),
-                how: e.kind.to_string(),
-                reason: e.reason.clone(),
-                verdict: r.verdict,
-                floor_ms: r.floor_ms,
-                floor: r.floor_json.clone(),
-                median_ms: r.median_ms,
-                utilisation: r.utilisation,
-                mbu: r.mbu,
-                mfu: r.mfu,
-                summary: r.summary_json.clone(),
-                env: r.env.clone(),
-                repeats_ms: r.repeats_ms.clone(),
-            });
-    }
-    if by_sku.is_empty() {
-        return Err(Error::NothingToExport);
-    }
-    // `--out DIR/` (or an existing directory) takes one file per GPU, as the default does.
-    let out_dir = args.out.as_deref().filter(|p| is_directory_arg(p));
-    let out_file = args.out.as_deref().filter(|p| !is_directory_arg(p));
-    if out_file.is_some() && by_sku.len() > 1 {
-        return Err(Error::ExportNeedsGpu {
-            gpus: by_sku.keys().cloned().collect(),
-        });
-    }
-    let base_dir = out_dir.map_or_else(
-        || {
-            args.config
-                .config
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-                .join("baselines")
-        },
-        Path::to_path_buf,
-    );
-    let mut written = String::new();
-    for (sku, mut baselines) in by_sku {
-        baselines.sort_by(|a, b| a.key.cmp(&b.key));
-        let path: PathBuf =
-            out_file.map_or_else(|| base_dir.join(format!("{sku}.json")), Path::to_path_buf);
-        let text = render_export(&ExportFile {
-            schema_version: EXPORT_SCHEMA_VERSION,
-            gpu_sku: sku.clone(),
-            baselines,
-        })?;
-        if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-                path: dir.to_path_buf(),
-                source,
-            })?;
-        }
-        // Write beside and rename, so a failed write never leaves half a file.
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, &path))
-            .map_err(|source| Error::Io {
-                path: path.clone(),
-                source,
-            })?;
-        let _ = writeln!(written, "wrote {} ({sku})", path.display());
-    }
-    output::emit(&written)?;
-    Ok(Outcome::Passed)
-}
-
-/// Whether `--out` names a directory: one that exists, or a path ending in a separator.
-fn is_directory_arg(path: &Path) -> bool {
-    path.is_dir()
-        || path
-            .as_os_str()
-            .to_string_lossy()
-            .ends_with(std::path::MAIN_SEPARATOR)
-}
-
-/// What identifies the run an exported baseline came from: commit, branch, time, and how and
-/// why its baseline moved.
-type SourceRun = (Option<String>, Option<String>, String, String, String);
-
-/// A stored result from an exported baseline, with every figure the export kept.
-fn imported_result(b: &ExportedBaseline) -> NewResult {
-    NewResult {
-        key: b.key.clone(),
-        verdict: b.verdict,
-        error: None,
-        floor_ms: b.floor_ms,
-        floor_json: b.floor.clone(),
-        median_ms: b.median_ms,
-        utilisation: b.utilisation,
-        mbu: b.mbu,
-        mfu: b.mfu,
-        summary_json: b.summary.clone(),
-        decision_json: None,
-        repeats_ms: b.repeats_ms.clone(),
-        warmup_ms: Vec::new(),
-        env: b.env.clone(),
-        gpu_state_json: None,
-        stderr_tail: None,
-        promote: false,
-    }
-}
-
-fn import(args: &BaselineImportArgs) -> Result<Outcome, Error> {
-    // Read and check every file before touching the store.
-    let mut files = Vec::new();
-    for path in &args.files {
-        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-            path: path.clone(),
-            source,
-        })?;
-        files.push((path.clone(), parse_export(&text, path)?));
-    }
-    let (mut store, _) = store_with(&args.config, StoreMode::Create)?;
-    let now = crate::commands::now();
-    let mut out = String::new();
-    for (path, file) in files {
-        // One imported run per source run (commit, branch, time, and why its baseline moved),
-        // so every field the export wrote comes back: `baseline list` shows the commit.
-        let mut groups: BTreeMap<SourceRun, Vec<&ExportedBaseline>> = BTreeMap::new();
-        for b in &file.baselines {
-            groups
-                .entry((
-                    b.git_sha.clone(),
-                    b.branch.clone(),
-                    b.measured_at.clone(),
-                    b.how.clone(),
-                    b.reason.clone(),
-                ))
-                .or_default()
-                .push(b);
-        }
-        for ((git_sha, branch, measured_at, how, reason), baselines) in groups {
-            let results = baselines.iter().map(|b| imported_result(b)).collect();
-            let started_at = measured_at.parse::<jiff::Timestamp>().unwrap_or(now);
-            let run = NewRun {
-                started_at,
-                finished_at: started_at,
-                git_sha,
-                branch,
-                trigger: Some("import".into()),
-                pr_number: None,
-                gpu_sku: file.gpu_sku.clone(),
-                gpu_json: None,
-                host: None,
-                utilgate_version: env!("CARGO_PKG_VERSION").to_owned(),
-                config_json: Some(
-                    serde_json::json!({ "imported_from": path.display().to_string() }),
-                ),
-                promote_reason: String::new(),
-                canary_json: None,
-                group: None,
-                results,
-            };
-            let reason = if reason.is_empty() {
-                format!("imported from {}", path.display())
-            } else {
-                format!(
-                    "imported from {} (moved by {how}: {reason})",
-                    path.display()
-                )
-            };
-            let id = store.import_run(&run, &reason, now)?;
-            let _ = writeln!(
-                out,
-                "imported {} baseline(s) for {} from {} as run {id}",
-                baselines.len(),
-                file.gpu_sku,
-                path.display()
-            );
-        }
     }
     output::emit(&out)?;
     Ok(Outcome::Passed)

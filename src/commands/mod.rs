@@ -3,6 +3,8 @@
 
 pub mod ab;
 pub mod baseline;
+pub mod baseline_diff;
+pub mod baseline_files;
 pub mod compare;
 pub mod config;
 pub mod credentials;

@@ -318,20 +318,34 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     crate::commands::serve_suite::check_options(&serve_suites, args)?;
     let mut publishing = crate::commands::publish::prepare_run(args, &loaded)?;
     let pr_event = crate::commands::publish::pull_request_event(&env_lookup())?;
-    let store_path = loaded.store_path(args.config.db.as_deref());
     gpu_run::check_workloads(&suites)?;
-    let mut store = if args.init {
-        crate::store::Store::open_init(
-            &store_path,
-            Duration::from_secs_f64(config.store.busy_timeout_s),
-        )?
+    let configured_store = loaded.store_path(args.config.db.as_deref());
+    // `--baselines`: judged against the files, in a scratch store of this run only.
+    let (mut store, scratch) = if let Some(files) = args.baselines.as_deref() {
+        let (store, scratch) =
+            crate::commands::baseline_files::seeded_store(files, config.store.busy_timeout_s)?;
+        (store, Some(scratch))
+    } else if args.init {
+        let timeout = Duration::from_secs_f64(config.store.busy_timeout_s);
+        (
+            crate::store::Store::open_init(&configured_store, timeout)?,
+            None,
+        )
     } else {
-        open_store(&store_path, config.store.busy_timeout_s)?
+        (
+            open_store(&configured_store, config.store.busy_timeout_s)?,
+            None,
+        )
     };
+    let store_path = scratch
+        .as_ref()
+        .map_or_else(|| configured_store.clone(), |s| s.path.clone());
+    let no_promote = args.no_promote || scratch.is_some();
     // The store must take the run before an hour of measuring goes into it.
     store.preflight()?;
     let watch = GpuWatch::start(config, env_lookup()("CUDA_VISIBLE_DEVICES").as_deref());
-    let gpu = device::device_spec(config.gpu.as_ref(), &store_path, watch.as_ref())?;
+    // A measured host bandwidth stays pinned beside the configured store, scratch or not.
+    let gpu = device::device_spec(config.gpu.as_ref(), &configured_store, watch.as_ref())?;
     if let Some(publishing) = publishing.as_mut() {
         let names: Vec<&str> = suites
             .iter()
@@ -586,7 +600,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         &verdicts,
         &config.gate.fail_on,
         on_baseline_branch,
-        args.no_promote,
+        no_promote,
     );
 
     let results: Vec<NewResult> = plans
@@ -688,12 +702,20 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     if let Format::Json = args.format.format {
         output::emit(&report::render_json(&report)?)?;
     }
-    if let Some(note) = compare::unpromoted_note(
+    if let (Some(files), Some(_)) = (args.baselines.as_deref(), &scratch) {
+        // Nothing of a `--baselines` run is kept: `accept --run` could not find it.
+        if verdicts.contains(&Verdict::New) {
+            output::warn(&format!(
+                "new cases have no baseline in {}: a --baselines run keeps nothing; measure them where a store is kept and export it (`utilgate baseline export --out baselines/`)",
+                files.display()
+            ));
+        }
+    } else if let Some(note) = compare::unpromoted_note(
         &verdicts,
         &config.gate.fail_on,
         meta.branch.as_deref(),
         &config.gate.baseline_branch,
-        args.no_promote,
+        no_promote,
         run_id.0,
     ) {
         output::warn(&note);

@@ -7,6 +7,8 @@
 
 mod ab;
 mod adopt;
+mod baselines;
+mod baselines_pr;
 mod canary;
 mod checks;
 mod env;

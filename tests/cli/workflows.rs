@@ -44,7 +44,7 @@ echo "readable=$readable utilgate_environ_bytes=$utilgate_bytes found=$found" >>
 exec sh harness.sh
 "#;
 
-fn workflow(name: &str) -> Value {
+pub(crate) fn workflow(name: &str) -> Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("examples/workflows")
         .join(name);
@@ -94,21 +94,21 @@ fn yaml_env(wf: &Value, job: &str, step: &Value, runner: &Runner) -> Vec<(String
 }
 
 /// What the runner itself sets for a step (it never adds `GITHUB_TOKEN` unless the YAML does).
-struct Runner {
-    event_name: &'static str,
-    event: PathBuf,
-    sha: &'static str,
-    git_ref: &'static str,
-    head_ref: &'static str,
-    temp: PathBuf,
-    api: String,
+pub(crate) struct Runner {
+    pub event_name: &'static str,
+    pub event: PathBuf,
+    pub sha: &'static str,
+    pub git_ref: &'static str,
+    pub head_ref: &'static str,
+    pub temp: PathBuf,
+    pub api: String,
     /// What `secrets.GITHUB_TOKEN` holds.
-    token: String,
+    pub token: String,
 }
 
 /// Run a step's `run:` script with bash as GitHub does (`bash --noprofile --norc -eo pipefail`),
 /// in `cwd`, with nothing from this machine's environment but PATH (with utilgate on it).
-fn run_step(
+pub(crate) fn run_step(
     wf: &Value,
     job: &str,
     name: &str,
