@@ -1,0 +1,234 @@
+//! Arguments of the commands that measure or compute a case: `run`, `ab`, `floor`, `compare`,
+//! `probe`, and the built-in harnesses. Clap derive structs only, no logic.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::{ConfigArgs, FormatArgs};
+use crate::case::Phase;
+
+#[derive(Debug, Args)]
+pub struct AbArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// The base checkout (a directory holding the same config file name), or its config file.
+    #[arg(long, value_name = "DIR")]
+    pub base: PathBuf,
+    /// Only these suites (repeatable).
+    #[arg(long = "suite", value_name = "NAME")]
+    pub suites: Vec<String>,
+    /// ABBA pairs per case (default: `[ab] pairs`, 10).
+    #[arg(long)]
+    pub pairs: Option<usize>,
+    /// Further pairs for a suspect case (default: `[ab] confirm_pairs`, 30; 0 disables).
+    #[arg(long)]
+    pub confirm_pairs: Option<usize>,
+    /// Start harnesses even though a GitHub credential is in the environment.
+    #[arg(long)]
+    pub trusted: bool,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Debug, Args)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent command-line flags"
+)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub format: FormatArgs,
+    /// Run only these suites (repeatable).
+    #[arg(long = "suite")]
+    pub suites: Vec<String>,
+    /// Commit the run measures (default: `GITHUB_SHA`, else `git rev-parse HEAD`).
+    #[arg(long)]
+    pub git_sha: Option<String>,
+    /// Branch the run measures (default: `GITHUB_HEAD_REF` or `GITHUB_REF_NAME`, else git).
+    #[arg(long)]
+    pub branch: Option<String>,
+    /// What started the run: nightly, `pull_request`, manual... (default: `GITHUB_EVENT_NAME`, else "manual").
+    #[arg(long)]
+    pub trigger: Option<String>,
+    /// Pull-request number (default: from `GITHUB_REF` `refs/pull/N/merge`).
+    #[arg(long)]
+    pub pr: Option<u64>,
+    /// Never move baselines, even on the baseline branch.
+    #[arg(long)]
+    pub no_promote: bool,
+    /// Write every report format (report.md, summary.md, report.html, junit.xml, report.json) here.
+    #[arg(long, value_name = "DIR")]
+    pub report_dir: Option<PathBuf>,
+    /// Judge against the baseline files in DIR (or one file), as `baseline export` writes them,
+    /// instead of the store's: for an ephemeral runner with no database. The run is kept only
+    /// for its reports (--report-dir): the configured store is not touched, no baseline moves.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["resume", "init"])]
+    pub baselines: Option<PathBuf>,
+    /// Publish to GitHub after the run, as `utilgate publish` does (needs `GITHUB_TOKEN`, so
+    /// also `--trusted`). Workflows run `run --report-dir` and post with `publish` from a job
+    /// that runs no pull-request code (docs/github.md).
+    #[arg(long)]
+    pub github: bool,
+    /// Finish an interrupted run: keep the cases its journal holds, measure only the rest.
+    #[arg(long)]
+    pub resume: bool,
+    /// Start a new history in an existing empty (0-byte) store file instead of refusing it.
+    #[arg(long)]
+    pub init: bool,
+    /// Start a grid larger than `[limits] max_cases` (or 1000 cases) without asking.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Every harness this run starts is trusted code: start them even though utilgate holds
+    /// a GitHub credential (`GITHUB_TOKEN`, `GH_TOKEN`, a token-shaped value, a token kept in
+    /// the checkout's git config). Without it, `run` refuses: a harness could read them.
+    #[arg(long)]
+    pub trusted: bool,
+    /// Record a profiler trace of every case in one extra repeat after the timed ones (as a
+    /// suite's `trace = true`); regressed cases get the diff against the baseline's trace.
+    #[arg(long)]
+    pub trace: bool,
+    /// Run one shard of the grid: every N-th case of its sorted order, starting at the K-th
+    /// (K from 1), so N jobs of a CI matrix measure the grid once between them (docs/fleet.md).
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<crate::shard::Shard>,
+    /// The group this run belongs to (the shards of one grid share it); `report --group`
+    /// merges them. Default: `GITHUB_RUN_ID` under Actions when `--shard` is given.
+    #[arg(long, value_name = "ID")]
+    pub run_group: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct FloorArgs {
+    /// A catalogue model name, a model named in the config, or a path to a config.json.
+    #[arg(long)]
+    pub model: String,
+    /// A catalogue GPU name (e.g. h100-sxm), or the one the config declares when omitted.
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// Weight precision: bf16, fp16, fp32, fp8, int8, w8a16, int4-g128 ...
+    #[arg(long, default_value = "bf16")]
+    pub precision: String,
+    /// KV-cache dtype (default: the precision's activation dtype).
+    #[arg(long)]
+    pub kv_dtype: Option<String>,
+    /// Decode (one new token per sequence) or prefill (the whole prompt).
+    #[arg(long, value_enum)]
+    pub phase: PhaseArg,
+    /// Sequences per step.
+    #[arg(long, default_value_t = 1)]
+    pub batch: u64,
+    /// KV length (decode) or prompt length (prefill), in tokens.
+    #[arg(long)]
+    pub context: u64,
+    /// A measured step time in ms, to get MBU and MFU.
+    #[arg(long)]
+    pub step_ms: Option<f64>,
+    /// Config to read [models] and [gpu] from, when present.
+    #[arg(long, short = 'c', env = "UTILGATE_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PhaseArg {
+    Decode,
+    Prefill,
+}
+
+impl From<PhaseArg> for Phase {
+    fn from(p: PhaseArg) -> Self {
+        match p {
+            PhaseArg::Decode => Phase::Decode,
+            PhaseArg::Prefill => Phase::Prefill,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The run to judge (default: the latest).
+    pub run: Option<i64>,
+    /// Compare against this run instead of the pinned baselines.
+    #[arg(long)]
+    pub against: Option<i64>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HarnessCommand {
+    /// A memory-bound decode step on the CPU: reads the floor's weight and KV bytes each step.
+    CpuDecode(CpuDecodeArgs),
+    /// The reference step on the GPU (cuBLAS GEMMs, an NVRTC KV-cache kernel), CUDA-event timed.
+    Reference(ReferenceArgs),
+    /// Internal: runs one harness command under guard (parent-death signal, subreaper, cgroup
+    /// scope) so that nothing it starts outlives its repeat or utilgate.
+    #[command(hide = true)]
+    Guard(GuardArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GuardArgs {
+    /// The utilgate process that started the guard.
+    #[arg(long)]
+    pub parent: u32,
+    /// The repeat's cgroup v2 scope, when the machine allows one.
+    #[arg(long)]
+    pub scope: Option<PathBuf>,
+    /// The rendered harness command, run by `sh -c`.
+    #[arg(last = true, required = true)]
+    pub command: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CpuDecodeArgs {
+    /// The config whose `[models]` describe the model (`UTILGATE_MODEL` names it).
+    #[arg(long, short = 'c')]
+    pub config: PathBuf,
+    /// Multiply every step's work by this factor (for demonstrating a slowdown).
+    #[arg(long, env = "UTILGATE_EXAMPLE_SLOWDOWN", default_value_t = 1.0)]
+    pub slowdown: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct ReferenceArgs {
+    /// The config whose [models] describe the model (`UTILGATE_MODEL` names it).
+    #[arg(long, short = 'c')]
+    pub config: PathBuf,
+    /// Capture each step into a CUDA graph and replay it.
+    #[arg(long)]
+    pub graphs: bool,
+    /// KV-cache dtype of the suite (default: the precision's activation dtype).
+    #[arg(long)]
+    pub kv_dtype: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub format: FormatArgs,
+    /// The catalogue GPU whose datasheet figures to compare with (default: the NVML or CUDA
+    /// device name; the config's [gpu] name when set).
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// Bytes of each device-to-device copy, in MiB (default: 4096, or a quarter of free memory).
+    #[arg(long)]
+    pub copy_mib: Option<u64>,
+    /// Size of the square bf16 GEMM.
+    #[arg(long, default_value_t = 8192)]
+    pub gemm_n: u64,
+    /// Timed repetitions of each measurement.
+    #[arg(long, default_value_t = 20)]
+    pub iters: u32,
+    /// Print only; store nothing.
+    #[arg(long)]
+    pub no_store: bool,
+}
