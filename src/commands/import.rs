@@ -14,21 +14,29 @@ use crate::store::journal;
 
 pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {
     // Read and check the file before touching the store.
-    let RescuedRun { mut run, publish } = journal::read_rescue(&args.file)?;
+    let RescuedRun {
+        mut run,
+        publish,
+        mut serve,
+    } = journal::read_rescue(&args.file)?;
     let (mut store, _) = store_with(&args.config, StoreMode::Create)?;
-    let promoted = run.results.iter().filter(|r| r.promote).count();
+    let promoted = run.results.iter().filter(|r| r.promote).count()
+        + serve.iter().filter(|c| c.promote).count();
     if !args.promote {
         // Newer runs may have moved these baselines since: moving them back is a decision.
         for result in &mut run.results {
             result.promote = false;
         }
+        for case in &mut serve {
+            case.promote = false;
+        }
     }
-    let id = store.insert_run_with(&run, publish.as_ref())?;
+    let id = store.insert_run_with_serve(&run, publish.as_ref(), &serve)?;
     let mut out = String::new();
     let _ = writeln!(
         out,
         "stored run {id} ({} result(s), measured {} on {}) from {}",
-        run.results.len(),
+        run.results.len() + serve.len(),
         run.started_at,
         run.gpu_sku,
         args.file.display()

@@ -148,30 +148,34 @@ pub fn open_journal<T: DeserializeOwned>(
     })
 }
 
-/// What a rescue file holds: the run and what `publish` needs of it.
+/// What a rescue file holds: the run, its service cases, and what `publish` needs of it.
 #[derive(Debug, Serialize, serde::Deserialize)]
 pub struct RescuedRun {
     pub run: NewRun,
     pub publish: Option<PublishFacts>,
+    /// The service cases measured with the run (a config with both kinds); absent in rescue
+    /// files of step-only runs and of older versions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub serve: Vec<crate::store::NewServeCase>,
 }
 
 /// Stores the run; if the store refuses it, writes the complete run to a rescue file beside
 /// the store (else in the temporary directory) and returns an error naming that file.
-/// `run` is the run and its service cases (stored in the same transaction; the rescue file
-/// holds the step run only).
+/// `run` is the run and its service cases, stored in one transaction and rescued together.
 pub fn store_or_rescue(
     store: &mut Store,
     (run, serve): (&NewRun, &[crate::store::NewServeCase]),
-    facts: &PublishFacts,
+    facts: Option<&PublishFacts>,
     tmp: &Path,
 ) -> Result<RunId, Error> {
-    match store.insert_run_with_serve(run, Some(facts), serve) {
+    match store.insert_run_with_serve(run, facts, serve) {
         Ok(id) => Ok(id),
         Err(err) => {
             let stamp = run.finished_at.strftime("%Y%m%dT%H%M%SZ").to_string();
             let rescued = RescuedRun {
                 run: run.clone(),
-                publish: Some(facts.clone()),
+                publish: facts.cloned(),
+                serve: serve.to_vec(),
             };
             match journal::write_rescue(store.path(), &stamp, tmp, &rescued) {
                 Ok(file) => {

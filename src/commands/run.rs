@@ -678,7 +678,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     let run_id = crate::commands::resume::store_or_rescue(
         &mut store,
         (&new_run, &serve_cases),
-        &facts,
+        Some(&facts),
         &tmp,
     )?;
     // The run is stored: its journal has done its work.

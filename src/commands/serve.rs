@@ -190,7 +190,14 @@ pub fn judge_and_store(
         canary_json: None,
         group: None,
     };
-    let run_id = store.insert_serve_run(&run, &cases)?;
+    // Load-generator results measured here live in temporary files: a store that refuses the
+    // run gets them in a rescue file (`utilgate import run`), never lost.
+    let run_id = crate::commands::resume::store_or_rescue(
+        store,
+        (&run, &cases),
+        None,
+        &std::env::temp_dir(),
+    )?;
     let report = serve_report(run_id.0, plan, inputs, &decided, (gate_failed, promote_run));
     let outcome = if gate_failed {
         Outcome::GateFailed

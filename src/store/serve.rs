@@ -11,12 +11,12 @@ use serde::Serialize;
 
 use super::db::{Store, ns_to_timestamp, parse_json, parse_text, u64_to_i64};
 use super::error::StoreError;
-use super::types::{BaselineMoveKind, NewRun, RunId};
+use super::types::{BaselineMoveKind, RunId};
 use crate::case::Verdict;
 use crate::serve::ServeKey;
 
 /// One repeat of a service case to store: the load generator's result object as written.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct NewServeRepeat {
     /// The file (and line of a JSONL file) it came from.
     pub source: String,
@@ -27,8 +27,8 @@ pub struct NewServeRepeat {
     pub metrics: BTreeMap<String, f64>,
 }
 
-/// One service case of a run to store.
-#[derive(Debug, Clone, PartialEq)]
+/// One service case of a run to store (also kept whole in a rescue file).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct NewServeCase {
     pub key: ServeKey,
     pub verdict: Option<Verdict>,
@@ -240,14 +240,6 @@ impl Store {
     /// Stores a run of service cases (the run row, each case, its repeats and metric rows) and
     /// moves the baseline of every case flagged `promote` (kind `promote`, `run.promote_reason`),
     /// in one transaction: if anything fails, nothing of the run is visible.
-    pub fn insert_serve_run(
-        &mut self,
-        run: &NewRun,
-        cases: &[NewServeCase],
-    ) -> Result<RunId, StoreError> {
-        self.insert_run_with_serve(run, None, cases)
-    }
-
     /// The baseline of a service case on `gpu_sku` and its lineage: the results earlier
     /// promotions pointed at, back to the last accept or import, at most `limit` of them.
     pub fn serve_lineage(

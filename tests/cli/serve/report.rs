@@ -249,3 +249,72 @@ fn step_and_service_suites_are_one_run_with_one_exit_code() {
         "refused before measuring"
     );
 }
+
+/// A config with both kinds whose store refuses the run at the end: the rescue file holds the
+/// service cases as well as the step cases, and `import run` stores them all (before, the
+/// service cases' measured results were lost with the temporary files).
+#[test]
+fn a_mixed_run_the_store_refuses_is_rescued_with_its_service_cases() {
+    let env = TestEnv::new();
+    let serve = suite_config(7, "--noise-offset 0");
+    let serve = &serve[serve.find("[[suite]]").expect("the service suite")..];
+    let config = format!(
+        "[store]\nbusy_timeout_s = 0.5\n{}\n{serve}",
+        TestEnv::config_with("")
+    )
+    .replace(
+        "command = \"sh harness.sh\"",
+        "command = \"touch step.started; sleep 1; sh harness.sh\"",
+    );
+    env.write_config(&config);
+    assert_eq!(run(&env, "main", &[]).status.code(), Some(0));
+    std::fs::remove_file(env.path().join("step.started")).expect("reset");
+    let child = env
+        .std_cmd()
+        .args(["run", "--branch", "main", "--git-sha", "0123456789abcdef"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("starts");
+    // The service cases are measured first; once a step case starts, lock the store.
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !env.path().join("step.started").exists() {
+        assert!(std::time::Instant::now() < end, "no step case started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let locker = rusqlite::Connection::open(env.db()).expect("open");
+    locker.execute_batch("BEGIN EXCLUSIVE").expect("lock");
+    let out = child.wait_with_output().expect("finishes");
+    drop(locker);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    let rescue = err
+        .lines()
+        .find_map(|l| {
+            let at = l.find("rescue file ")? + "rescue file ".len();
+            Some(l[at..].trim().to_owned())
+        })
+        .unwrap_or_else(|| panic!("no rescue file named: {err}"));
+    let text = std::fs::read_to_string(env.path().join(&rescue)).expect("rescue file");
+    let rescued: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(
+        rescued["run"]["serve"].as_array().map(Vec::len),
+        Some(1),
+        "the service case is in the rescue file"
+    );
+    let out = env
+        .cmd()
+        .args(["import", "run", &rescue])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let db = rusqlite::Connection::open(env.db()).expect("store");
+    let count = |sql: &str| -> i64 { db.query_row(sql, [], |r| r.get(0)).expect("count") };
+    assert_eq!(count("SELECT COUNT(*) FROM runs"), 2);
+    assert_eq!(
+        count("SELECT COUNT(*) FROM serve_results WHERE run_id = 2"),
+        1,
+        "the imported run holds its service case"
+    );
+    assert_eq!(count("SELECT COUNT(*) FROM results WHERE run_id = 2"), 2);
+}
