@@ -37,10 +37,9 @@ fn count_runs(url: &str) -> i64 {
 }
 
 #[test]
+#[ignore = "needs the PostgreSQL server binaries (Debian's postgresql); .ci/run runs them: cargo test -- --ignored pg_store"]
 fn a_run_is_stored_in_postgres_and_read_back() {
-    let Some(cluster) = pg_cluster::shared() else {
-        return;
-    };
+    let cluster = pg_cluster::shared();
     let url = cluster.url(&cluster.new_database());
     let env = logging_env();
     let out = run_on(&env, &url, &[]);
@@ -59,10 +58,9 @@ fn a_run_is_stored_in_postgres_and_read_back() {
 }
 
 #[test]
+#[ignore = "needs the PostgreSQL server binaries (Debian's postgresql); .ci/run runs them: cargo test -- --ignored pg_store"]
 fn the_server_killed_mid_run_stores_nothing_and_the_next_run_works() {
-    let Some(mut cluster) = Cluster::start() else {
-        return;
-    };
+    let mut cluster = Cluster::start();
     let url = cluster.url(&cluster.new_database());
     let env = logging_env();
     let mut cmd = env.std_cmd();
@@ -92,10 +90,9 @@ fn the_server_killed_mid_run_stores_nothing_and_the_next_run_works() {
 }
 
 #[test]
+#[ignore = "needs the PostgreSQL server binaries (Debian's postgresql); .ci/run runs them: cargo test -- --ignored pg_store"]
 fn a_wrong_password_is_refused_and_never_printed() {
-    let Some(cluster) = pg_cluster::shared() else {
-        return;
-    };
+    let cluster = pg_cluster::shared();
     let url = cluster.url_without_password(&cluster.new_database());
     let env = logging_env();
     let out = run_on(&env, &url, &[("PGPASSWORD", "not-the-password-7f3a")]);
@@ -117,6 +114,7 @@ fn a_wrong_password_is_refused_and_never_printed() {
 }
 
 #[test]
+#[ignore = "needs the PostgreSQL server binaries (Debian's postgresql); .ci/run runs them: cargo test -- --ignored pg_store"]
 fn an_unreachable_host_fails_within_the_connect_timeout() {
     let env = logging_env();
     let start = Instant::now();
@@ -140,10 +138,9 @@ fn an_unreachable_host_fails_within_the_connect_timeout() {
 }
 
 #[test]
+#[ignore = "needs the PostgreSQL server binaries (Debian's postgresql); .ci/run runs them: cargo test -- --ignored pg_store"]
 fn a_database_at_a_newer_schema_is_refused_and_nothing_is_written() {
-    let Some(cluster) = pg_cluster::shared() else {
-        return;
-    };
+    let cluster = pg_cluster::shared();
     let url = cluster.url(&cluster.new_database());
     let env = logging_env();
     assert_eq!(run_on(&env, &url, &[]).status.code(), Some(0));

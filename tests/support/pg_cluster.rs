@@ -4,8 +4,9 @@
 //!
 //! The server runs under a small `sh` that holds a pipe from the test process: when the test
 //! process ends, however it ends, the pipe closes and the shell stops the server and removes its
-//! directory, so no cluster outlives its tests. Where the server binaries are absent the tests
-//! print one line and skip; under `CI=true` they fail instead.
+//! directory, so no cluster outlives its tests. The tests that use it are `#[ignore]`d with
+//! what they need (`cargo test` says so), and `.ci/run` runs them; there, a missing server
+//! fails them.
 
 #![allow(
     dead_code,
@@ -18,8 +19,8 @@ use std::io::Write as _;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Once, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The superuser's password of every test cluster.
@@ -48,26 +49,18 @@ pub fn bin_dir() -> Option<PathBuf> {
     })
 }
 
-/// The server binaries, or `None` after one line saying why (a panic under `CI=true`).
-pub fn binaries() -> Option<PathBuf> {
-    static SAID: Once = Once::new();
-    let found = bin_dir();
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "the PostgreSQL server binaries (initdb, postgres) are missing; .ci/run installs them"
-        );
-        SAID.call_once(|| {
-            eprintln!("PostgreSQL server binaries not found (initdb): PostgreSQL tests skipped");
-        });
-    }
-    found
+/// The server binaries; a test that asked for them fails where they are absent.
+pub fn binaries() -> PathBuf {
+    bin_dir().expect(
+        "the PostgreSQL server binaries (initdb, postgres) are missing: install Debian's \
+         postgresql package (.ci/run does)",
+    )
 }
 
 /// The cluster shared by one test process (each test takes a database of its own).
-pub fn shared() -> Option<&'static Cluster> {
-    static SHARED: OnceLock<Option<Cluster>> = OnceLock::new();
-    SHARED.get_or_init(Cluster::start).as_ref()
+pub fn shared() -> &'static Cluster {
+    static SHARED: OnceLock<Cluster> = OnceLock::new();
+    SHARED.get_or_init(Cluster::start)
 }
 
 fn nobody() -> Option<(u32, u32)> {
@@ -86,9 +79,9 @@ fn as_server_user(cmd: &mut Command) -> &mut Command {
 }
 
 impl Cluster {
-    /// Creates and starts a new cluster, or `None` where the binaries are absent.
-    pub fn start() -> Option<Cluster> {
-        let bin = binaries()?;
+    /// Creates and starts a new cluster.
+    pub fn start() -> Cluster {
+        let bin = binaries();
         let dir = tempfile::Builder::new()
             .prefix("utilgate-pg-")
             .tempdir()
@@ -145,7 +138,7 @@ impl Cluster {
         let stdin = child.stdin.take();
         let cluster = Cluster { dir, child, stdin };
         cluster.wait_ready();
-        Some(cluster)
+        cluster
     }
 
     fn wait_ready(&self) {
