@@ -143,10 +143,7 @@ impl Cluster {
 
     fn wait_ready(&self) {
         let start = Instant::now();
-        loop {
-            if postgres::Client::connect(&self.url("postgres"), postgres::NoTls).is_ok() {
-                return;
-            }
+        while postgres::Client::connect(&self.url("postgres"), postgres::NoTls).is_err() {
             assert!(
                 start.elapsed() < Duration::from_secs(60),
                 "the test PostgreSQL server did not start: {}",
