@@ -72,17 +72,7 @@ fn export_writes_a_stable_block_per_case_and_an_accept_changes_only_its_case() {
     assert_eq!(read(&env.path().join("baselines/h100-sxm.json")), first);
 
     // A slower run accepted for b1 with a reason: only b1's block changes.
-    assert_eq!(
-        env.run("feature", &[("STEP_MS", "11.0")]).status.code(),
-        Some(1)
-    );
-    let out = env
-        .cmd()
-        .args(["baseline", "accept", "b1/", "--run", "2"])
-        .args(["--reason", "new attention kernel"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    accept_a_slower_b1(&env);
     export(&env, "baselines/");
     let second = read(&env.path().join("baselines/h100-sxm.json"));
     let (a, b): (Vec<&str>, Vec<&str>) = (first.lines().collect(), second.lines().collect());
@@ -93,11 +83,8 @@ fn export_writes_a_stable_block_per_case_and_an_accept_changes_only_its_case() {
     assert!(a.iter().any(|l| l.contains(B8)) && b.iter().any(|l| l.contains(B8)));
 }
 
-#[test]
-fn diff_names_the_moved_case_its_utilisation_change_and_reason_in_every_format() {
-    let env = TestEnv::new();
-    assert_eq!(env.run("main", &[]).status.code(), Some(0));
-    export(&env, "old/");
+/// Run 2 on a branch, 10% slower, then its b1 result accepted as the baseline with a reason.
+fn accept_a_slower_b1(env: &TestEnv) {
     assert_eq!(
         env.run("feature", &[("STEP_MS", "11.0")]).status.code(),
         Some(1)
@@ -109,6 +96,14 @@ fn diff_names_the_moved_case_its_utilisation_change_and_reason_in_every_format()
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn diff_names_the_moved_case_its_utilisation_change_and_reason_in_every_format() {
+    let env = TestEnv::new();
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    export(&env, "old/");
+    accept_a_slower_b1(&env);
     export(&env, "new/");
 
     let json = diff_json(&env, &["old/", "new/"]);
