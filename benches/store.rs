@@ -69,6 +69,7 @@ fn case_keys() -> Vec<CaseKey> {
                             phase,
                             batch,
                             context,
+                            axes: utilgate::case::Axes::default(),
                         });
                     }
                 }

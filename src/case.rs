@@ -1,10 +1,16 @@
 //! Cases and their keys: one point of a suite's grid (model x precision x phase x batch x
-//! context), and the verdict vocabulary of DESIGN.md §2. Pure.
+//! context x the suite's free axes), and the verdict vocabulary of DESIGN.md §2. Pure.
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+
+mod axes;
+pub use axes::{
+    Axes, AxisError, MAX_AXIS_LEN, RESERVED_AXIS_NAMES, axis_points, check_axis_name,
+    check_axis_value,
+};
 
 /// Which part of inference a case times.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -55,15 +61,75 @@ pub struct CaseKey {
     pub phase: Phase,
     pub batch: u64,
     pub context: u64,
+    /// The suite's free axes at this case (`mode=graphs`); empty without axes, and then left
+    /// out of the serialised key, so keys, files and reports read as before axes existed.
+    #[serde(default, skip_serializing_if = "Axes::is_empty")]
+    pub axes: Axes,
 }
 
+impl CaseKey {
+    /// The key's point in the built-in grid, without suite and axes: `model/precision/phase/bB/cC`
+    /// (report tables show the axes as columns beside it).
+    #[must_use]
+    pub fn point(&self) -> String {
+        format!(
+            "{}/{}/{}/b{}/c{}",
+            self.model, self.precision, self.phase, self.batch, self.context
+        )
+    }
+}
+
+/// `suite/model/precision/phase/bB/cC`, then `/name=value` per axis in name order.
 impl fmt::Display for CaseKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}/{}/{}/{}/b{}/c{}",
-            self.suite, self.model, self.precision, self.phase, self.batch, self.context
-        )
+        write!(f, "{}/{}", self.suite, self.point())?;
+        for (name, value) in self.axes.iter() {
+            write!(f, "/{name}={value}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Reads the [`fmt::Display`] form back. A model name may hold `/` (the segments between the
+/// suite and the precision); axes are the trailing `name=value` segments.
+impl FromStr for CaseKey {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = |why: &str| {
+            format!(
+                "{s:?} is not a case key ({why}): write SUITE/MODEL/PRECISION/PHASE/bB/cC[/AXIS=VALUE...]"
+            )
+        };
+        let mut parts: Vec<&str> = s.split('/').collect();
+        let mut axes = Vec::new();
+        while let Some(last) = parts.last()
+            && let Some((name, value)) = last.split_once('=')
+        {
+            axes.push((name, value));
+            parts.pop();
+        }
+        if parts.len() < 6 {
+            return Err(bad("too few parts"));
+        }
+        let number = |part: &str, prefix: char| {
+            part.strip_prefix(prefix)
+                .and_then(|n| n.parse::<u64>().ok())
+                .ok_or_else(|| bad(&format!("{part:?} is not {prefix}N")))
+        };
+        let n = parts.len();
+        let context = number(parts[n - 1], 'c')?;
+        let batch = number(parts[n - 2], 'b')?;
+        let phase: Phase = parts[n - 3].parse().map_err(|e: String| bad(&e))?;
+        let axes = Axes::new(axes).map_err(|e| bad(&e.to_string()))?;
+        Ok(CaseKey {
+            suite: parts[0].to_owned(),
+            model: parts[1..n - 4].join("/"),
+            precision: parts[n - 4].to_owned(),
+            phase,
+            batch,
+            context,
+            axes,
+        })
     }
 }
 
@@ -148,6 +214,9 @@ pub struct CommandVars<'a> {
     pub utilgate: &'a str,
     /// Directory of the config file.
     pub config_dir: &'a str,
+    /// The suite's free axes at this case: each a variable of its own (`{{ mode }}`).
+    #[serde(flatten)]
+    pub axes: &'a Axes,
 }
 
 /// The names a command template may use: the fields of [`CommandVars`].
@@ -174,7 +243,9 @@ pub enum TemplateError {
     #[error("unknown variable `{name}`{}", .suggestion.as_ref().map_or_else(String::new, |s| format!(" (did you mean `{s}`?)")))]
     UnknownVariable {
         name: String,
-        suggestion: Option<&'static str>,
+        suggestion: Option<String>,
+        /// The suite's axes, variables beside the built-in ones.
+        axes: Vec<String>,
     },
     #[error(
         "`{expr}` is inside the command's own {quote} quotes, but every value is shell-quoted already"
@@ -186,12 +257,27 @@ impl TemplateError {
     /// The fix.
     #[must_use]
     pub fn hint(&self) -> String {
+        let axes = match self {
+            TemplateError::UnknownVariable { axes, .. } => axes.as_slice(),
+            _ => &[],
+        };
         match self {
             TemplateError::Syntax(_) | TemplateError::UnknownVariable { .. } => format!(
-                "use {}",
+                "use {}{}",
                 COMMAND_VARIABLES
                     .map(|v| format!("{{{{ {v} }}}}"))
-                    .join(", ")
+                    .join(", "),
+                if axes.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", or an axis of the suite: {}",
+                        axes.iter()
+                            .map(|v| format!("{{{{ {v} }}}}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
             ),
             TemplateError::InsideQuotes { expr, .. } => format!(
                 "remove the quotes around `{expr}` (values arrive as one shell word each), or write `{{{{ ... | raw }}}}` to insert a value unquoted"
@@ -226,9 +312,21 @@ fn template_env() -> minijinja::Environment<'static> {
     env
 }
 
-/// Render a suite's command template for one case and repeat, every value shell-quoted. Pure.
+/// Render a suite's command template for one case and repeat, every value shell-quoted; the
+/// case's axes are variables beside the built-in ones. Pure.
 pub fn render_command(template: &str, vars: &CommandVars<'_>) -> Result<String, TemplateError> {
-    render_shell_template(template, vars, &COMMAND_VARIABLES)
+    let mut names: Vec<&str> = COMMAND_VARIABLES.to_vec();
+    names.extend(vars.axes.names());
+    render_shell_template(template, vars, &names).map_err(|err| match err {
+        TemplateError::UnknownVariable {
+            name, suggestion, ..
+        } => TemplateError::UnknownVariable {
+            name,
+            suggestion,
+            axes: vars.axes.names().map(str::to_owned).collect(),
+        },
+        other => other,
+    })
 }
 
 /// Render a command template over `vars`, whose field names are `names`, every value
@@ -237,7 +335,7 @@ pub fn render_command(template: &str, vars: &CommandVars<'_>) -> Result<String, 
 pub fn render_shell_template<T: serde::Serialize>(
     template: &str,
     vars: &T,
-    names: &'static [&'static str],
+    names: &[&str],
 ) -> Result<String, TemplateError> {
     check_placement(template)?;
     let env = template_env();
@@ -253,6 +351,12 @@ pub fn render_shell_template<T: serde::Serialize>(
 /// Check that a command template compiles, uses only known variables, and places none inside
 /// its own quotes.
 pub fn check_command_template(template: &str) -> Result<(), TemplateError> {
+    check_suite_command(template, &Axes::default())
+}
+
+/// [`check_command_template`] for a suite with axes: `axes` is one point of them, so each
+/// axis name is a known variable.
+pub fn check_suite_command(template: &str, axes: &Axes) -> Result<(), TemplateError> {
     let vars = CommandVars {
         suite: "suite",
         model: "model",
@@ -266,13 +370,14 @@ pub fn check_command_template(template: &str) -> Result<(), TemplateError> {
         repeat: 0,
         utilgate: "utilgate",
         config_dir: ".",
+        axes,
     };
     render_command(template, &vars).map(drop)
 }
 
 fn check_variables(
     compiled: &minijinja::Template<'_, '_>,
-    names: &'static [&'static str],
+    names: &[&str],
 ) -> Result<(), TemplateError> {
     let mut unknown: Vec<String> = compiled
         .undeclared_variables(false)
@@ -288,8 +393,12 @@ fn check_variables(
                 .map(|known| (strsim::levenshtein(&name, known), *known))
                 .filter(|(distance, _)| *distance <= 2)
                 .min()
-                .map(|(_, known)| known);
-            Err(TemplateError::UnknownVariable { name, suggestion })
+                .map(|(_, known)| known.to_owned());
+            Err(TemplateError::UnknownVariable {
+                name,
+                suggestion,
+                axes: Vec::new(),
+            })
         }
     }
 }
@@ -366,6 +475,7 @@ mod tests {
             repeat: 2,
             utilgate: "/bin/utilgate",
             config_dir: "/cfg",
+            axes: &Axes::default(),
         };
         let out = render_command(
             "run --model {{ model }} --phase {{ phase }} -b {{ batch }} -r {{ repeat }}",
@@ -375,7 +485,7 @@ mod tests {
         assert_eq!(out, "run --model m --phase prefill -b 8 -r 2");
         assert!(matches!(
             check_command_template("x {{ modle }}"),
-            Err(TemplateError::UnknownVariable { ref name, suggestion: Some("model") }) if name == "modle"
+            Err(TemplateError::UnknownVariable { ref name, suggestion: Some(ref s), .. }) if name == "modle" && s == "model"
         ));
         assert!(check_command_template("x {{ model ").is_err());
         assert!(check_command_template("x {{ model }} {{ utilgate }}").is_ok());
@@ -396,6 +506,7 @@ mod tests {
             repeat: 2,
             utilgate: "/bin/utilgate",
             config_dir: "/my configs",
+            axes: &Axes::default(),
         };
         let out = render_command(
             "run --model {{ model }} --cfg {{ config_dir }}/u.toml -b {{ batch }} {{ suite | raw }}",
@@ -468,7 +579,82 @@ mod tests {
             phase: Phase::Decode,
             batch: 8,
             context: 4096,
+            axes: Axes::default(),
         };
         assert_eq!(key.to_string(), "decode/llama-3.1-8b/bf16/decode/b8/c4096");
+        assert_eq!(key.to_string().parse::<CaseKey>(), Ok(key.clone()));
+        // A key without axes serialises exactly as before axes existed.
+        assert_eq!(
+            serde_json::to_string(&key).expect("json"),
+            r#"{"suite":"decode","model":"llama-3.1-8b","precision":"bf16","phase":"decode","batch":8,"context":4096}"#
+        );
+    }
+
+    #[test]
+    fn axes_extend_the_key_in_name_order_and_round_trip() {
+        let key = CaseKey {
+            suite: "decode".into(),
+            model: "org/llama=3".into(),
+            precision: "bf16".into(),
+            phase: Phase::Decode,
+            batch: 1,
+            context: 64,
+            axes: Axes::new([("mode", "graphs"), ("attn", "flash")]).expect("valid"),
+        };
+        let text = key.to_string();
+        assert_eq!(
+            text,
+            "decode/org/llama=3/bf16/decode/b1/c64/attn=flash/mode=graphs"
+        );
+        assert_eq!(text.parse::<CaseKey>(), Ok(key.clone()));
+        assert_eq!(key.point(), "org/llama=3/bf16/decode/b1/c64");
+        let json = serde_json::to_string(&key).expect("json");
+        assert!(
+            json.ends_with(r#""axes":{"attn":"flash","mode":"graphs"}}"#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<CaseKey>(&json).expect("reads"), key);
+        for bad in [
+            "decode/m/bf16/decode/b1",
+            "decode/m/bf16/decode/b1/c64/mode=a/b",
+            "decode/m/bf16/decode/b1/c64/batch=2",
+            "decode/m/bf16/sideways/b1/c64",
+        ] {
+            assert!(bad.parse::<CaseKey>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn axes_are_template_variables() {
+        let axes = Axes::new([("mode", "graphs")]).expect("valid");
+        let vars = CommandVars {
+            suite: "s",
+            model: "m",
+            precision: "bf16",
+            kv_dtype: "bf16",
+            phase: Phase::Decode,
+            batch: 1,
+            context: 64,
+            warmup_steps: 1,
+            steps: 2,
+            repeat: 0,
+            utilgate: "/bin/utilgate",
+            config_dir: "/cfg",
+            axes: &axes,
+        };
+        assert_eq!(
+            render_command("bench --mode {{ mode }} -b {{ batch }}", &vars).expect("renders"),
+            "bench --mode graphs -b 1"
+        );
+        assert!(check_suite_command("bench --mode {{ mode }}", &axes).is_ok());
+        let err = check_command_template("bench --mode {{ mode }}").expect_err("no axis");
+        assert!(matches!(err, TemplateError::UnknownVariable { ref name, .. } if name == "mode"));
+        let err = check_suite_command("bench --mode {{ mdoe }}", &axes).expect_err("typo");
+        assert!(err.to_string().contains("did you mean `mode`"), "{err}");
+        assert!(
+            err.hint().contains("an axis of the suite: {{ mode }}"),
+            "{}",
+            err.hint()
+        );
     }
 }

@@ -110,6 +110,7 @@ mod tests {
             },
             batch,
             context,
+            axes: crate::case::Axes::default(),
         }
     }
 

@@ -163,6 +163,7 @@ impl Runner<'_> {
                 repeat,
                 utilgate: &self.exe,
                 config_dir: &config_dir.to_string_lossy(),
+                axes: &plan.key.axes,
             };
             let command =
                 crate::case::render_command(&gpu_run::suite_command(suite, self.loaded), &vars)

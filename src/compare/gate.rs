@@ -117,6 +117,7 @@ mod tests {
             phase: Phase::Decode,
             batch,
             context: 4096,
+            axes: crate::case::Axes::default(),
         }
     }
 

@@ -6,6 +6,7 @@
 //! has accepted the shape, `validate` reports every remaining problem at once, each with its key
 //! path (`suite[1].batches`) and a fix.
 
+mod axes;
 mod error;
 mod load;
 mod parse;

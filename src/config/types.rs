@@ -380,6 +380,11 @@ pub struct SuiteConfig {
     pub batches: Vec<u64>,
     #[serde(default)]
     pub contexts: Vec<u64>,
+    /// Free axes crossed with the built-in ones, e.g. `axes = { mode = ["eager", "graphs"] }`:
+    /// each value is part of the case key, a template variable (`{{ mode }}`) and a
+    /// `UTILGATE_MODE` variable for the harness.
+    #[serde(default)]
+    pub axes: BTreeMap<String, Vec<String>>,
     #[serde(default = "default_warmup_steps")]
     pub warmup_steps: u64,
     #[serde(default = "default_steps")]
@@ -469,6 +474,9 @@ pub struct CaseOverride {
     pub phase: Option<Phase>,
     pub batch: Option<u64>,
     pub context: Option<u64>,
+    /// Axis values the case must have, e.g. `axes = { mode = "compile" }`.
+    #[serde(default)]
+    pub axes: BTreeMap<String, String>,
     pub max_drop_pct: f64,
 }
 
@@ -479,6 +487,10 @@ impl CaseOverride {
             && self.phase.is_none_or(|p| p == key.phase)
             && self.batch.is_none_or(|b| b == key.batch)
             && self.context.is_none_or(|c| c == key.context)
+            && self
+                .axes
+                .iter()
+                .all(|(name, value)| key.axes.get(name) == Some(value.as_str()))
     }
 }
 
@@ -494,7 +506,9 @@ impl SuiteConfig {
             .unwrap_or(gate.max_drop_pct)
     }
 
-    /// Every case of the grid, in a stable order.
+    /// Every case of the grid (the built-in axes crossed with the suite's free axes, which
+    /// vary fastest), in a stable order. A validated config's axes are valid; a point whose
+    /// axes are not is left out (validation names it).
     #[must_use]
     pub fn case_keys(&self) -> Vec<crate::case::CaseKey> {
         let mut keys = Vec::new();
@@ -502,24 +516,37 @@ impl SuiteConfig {
         if self.kind == SuiteKind::Serve {
             return keys;
         }
+        let points = self.axis_points();
         for model in &self.models {
             for precision in &self.precisions {
                 for &phase in &self.phases {
                     for &batch in &self.batches {
                         for &context in &self.contexts {
-                            keys.push(crate::case::CaseKey {
-                                suite: self.name.clone(),
-                                model: model.clone(),
-                                precision: precision.clone(),
-                                phase,
-                                batch,
-                                context,
-                            });
+                            for axes in &points {
+                                keys.push(crate::case::CaseKey {
+                                    suite: self.name.clone(),
+                                    model: model.clone(),
+                                    precision: precision.clone(),
+                                    phase,
+                                    batch,
+                                    context,
+                                    axes: axes.clone(),
+                                });
+                            }
                         }
                     }
                 }
             }
         }
         keys
+    }
+
+    /// The points of the suite's free axes (one empty point without axes), each checked.
+    #[must_use]
+    pub fn axis_points(&self) -> Vec<crate::case::Axes> {
+        crate::case::axis_points(&self.axes)
+            .into_iter()
+            .filter_map(|point| crate::case::Axes::try_from(point.as_map().clone()).ok())
+            .collect()
     }
 }

@@ -216,6 +216,7 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
             );
         }
         check_env_passthrough(i, &suite.env_passthrough, &mut push);
+        super::axes::validate_axes(suite, &at, &mut push);
         if suite.kind == super::SuiteKind::Serve {
             super::serve::validate_serve_suite(suite, &at, &mut push);
             continue;
@@ -234,7 +235,9 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
             ),
             (None, Some(_)) => {}
             (Some(command), None) => {
-                if let Err(err) = crate::case::check_command_template(command) {
+                // Axes are variables of the template: check it at one point of them.
+                let sample = super::axes::template_sample(suite);
+                if let Err(err) = crate::case::check_suite_command(command, &sample) {
                     let message = match &err {
                         crate::case::TemplateError::Syntax(_) => {
                             format!("is not a valid template: {err}")

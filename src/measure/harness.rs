@@ -388,6 +388,10 @@ fn harness_command(spec: &RepeatSpec, out_path: &Path, scope: Option<&cgroup::Sc
         .env(UTILGATE_WARMUP_STEPS, spec.warmup_steps.to_string())
         .env(UTILGATE_STEPS, spec.steps.to_string())
         .env(UTILGATE_REPEAT, spec.repeat.to_string());
+    // The suite's free axes: `mode` arrives as `UTILGATE_MODE` (no axis takes a built-in name).
+    for (name, value) in case.axes.iter() {
+        command.env(crate::case::Axes::env_name(name), value);
+    }
     command
 }
 

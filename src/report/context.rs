@@ -61,6 +61,8 @@ pub struct GateInfo {
 pub struct CaseReport {
     pub case: String,
     pub key: CaseKey,
+    /// The suite's free axes at this case (`{"mode": "graphs"}`; `{}` without axes).
+    pub axes: BTreeMap<String, String>,
     pub verdict: Verdict,
     pub floor_ms: Option<f64>,
     /// "memory" or "compute": the resource that sets the floor.
@@ -135,6 +137,8 @@ pub struct SuiteReport {
     pub attention: usize,
     /// One plain sentence: what happened in this suite.
     pub summary: String,
+    /// The names of the suite's free axes (a column each in tables); empty without axes.
+    pub axes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -192,6 +196,7 @@ impl RunReport {
                 CaseReport {
                     case: j.key.to_string(),
                     key: j.key.clone(),
+                    axes: j.key.axes.as_map().clone(),
                     verdict: j.decision.verdict,
                     floor_ms: result.and_then(|r| r.floor_ms),
                     bound: result
@@ -364,6 +369,7 @@ impl RunReport {
                     skipped: counts.get(&Verdict::Missing).copied().unwrap_or(0),
                     attention: cases.iter().filter(|c| c.attention).count(),
                     summary: summary_line(&cases, &self.run.gpu_sku),
+                    axes: axis_names(cases.iter().copied()),
                     counts,
                 }
             })
@@ -380,6 +386,18 @@ impl RunReport {
         }
         self.refresh_service_summaries();
     }
+}
+
+/// The axis names of `cases`, sorted, each once.
+#[must_use]
+pub fn axis_names<'a>(cases: impl IntoIterator<Item = &'a CaseReport>) -> Vec<String> {
+    let mut names: Vec<String> = cases
+        .into_iter()
+        .flat_map(|c| c.axes.keys().cloned())
+        .collect();
+    names.sort_unstable();
+    names.dedup();
+    names
 }
 
 pub(super) fn count<'a>(

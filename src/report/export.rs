@@ -150,18 +150,20 @@ fn escape_label(value: &str) -> String {
     out
 }
 
-/// The label set of a case: its key and the GPU.
+/// The label set of a case: its key (a label per axis: axis names are lowercase identifiers
+/// other than the built-in ones) and the GPU.
 fn labels(c: &CaseReport, gpu: &str) -> String {
     let k = &c.key;
-    let pairs = [
+    let mut pairs = vec![
         ("suite", k.suite.clone()),
         ("model", k.model.clone()),
         ("precision", k.precision.clone()),
         ("phase", k.phase.to_string()),
         ("batch", k.batch.to_string()),
         ("context", k.context.to_string()),
-        ("gpu", gpu.to_owned()),
     ];
+    pairs.extend(k.axes.iter().map(|(name, value)| (name, value.to_owned())));
+    pairs.push(("gpu", gpu.to_owned()));
     let inner: Vec<String> = pairs
         .iter()
         .map(|(name, value)| format!("{name}=\"{}\"", escape_label(value)))

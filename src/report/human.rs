@@ -30,21 +30,29 @@ pub fn render_human(report: &RunReport, color: bool) -> String {
     } else {
         table.force_no_tty();
     }
-    table.set_header(vec![
-        "case",
-        "floor ms",
-        "bound",
-        "median ms",
-        "p90 ms",
-        "repeat spread",
-        "n",
-        "util",
-        "util then",
-        "drop",
-        "verdict",
-    ]);
+    // A suite's free axes are columns of their own after the case (which then shows its
+    // point in the built-in grid): two modes of one case read side by side.
+    let axes = crate::report::context::axis_names(&report.cases);
+    let mut header: Vec<String> = vec!["case".to_owned()];
+    header.extend(axes.iter().cloned());
+    header.extend(
+        [
+            "floor ms",
+            "bound",
+            "median ms",
+            "p90 ms",
+            "repeat spread",
+            "n",
+            "util",
+            "util then",
+            "drop",
+            "verdict",
+        ]
+        .map(str::to_owned),
+    );
+    table.set_header(header);
     for c in &report.cases {
-        table.add_row(row(c, color));
+        table.add_row(row(c, &axes, color));
     }
     let mut out = String::new();
     let run = &report.run;
@@ -103,16 +111,25 @@ pub fn render_human(report: &RunReport, color: bool) -> String {
     out
 }
 
-/// One table row of a case.
-fn row(c: &CaseReport, color: bool) -> Vec<Cell> {
+/// One table row of a case; `axes` are the table's axis columns.
+fn row(c: &CaseReport, axes: &[String], color: bool) -> Vec<Cell> {
     let verdict = Cell::new(c.verdict.as_str());
     let verdict = if color {
         verdict.fg(verdict_color(c.verdict))
     } else {
         verdict
     };
-    vec![
-        Cell::new(&c.case),
+    let case = if axes.is_empty() {
+        c.case.clone()
+    } else {
+        format!("{}/{}", c.key.suite, c.key.point())
+    };
+    let mut cells = vec![Cell::new(case)];
+    cells.extend(
+        axes.iter()
+            .map(|name| Cell::new(c.axes.get(name).map_or(MISSING, String::as_str))),
+    );
+    cells.extend([
         Cell::new(ms(c.floor_ms)).set_alignment(CellAlignment::Right),
         Cell::new(c.bound.as_deref().unwrap_or(MISSING)),
         Cell::new(ms(c.median_ms)).set_alignment(CellAlignment::Right),
@@ -123,7 +140,8 @@ fn row(c: &CaseReport, color: bool) -> Vec<Cell> {
         Cell::new(pct(c.util_then)).set_alignment(CellAlignment::Right),
         Cell::new(signed_percent(c.drop_pct)).set_alignment(CellAlignment::Right),
         verdict,
-    ]
+    ]);
+    cells
 }
 
 fn needs_detail(c: &CaseReport) -> bool {

@@ -98,6 +98,7 @@ fn service_suites(cases: &[ServeCaseReport], gpu_sku: &str) -> Vec<SuiteReport> 
                     .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::New))
                     .count(),
                 summary: service_summary(&of, gpu_sku),
+                axes: Vec::new(),
                 counts,
             }
         })

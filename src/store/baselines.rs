@@ -12,7 +12,7 @@ use crate::case::CaseKey;
 const MOVE_SELECT: &str = "\
 SELECT m.id, s.suite, s.model, s.precision, s.phase, s.batch, s.context, s.gpu_sku,
        m.result_id, r.run_id, m.kind, m.reason, m.moved_at_ns, u.git_sha, r.median_ms,
-       r.utilisation
+       r.utilisation, s.axes
 FROM baseline_moves m
 JOIN series s ON s.id = m.series_id
 JOIN results r ON r.id = m.result_id
@@ -35,6 +35,7 @@ struct RawMove {
     git_sha: Option<String>,
     median_ms: Option<f64>,
     utilisation: Option<f64>,
+    axes: String,
 }
 
 impl RawMove {
@@ -56,6 +57,7 @@ impl RawMove {
             git_sha: row.get(13)?,
             median_ms: row.get(14)?,
             utilisation: row.get(15)?,
+            axes: row.get(16)?,
         })
     }
 
@@ -71,6 +73,7 @@ impl RawMove {
                 phase: parse_text(path, "series.phase", id, &self.phase)?,
                 batch: i64_to_u64(path, "series.batch", id, self.batch)?,
                 context: i64_to_u64(path, "series.context", id, self.context)?,
+                axes: parse_text(path, "series.axes", id, &self.axes)?,
             },
             gpu_sku: self.gpu_sku,
             result_id: self.result_id,
@@ -93,7 +96,7 @@ fn filter_sql(filter: &CaseFilter) -> (&'static str, Vec<super::sql::Value>) {
         CaseFilter::Suite(suite) => ("s.suite = ?2", vec![Value::Text(suite.clone())]),
         CaseFilter::Key(key) => (
             "s.suite = ?2 AND s.model = ?3 AND s.precision = ?4 AND s.phase = ?5
-             AND s.batch = ?6 AND s.context = ?7",
+             AND s.batch = ?6 AND s.context = ?7 AND s.axes = ?8",
             vec![
                 Value::Text(key.suite.clone()),
                 Value::Text(key.model.clone()),
@@ -101,6 +104,7 @@ fn filter_sql(filter: &CaseFilter) -> (&'static str, Vec<super::sql::Value>) {
                 Value::Text(key.phase.as_str().to_owned()),
                 Value::Int(i64::try_from(key.batch).unwrap_or(-1)),
                 Value::Int(i64::try_from(key.context).unwrap_or(-1)),
+                Value::Text(key.axes.key_text()),
             ],
         ),
     }
@@ -144,7 +148,8 @@ impl Store {
             "{MOVE_SELECT}
              WHERE m.id = (SELECT max(id) FROM baseline_moves WHERE series_id = s.id)
                AND (?1 IS NULL OR s.gpu_sku = ?1)
-             ORDER BY s.gpu_sku, s.suite, s.model, s.precision, s.phase, s.batch, s.context"
+             ORDER BY s.gpu_sku, s.suite, s.model, s.precision, s.phase, s.batch, s.context,
+                      s.axes"
         );
         let events = self.query_moves(&sql, vec![sku_value(gpu_sku)], "list baselines")?;
         Ok(events

@@ -84,7 +84,7 @@ impl Store {
                 .query_row(
                     "SELECT r.id FROM results r JOIN series s ON s.id = r.series_id
                      WHERE r.run_id = ?1 AND s.suite = ?2 AND s.model = ?3 AND s.precision = ?4
-                       AND s.phase = ?5 AND s.batch = ?6 AND s.context = ?7",
+                       AND s.phase = ?5 AND s.batch = ?6 AND s.context = ?7 AND s.axes = ?8",
                     params![
                         run_id,
                         item.key.suite,
@@ -92,7 +92,8 @@ impl Store {
                         item.key.precision,
                         item.key.phase.as_str(),
                         i64::try_from(item.key.batch).unwrap_or(i64::MAX),
-                        i64::try_from(item.key.context).unwrap_or(i64::MAX)
+                        i64::try_from(item.key.context).unwrap_or(i64::MAX),
+                        item.key.axes.key_text()
                     ],
                     |row| row.get(0),
                 )
@@ -144,7 +145,7 @@ impl Store {
             "SELECT {COLUMNS} FROM evidence e JOIN results r ON r.id = e.result_id
              JOIN series s ON s.id = r.series_id
              WHERE r.run_id = ?1 AND s.suite = ?2 AND s.model = ?3 AND s.precision = ?4
-               AND s.phase = ?5 AND s.batch = ?6 AND s.context = ?7
+               AND s.phase = ?5 AND s.batch = ?6 AND s.context = ?7 AND s.axes = ?8
              ORDER BY e.id DESC"
         );
         let mut stmt = self
@@ -160,7 +161,8 @@ impl Store {
                     key.precision,
                     key.phase.as_str(),
                     i64::try_from(key.batch).unwrap_or(i64::MAX),
-                    i64::try_from(key.context).unwrap_or(i64::MAX)
+                    i64::try_from(key.context).unwrap_or(i64::MAX),
+                    key.axes.key_text()
                 ],
                 row_to_evidence,
             )

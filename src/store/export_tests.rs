@@ -12,6 +12,7 @@ fn baseline(batch: u64) -> ExportedBaseline {
             phase: Phase::Decode,
             batch,
             context: 4096,
+            axes: crate::case::Axes::default(),
         },
         run_id: 0,
         git_sha: Some("abc123".into()),

@@ -325,6 +325,7 @@ mod tests {
             phase: Phase::Decode,
             batch,
             context: 128,
+            axes: crate::case::Axes::default(),
         }
     }
 

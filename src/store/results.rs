@@ -17,7 +17,7 @@ pub(crate) const RESULT_SELECT: &str = "\
 SELECT r.id, r.run_id, s.suite, s.model, s.precision, s.phase, s.batch, s.context, s.gpu_sku,
        u.started_at_ns, u.git_sha, u.branch, r.verdict, r.error, r.floor_ms, r.floor_json,
        r.median_ms, r.utilisation, r.mbu, r.mfu, r.summary_json, r.decision_json, r.samples,
-       r.warmup, r.env_json, r.gpu_state_json, r.stderr_tail
+       r.warmup, r.env_json, r.gpu_state_json, r.stderr_tail, s.axes
 FROM results r
 JOIN series s ON s.id = r.series_id
 JOIN runs u ON u.id = r.run_id";
@@ -51,6 +51,7 @@ struct RawResult {
     env_json: String,
     gpu_state_json: Option<String>,
     stderr_tail: Option<String>,
+    axes: String,
 }
 
 impl RawResult {
@@ -83,6 +84,7 @@ impl RawResult {
             env_json: row.get(24)?,
             gpu_state_json: row.get(25)?,
             stderr_tail: row.get(26)?,
+            axes: row.get(27)?,
         })
     }
 
@@ -112,6 +114,7 @@ impl RawResult {
                 phase: parse_text(path, "series.phase", id, &self.phase)?,
                 batch: i64_to_u64(path, "series.batch", id, self.batch)?,
                 context: i64_to_u64(path, "series.context", id, self.context)?,
+                axes: parse_text(path, "series.axes", id, &self.axes)?,
             },
             gpu_sku: self.gpu_sku,
             started_at: ns_to_timestamp(
@@ -174,7 +177,8 @@ impl Store {
         self.conn
             .prepare_cached(
                 "SELECT id FROM series WHERE suite = ?1 AND model = ?2 AND precision = ?3
-                 AND phase = ?4 AND batch = ?5 AND context = ?6 AND gpu_sku = ?7",
+                 AND phase = ?4 AND batch = ?5 AND context = ?6 AND gpu_sku = ?7
+                 AND axes = ?8",
             )
             .and_then(|mut stmt| {
                 stmt.query_row(
@@ -185,7 +189,8 @@ impl Store {
                         key.phase.as_str(),
                         batch,
                         context,
-                        gpu_sku
+                        gpu_sku,
+                        key.axes.key_text()
                     ],
                     |r| r.get(0),
                 )

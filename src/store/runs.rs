@@ -407,13 +407,13 @@ fn write_results(
     let mut find_series = tx
         .prepare_cached(
             "SELECT id FROM series WHERE suite = ?1 AND model = ?2 AND precision = ?3
-             AND phase = ?4 AND batch = ?5 AND context = ?6 AND gpu_sku = ?7",
+             AND phase = ?4 AND batch = ?5 AND context = ?6 AND gpu_sku = ?7 AND axes = ?8",
         )
         .map_err(fail("look up a case"))?;
     let mut add_series = tx
         .prepare_cached(
-            "INSERT INTO series (suite, model, precision, phase, batch, context, gpu_sku)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT INTO series (suite, model, precision, phase, batch, context, gpu_sku, axes)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         )
         .map_err(fail("write a case"))?;
     let mut add_result = tx
@@ -433,6 +433,7 @@ fn write_results(
         .map_err(fail("move a baseline"))?;
     for e in encoded {
         let r = e.result;
+        let axes = r.key.axes.key_text();
         let key = params![
             r.key.suite,
             r.key.model,
@@ -440,7 +441,8 @@ fn write_results(
             r.key.phase.as_str(),
             e.batch,
             e.context,
-            at.gpu_sku
+            at.gpu_sku,
+            axes
         ];
         let found = find_series
             .query_row(key, |row| row.get::<_, i64>(0))

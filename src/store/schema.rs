@@ -267,6 +267,45 @@ CREATE TRIGGER run_groups_append_only_delete BEFORE DELETE ON run_groups
     BEGIN SELECT RAISE(ABORT, 'run groups are append-only'); END;
 ";
 
+/// A suite's free axes in the case key (`axes = { mode = [...] }`): `series.axes` holds them as
+/// the key writes them (`attn=flash/mode=graphs`, names sorted), '' for a case without axes, so
+/// every stored case keeps its key. The case-key constraint gains the column; `SQLite` cannot
+/// change a table's constraint in place, so the table is rebuilt keeping every id (foreign
+/// keys are off for the migration, see [`migrate`]; the view that reads it is recreated).
+const V9_SERIES_AXES: &str = r"
+CREATE TABLE series_v9 (
+    id        INTEGER PRIMARY KEY,
+    suite     TEXT NOT NULL,
+    model     TEXT NOT NULL,
+    precision TEXT NOT NULL,
+    phase     TEXT NOT NULL CHECK (phase IN ('decode', 'prefill')),
+    batch     INTEGER NOT NULL,
+    context   INTEGER NOT NULL,
+    gpu_sku   TEXT NOT NULL,
+    axes      TEXT NOT NULL DEFAULT '',
+    UNIQUE (suite, model, precision, phase, batch, context, axes, gpu_sku)
+) STRICT;
+INSERT INTO series_v9 (id, suite, model, precision, phase, batch, context, gpu_sku, axes)
+    SELECT id, suite, model, precision, phase, batch, context, gpu_sku, '' FROM series;
+DROP VIEW current_baselines;
+DROP TABLE series;
+ALTER TABLE series_v9 RENAME TO series;
+CREATE VIEW current_baselines AS
+    SELECT m.*
+    FROM series s
+    JOIN baseline_moves m
+      ON m.id = (SELECT max(id) FROM baseline_moves WHERE series_id = s.id);
+";
+
+/// [`V9_SERIES_AXES`] on `PostgreSQL`, which changes the constraint in place (its name is the
+/// one `PostgreSQL` gave V1's `UNIQUE`); the column order matches the rebuilt `SQLite` table.
+const V9_SERIES_AXES_PG: &str = r"
+ALTER TABLE series ADD COLUMN axes TEXT NOT NULL DEFAULT '';
+ALTER TABLE series DROP CONSTRAINT series_suite_model_precision_phase_batch_context_gpu_sku_key;
+ALTER TABLE series ADD CONSTRAINT series_case_key
+    UNIQUE (suite, model, precision, phase, batch, context, axes, gpu_sku);
+";
+
 /// The ordered migrations; the store's version is how many of them it has applied.
 pub(crate) const MIGRATIONS: &[&str] = &[
     V1_TABLES,
@@ -277,7 +316,15 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     V6_SERVE,
     V7_RUN_CANARIES,
     V8_RUN_GROUPS,
+    V9_SERIES_AXES,
 ];
+
+/// Migrations written out for `PostgreSQL` where [`dialect::ddl`] of the `SQLite` text would not
+/// do (a table rebuild): (index in [`MIGRATIONS`], its `PostgreSQL` text).
+const PG_MIGRATIONS: &[(usize, &str)] = &[(8, V9_SERIES_AXES_PG)];
+
+/// The migrations that rebuild a table, which `SQLite` runs with foreign keys off.
+const REBUILDS: &[usize] = &[8];
 
 /// The schema version this build writes and reads.
 #[expect(
@@ -313,6 +360,39 @@ pub(crate) fn version(conn: &Conn) -> super::sql::Result<i64> {
 /// apply each migration exactly once. On `PostgreSQL` each migration is its DDL rewritten by
 /// [`dialect::ddl`]: one schema for both backends.
 pub(crate) fn migrate(conn: &mut Conn, path: &Path, target: i64) -> Result<(), StoreError> {
+    // A table rebuild drops the old table, which foreign keys would refuse; `SQLite` can only
+    // switch them outside a transaction. They are checked before the commit and switched back.
+    let rebuild = conn.sqlite().is_some()
+        && REBUILDS.iter().any(|&i| {
+            version(conn).is_ok_and(|v| usize::try_from(v).is_ok_and(|v| v <= i))
+                && usize::try_from(target).is_ok_and(|t| t > i)
+        });
+    let foreign_keys = match conn.sqlite() {
+        Some(c) if rebuild => {
+            let on: i64 = c
+                .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+                .map_err(|e| StoreError::query(path, "read the foreign-key setting", e))?;
+            c.pragma_update(None, "foreign_keys", false).map_err(|e| {
+                StoreError::query(path, "switch foreign keys off for the migration", e)
+            })?;
+            Some(on != 0)
+        }
+        _ => None,
+    };
+    let migrated = migrate_in_transaction(conn, path, target, rebuild);
+    if let (Some(on), Some(c)) = (foreign_keys, conn.sqlite()) {
+        c.pragma_update(None, "foreign_keys", on)
+            .map_err(|e| StoreError::query(path, "switch foreign keys back on", e))?;
+    }
+    migrated
+}
+
+fn migrate_in_transaction(
+    conn: &mut Conn,
+    path: &Path,
+    target: i64,
+    check_foreign_keys: bool,
+) -> Result<(), StoreError> {
     let fail = |action| move |e| StoreError::query(path, action, e);
     let tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -333,17 +413,36 @@ pub(crate) fn migrate(conn: &mut Conn, path: &Path, target: i64) -> Result<(), S
         tx.execute_batch(dialect::PG_BOOTSTRAP)
             .map_err(fail("create the schema version table"))?;
     }
-    for sql in MIGRATIONS
+    for (i, sql) in MIGRATIONS
         .iter()
+        .enumerate()
         .take(usize::try_from(target).unwrap_or(0))
         .skip(usize::try_from(found).unwrap_or(0))
     {
         let sql = if pg {
-            dialect::ddl(sql)
+            PG_MIGRATIONS
+                .iter()
+                .find(|(at, _)| *at == i)
+                .map_or_else(|| dialect::ddl(sql), |(_, pg_sql)| (*pg_sql).to_owned())
         } else {
             (*sql).to_owned()
         };
         tx.execute_batch(&sql).map_err(fail("migrate the schema"))?;
+    }
+    if check_foreign_keys {
+        let broken: i64 = tx
+            .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+                r.get(0)
+            })
+            .map_err(fail("check foreign keys after the migration"))?;
+        if broken > 0 {
+            return Err(StoreError::BadValue {
+                path: path.to_owned(),
+                column: "series (foreign keys)",
+                row: broken,
+                detail: "the migration would leave rows without the case they refer to".into(),
+            });
+        }
     }
     let record = if pg {
         format!("DELETE FROM utilgate_schema; INSERT INTO utilgate_schema VALUES ({target});")
@@ -402,6 +501,63 @@ mod tests {
         );
         assert_eq!(table_names(conn, "view"), ["current_baselines"]);
         assert!(table_names(conn, "index").contains(&"results_by_series_time".to_owned()));
+    }
+
+    #[test]
+    fn v9_keeps_every_case_and_lets_axes_tell_cases_apart() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.db");
+        let raw = Connection::open(&path).expect("open");
+        raw.execute_batch("PRAGMA foreign_keys = ON").expect("fk");
+        let mut conn = Conn::Sqlite(raw);
+        migrate(&mut conn, &path, 8).expect("v8");
+        let c = conn.sqlite().expect("sqlite");
+        c.execute_batch(
+            "INSERT INTO runs (id, started_at_ns, finished_at_ns, gpu_sku, utilgate_version)
+                 VALUES (1, 1, 2, 'h100-sxm', '0.1.0');
+             INSERT INTO series (id, suite, model, precision, phase, batch, context, gpu_sku)
+                 VALUES (7, 'decode', 'm', 'bf16', 'decode', 1, 64, 'h100-sxm');
+             INSERT INTO results (id, run_id, series_id, run_started_at_ns, samples, warmup, env_json)
+                 VALUES (3, 1, 7, 1, x'', x'', '{}');
+             INSERT INTO baseline_moves (series_id, result_id, kind, reason, moved_at_ns)
+                 VALUES (7, 3, 'promote', 'first', 2);",
+        )
+        .expect("v8 rows");
+        migrate(&mut conn, &path, LATEST).expect("v9");
+        let c = conn.sqlite().expect("sqlite");
+        let fk: i64 = c
+            .pragma_query_value(None, "foreign_keys", |r| r.get(0))
+            .expect("fk");
+        assert_eq!(fk, 1, "foreign keys are back on");
+        let kept: (i64, String) = c
+            .query_row("SELECT id, axes FROM series", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .expect("the case");
+        assert_eq!(kept, (7, String::new()));
+        let pointer: i64 = c
+            .query_row(
+                "SELECT result_id FROM current_baselines WHERE series_id = 7",
+                [],
+                |r| r.get(0),
+            )
+            .expect("the baseline survives");
+        assert_eq!(pointer, 3);
+        let add =
+            "INSERT INTO series (suite, model, precision, phase, batch, context, gpu_sku, axes)
+                   VALUES ('decode', 'm', 'bf16', 'decode', 1, 64, 'h100-sxm', ?1)";
+        c.execute(add, ["mode=graphs"]).expect("another case");
+        assert!(c.execute(add, ["mode=graphs"]).is_err(), "one row per case");
+        assert!(
+            c.execute(add, [""]).is_err(),
+            "the case without axes exists"
+        );
+        let orphans: i64 = c
+            .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+                r.get(0)
+            })
+            .expect("check");
+        assert_eq!(orphans, 0);
     }
 
     #[test]

@@ -12,8 +12,9 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT id, suite, model, precision, phase, batch, context, gpu_sku FROM series
-                 ORDER BY suite, model, precision, phase, batch, context, gpu_sku",
+                "SELECT id, suite, model, precision, phase, batch, context, gpu_sku, axes
+                 FROM series
+                 ORDER BY suite, model, precision, phase, batch, context, axes, gpu_sku",
             )
             .map_err(self.fail(action))?;
         let rows = stmt
@@ -27,13 +28,14 @@ impl Store {
                     r.get::<_, i64>("batch")?,
                     r.get::<_, i64>("context")?,
                     r.get::<_, String>("gpu_sku")?,
+                    r.get::<_, String>("axes")?,
                 ))
             })
             .and_then(Iterator::collect::<super::sql::Result<Vec<_>>>)
             .map_err(self.fail(action))?;
         rows.into_iter()
             .map(
-                |(id, suite, model, precision, phase, batch, context, sku)| {
+                |(id, suite, model, precision, phase, batch, context, sku, axes)| {
                     Ok((
                         CaseKey {
                             suite,
@@ -42,6 +44,7 @@ impl Store {
                             phase: parse_text(&self.path, "phase", id, &phase)?,
                             batch: i64_to_u64(&self.path, "batch", id, batch)?,
                             context: i64_to_u64(&self.path, "context", id, context)?,
+                            axes: parse_text(&self.path, "axes", id, &axes)?,
                         },
                         sku,
                     ))

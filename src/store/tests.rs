@@ -30,6 +30,7 @@ fn key(suite: &str, batch: u64) -> CaseKey {
         phase: Phase::Decode,
         batch,
         context: 4096,
+        axes: crate::case::Axes::default(),
     }
 }
 

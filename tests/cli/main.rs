@@ -7,6 +7,7 @@
 
 mod ab;
 mod adopt;
+mod axes;
 mod baselines;
 mod baselines_pr;
 mod canary;

@@ -20,6 +20,7 @@ fn case() -> CaseKey {
         phase: Phase::Decode,
         batch: 8,
         context: 4096,
+        axes: crate::case::Axes::default(),
     }
 }
 

@@ -25,6 +25,7 @@ fn key(suite: &str, model: &str, batch: u64) -> CaseKey {
         },
         batch,
         context: 4096,
+        axes: crate::case::Axes::default(),
     }
 }
 
