@@ -107,3 +107,31 @@ fn other_versions_and_bad_fields_are_refused_naming_the_file_and_field() {
     let broken = message("{ not json");
     assert!(broken.contains(PATH), "{broken}");
 }
+
+#[test]
+fn axes_round_trip_per_value_and_a_bad_axis_names_its_field() {
+    let with = |mode: &str| {
+        let mut b = baseline(1);
+        b.key.axes = crate::case::Axes::new([("mode", mode)]).expect("valid");
+        b
+    };
+    let text = render_export(&file(vec![with("graphs"), baseline(1), with("eager")]))
+        .expect("renders");
+    let back = parse_export(&text, Path::new(PATH)).expect("parses");
+    assert_eq!(
+        back.baselines,
+        vec![baseline(1), with("eager"), with("graphs")],
+        "key order: no axes first, then by value"
+    );
+    assert!(
+        text.contains("{\"case\":\"decode/seed-8b/bf16/decode/b1/c4096/mode=graphs\""),
+        "{text}"
+    );
+    assert!(text.contains("\"context\":4096,\"axes\":{\"mode\":\"graphs\"}}"), "{text}");
+    // Without axes the key object is exactly the one written before axes existed.
+    assert!(text.contains("\"context\":4096},\"branch\""), "{text}");
+
+    let bad = text.replace("{\"mode\":\"graphs\"}", "{\"batch\":\"graphs\"}");
+    let err = parse_export(&bad, Path::new(PATH)).expect_err("a built-in name");
+    assert!(err.to_string().contains("detail.key.axes"), "{err}");
+}
