@@ -28,6 +28,7 @@ mod nsight;
 #[path = "../support/pg_cluster.rs"]
 mod pg_cluster;
 mod pg_store;
+mod pg_store_copy;
 mod processes;
 mod python;
 mod report;
