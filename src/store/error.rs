@@ -107,6 +107,8 @@ pub enum StoreError {
         #[source]
         source: sql::Error,
     },
+    #[error("refused the TLS connection to the store {}: {}", .path.display(), .detail)]
+    Tls { path: PathBuf, detail: String },
     #[error("{} is not a usable PostgreSQL URL: {}", .url, .detail)]
     BadUrl { url: String, detail: String },
     #[error("the store {} refused the login", .path.display())]
@@ -186,6 +188,9 @@ impl StoreError {
             }
             StoreError::Connect { .. } => {
                 "check the host and port in the URL and that the server is running; add `connect_timeout=SECONDS` to the URL to wait longer"
+            }
+            StoreError::Tls { .. } => {
+                "point sslrootcert=PATH at the CA that signed the server's certificate and use the host name it names (sslmode=verify-full), or sslmode=require to encrypt without checking it"
             }
             StoreError::BadUrl { .. } => {
                 "write it as postgres://USER@HOST:PORT/DATABASE (the password in PGPASSWORD)"
