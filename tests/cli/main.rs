@@ -29,6 +29,7 @@ mod nsight;
 mod pg_cluster;
 mod pg_store;
 mod pg_store_copy;
+mod pg_store_load;
 mod pg_store_tls;
 mod processes;
 mod python;

@@ -339,3 +339,26 @@ fn store_copy_refuses_a_destination_with_another_history_and_writes_nothing() {
         .get(0);
     assert_eq!(n, 1, "the refused PostgreSQL destination is untouched");
 }
+
+#[test]
+fn store_copy_between_sqlite_files_keeps_every_row_and_a_rerun_copies_nothing() {
+    let env = TestEnv::new();
+    let first = env.path().join("first.db");
+    let second = env.path().join("nested/second.db");
+    build_store(&first);
+    let out = copy(&env, &first.to_string_lossy(), &second.to_string_lossy());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    for table in ["runs", "results", "baseline_moves", "evidence_blobs", "serve_metrics"] {
+        assert!(text.contains(table), "every table's count and checksum: {text}");
+    }
+    assert_eq!(dump(&second), dump(&first));
+    let rerun = copy(&env, &first.to_string_lossy(), &second.to_string_lossy());
+    assert_eq!(rerun.status.code(), Some(0), "{}", stderr(&rerun));
+    assert!(stdout(&rerun).contains("nothing to copy"), "{}", stdout(&rerun));
+    // A missing source is a clear error, and creates nothing.
+    let out = copy(&env, "absent.db", &env.path().join("x.db").to_string_lossy());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no store at"), "{}", stderr(&out));
+    assert!(!env.path().join("x.db").exists());
+}
