@@ -56,7 +56,7 @@ fn result(batch: u64, i: u32) -> NewResult {
         warmup_ms: vec![vec![31.0, 7.5]],
         env: BTreeMap::from([("torch".to_owned(), format!("2.5.{}", i % 3))]),
         gpu_state_json: Some(json!({"sm_clock_mhz": 1980 - i})),
-        stderr_tail: (i % 17 == 0).then(|| "warning: slow\n".to_owned()),
+        stderr_tail: i.is_multiple_of(17).then(|| "warning: slow\n".to_owned()),
         promote: i % 13 != 5,
     }
 }
@@ -88,7 +88,7 @@ fn serve_case(i: u32) -> NewServeCase {
                 ]),
             })
             .collect(),
-        promote: i % 2 == 0,
+        promote: i.is_multiple_of(2),
     }
 }
 
@@ -108,20 +108,27 @@ fn build_store(path: &Path) {
             branch: Some(if i % 4 == 3 { "feature" } else { "main" }.into()),
             trigger: Some("schedule".into()),
             pr_number: (i % 4 == 3).then_some(u64::from(i)),
-            gpu_sku: if i % 2 == 0 { "h100-sxm" } else { "h200" }.into(),
+            gpu_sku: if i.is_multiple_of(2) {
+                "h100-sxm"
+            } else {
+                "h200"
+            }
+            .into(),
             gpu_json: Some(json!({"driver": "580.65", "uuid": format!("GPU-{i}")})),
             host: Some("ci-1".into()),
             utilgate_version: "0.1.0".into(),
             config_json: Some(json!({"gate": {"max_drop_pct": 3.0}})),
             promote_reason: "passed the gate on main".into(),
-            canary_json: (i % 3 == 0).then(|| json!({"stream_gb_s": 20.0 + f64::from(i) / 9.0})),
-            group: (i % 5 == 0).then(|| RunGroup {
+            canary_json: i
+                .is_multiple_of(3)
+                .then(|| json!({"stream_gb_s": 20.0 + f64::from(i) / 9.0})),
+            group: i.is_multiple_of(5).then(|| RunGroup {
                 id: format!("g{}", i / 10),
                 shard: Some((1 + i % 2, 2)),
             }),
             results: vec![result(1, i), result(8, i)],
         };
-        let serve = if i % 10 == 0 {
+        let serve = if i.is_multiple_of(10) {
             vec![serve_case(i)]
         } else {
             vec![]
@@ -349,15 +356,32 @@ fn store_copy_between_sqlite_files_keeps_every_row_and_a_rerun_copies_nothing() 
     let out = copy(&env, &first.to_string_lossy(), &second.to_string_lossy());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
-    for table in ["runs", "results", "baseline_moves", "evidence_blobs", "serve_metrics"] {
-        assert!(text.contains(table), "every table's count and checksum: {text}");
+    for table in [
+        "runs",
+        "results",
+        "baseline_moves",
+        "evidence_blobs",
+        "serve_metrics",
+    ] {
+        assert!(
+            text.contains(table),
+            "every table's count and checksum: {text}"
+        );
     }
     assert_eq!(dump(&second), dump(&first));
     let rerun = copy(&env, &first.to_string_lossy(), &second.to_string_lossy());
     assert_eq!(rerun.status.code(), Some(0), "{}", stderr(&rerun));
-    assert!(stdout(&rerun).contains("nothing to copy"), "{}", stdout(&rerun));
+    assert!(
+        stdout(&rerun).contains("nothing to copy"),
+        "{}",
+        stdout(&rerun)
+    );
     // A missing source is a clear error, and creates nothing.
-    let out = copy(&env, "absent.db", &env.path().join("x.db").to_string_lossy());
+    let out = copy(
+        &env,
+        "absent.db",
+        &env.path().join("x.db").to_string_lossy(),
+    );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("no store at"), "{}", stderr(&out));
     assert!(!env.path().join("x.db").exists());

@@ -55,7 +55,7 @@ fn new_run(w: u32, i: u32) -> NewRun {
                 env: BTreeMap::new(),
                 gpu_state_json: None,
                 stderr_tail: None,
-                promote: (u64::from(w + i) + batch) % 3 != 0,
+                promote: !(u64::from(w + i) + batch).is_multiple_of(3),
             }
         })
         .collect();
