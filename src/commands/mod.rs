@@ -98,7 +98,10 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Config(ConfigCommand::Check(args)) => config::check(args),
         Command::Config(ConfigCommand::Default) => config::print_default(),
         Command::Report(args) => report::report(args),
-        Command::Publish(args) => publish::publish(args),
+        Command::Publish(args) => match &args.group {
+            Some(group) => fleet::publish_group(args, group),
+            None => publish::publish(args),
+        },
         Command::Harness(HarnessCommand::CpuDecode(args)) => {
             crate::measure::builtin::cpu_decode::cpu_decode(args).map(|()| Outcome::Passed)
         }

@@ -14,6 +14,7 @@ mod checks;
 mod env;
 mod failures;
 mod fleet;
+mod fleet_publish;
 mod floor;
 mod front;
 mod gate;
