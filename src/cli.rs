@@ -89,7 +89,7 @@ pub enum Command {
     #[command(after_help = help::RUNS, subcommand)]
     Runs(RunsCommand),
     /// Move the history between stores (`SQLite`, `PostgreSQL`).
-    #[command(subcommand)]
+    #[command(after_help = help::STORE, subcommand)]
     Store(StoreCommand),
     /// Check or print the config.
     #[command(after_help = help::CONFIG, subcommand)]
