@@ -51,8 +51,13 @@ fn date(ts: &str) -> &str {
     reason = "one drawing, layer by layer from the bands to the labels; split, it reads worse"
 )]
 pub fn verdict_svg(points: &[TrendPoint], guide: &ChartGuide) -> String {
+    let label = if guide.reference.is_some() {
+        "utilisation history with the verdict's reference"
+    } else {
+        "utilisation history"
+    };
     let mut svg = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="utilisation history with the verdict's reference">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="{label}">"#
     );
     let usable: Vec<(usize, &TrendPoint, f64)> = points
         .iter()
@@ -163,7 +168,7 @@ pub fn verdict_svg(points: &[TrendPoint], guide: &ChartGuide) -> String {
             );
         }
     }
-    super::render::change_point_marks(&mut svg, &usable, &x_of, TOP, H - BOTTOM);
+    change_point_marks(&mut svg, &usable, &x_of, TOP, H - BOTTOM);
     let path: Vec<String> = usable
         .iter()
         .map(|(i, _, v)| format!("{},{}", num(x_of(*i)), num(y_of(*v))))
@@ -209,6 +214,29 @@ pub fn verdict_svg(points: &[TrendPoint], guide: &ChartGuide) -> String {
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// Change points of the utilisation series (`compare::change_points`, default detector): a
+/// dashed line where the new level starts.
+fn change_point_marks(
+    svg: &mut String,
+    usable: &[(usize, &TrendPoint, f64)],
+    x_of: &dyn Fn(usize) -> f64,
+    top: f64,
+    bottom: f64,
+) {
+    let series: Vec<f64> = usable.iter().map(|u| u.2).collect();
+    for c in crate::compare::change_points(&series, &crate::compare::Detector::default())
+        .unwrap_or_default()
+    {
+        let (i, p, _) = usable[c.index];
+        let x = super::format::fixed(x_of(i), 1);
+        let _ = write!(
+            svg,
+            r##"<line class="changepoint" x1="{x}" y1="{top}" x2="{x}" y2="{bottom}" stroke="#bf8700" stroke-dasharray="4 3"><title>change point at run {}: utilisation {:+.1}%</title></line>"##,
+            p.run_id, c.magnitude.change_pct,
+        );
+    }
 }
 
 #[cfg(test)]
