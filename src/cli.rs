@@ -88,6 +88,9 @@ pub enum Command {
     /// Inspect stored runs.
     #[command(after_help = help::RUNS, subcommand)]
     Runs(RunsCommand),
+    /// Move the history between stores (`SQLite`, `PostgreSQL`).
+    #[command(after_help = help::STORE, subcommand)]
+    Store(StoreCommand),
     /// Check or print the config.
     #[command(after_help = help::CONFIG, subcommand)]
     Config(ConfigCommand),

@@ -99,6 +99,15 @@ pub const BASELINE_DIFF: &str = concat!(
     "  2  error: usage, config, store or a baselines file (the message names the file, field and fix)",
 );
 
+pub const STORE: &str = plain!(
+    "  utilgate store copy --from .utilgate/utilgate.db --to postgres://ci@db.example:5432/gate"
+);
+
+pub const STORE_COPY: &str = plain!(
+    "  utilgate store copy --from .utilgate/utilgate.db --to postgres://ci@db.example:5432/gate
+  utilgate store copy --from \"$UTILGATE_DB\" --to backup.db --format json"
+);
+
 pub const RUNS: &str = plain!(
     "  utilgate runs list --limit 5
   utilgate runs show 42"

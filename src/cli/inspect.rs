@@ -204,6 +204,10 @@ pub struct PublishArgs {
     /// a check that left no report.
     #[arg(long, conflicts_with_all = ["pr", "sha"])]
     pub workflow_run: bool,
+    /// Publish the runs of this group (`run --run-group`, the shards of one grid) merged: one
+    /// comment and one status over every shard's cases, failed if any shard's gate failed.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["run", "workflow_run"])]
+    pub group: Option<String>,
     #[command(flatten)]
     pub config: ConfigArgs,
 }

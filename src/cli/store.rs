@@ -182,6 +182,34 @@ pub struct BaselineImportArgs {
 }
 
 #[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Copy the whole history (runs, results, samples, evidence, baseline moves, service
+    /// results) from one store into another, `SQLite` file or `postgres://` URL either way.
+    ///
+    /// Ids are kept; the destination is written in one transaction and read back, and every
+    /// table's row count and checksum is printed. Rerun, it copies only what the destination
+    /// lacks (nothing, if the source did not grow); a destination holding a different history
+    /// is refused and left untouched. The source is only read.
+    #[command(after_help = help::STORE_COPY)]
+    Copy(StoreCopyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StoreCopyArgs {
+    /// The store to read: an `SQLite` file or a `postgres://` URL.
+    #[arg(long, value_name = "PATH_OR_URL")]
+    pub from: PathBuf,
+    /// The store to write: created when absent, migrated when older.
+    #[arg(long, value_name = "PATH_OR_URL")]
+    pub to: PathBuf,
+    /// How long to wait for another writer's lock on either store.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    pub busy_timeout_s: f64,
+    #[command(flatten)]
+    pub format: FormatArgs,
+}
+
+#[derive(Debug, Subcommand)]
 pub enum RunsCommand {
     /// Stored runs, newest first.
     #[command(after_help = help::RUNS_LIST)]

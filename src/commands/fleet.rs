@@ -1,8 +1,10 @@
 //! A fleet of runners, one history: the run group of a sharded run (`run --shard K/N
-//! --run-group ID`) and the merged report of a group (`report --group ID`). Reads the store;
-//! the environment arrives as a lookup function.
+//! --run-group ID`), the merged report of a group (`report --group ID`) and its publication
+//! (`publish --group ID`). Reads the store; the environment arrives as a lookup function,
+//! except where `publish --group` hands over to the publishing of one run.
 
 use crate::cli::RunArgs;
+use crate::commands::Outcome;
 use crate::config::Config;
 use crate::error::Error;
 use crate::report::{GroupMember, RunReport};
@@ -106,4 +108,87 @@ fn shard_notes(runs: &[(crate::store::RunId, RunGroup)]) -> Vec<String> {
             absent.join(", ")
         )]
     }
+}
+
+/// What publishing a group needs from its stored runs (`publish --group`): the latest run's
+/// facts, the gate passed only if every run's passed. Runs that measured different pull-request
+/// heads cannot share one status and are refused.
+///
+/// # Errors
+/// [`Error::Argument`] for runs of different heads; store errors.
+pub fn group_facts(
+    store: &Store,
+    group: &str,
+) -> Result<Option<crate::store::PublishFacts>, Error> {
+    let mut merged: Option<crate::store::PublishFacts> = None;
+    for (id, _) in store.group_runs(group)? {
+        let Some(facts) = store.publish_facts(id)? else {
+            continue;
+        };
+        if let Some(m) = &merged
+            && m.pr_head_sha != facts.pr_head_sha
+        {
+            return Err(Error::Argument {
+                arg: format!("--group {group}"),
+                problem: format!(
+                    "its runs measured different pull-request heads ({} and {})",
+                    m.pr_head_sha.as_deref().unwrap_or("none"),
+                    facts.pr_head_sha.as_deref().unwrap_or("none")
+                ),
+                fix: "give each workflow run's shards a group of their own (the default, \
+                      GITHUB_RUN_ID, is one per workflow run)"
+                    .into(),
+            });
+        }
+        let passed = merged.as_ref().is_none_or(|m| m.gate_passed) && facts.gate_passed;
+        merged = Some(crate::store::PublishFacts {
+            gate_passed: passed,
+            ..facts
+        });
+    }
+    Ok(merged)
+}
+
+/// `utilgate publish --group ID`: the group's merged report (as `report --group` builds it)
+/// published as one run's is: one sticky comment, one status (or check run) per suite, the step
+/// summary and annotations. The outcome is the union of the shards' gates.
+///
+/// # Errors
+/// As [`group_report`] and [`group_facts`]; publishing errors as for one run (exit 2 unless the
+/// gate failed).
+pub fn publish_group(args: &crate::cli::PublishArgs, group: &str) -> Result<Outcome, Error> {
+    use crate::commands::publish::{self, GithubEnv, PublishOptions};
+    let loaded = crate::commands::runs::optional_config(&args.config)?;
+    let renderer = publish::renderer(loaded.as_ref())?;
+    let (store, config) = crate::commands::runs::store_from(&args.config)?;
+    let (report, notes) = group_report(&store, group, config.as_ref())?;
+    for note in &notes {
+        crate::output::warn(note);
+    }
+    let outcome = publish::outcome_of(&report);
+    let facts = group_facts(&store, group)?;
+    let opts = PublishOptions {
+        event_file: args.event.clone(),
+        pr: args.pr,
+        sha: args.sha.clone(),
+        run_head_sha: facts.as_ref().and_then(|f| f.pr_head_sha.clone()),
+        status_context: Some(publish::status_context(config.as_ref(), facts.as_ref())),
+        target_url: None,
+        checks: config.as_ref().map(|c| c.github.checks).unwrap_or_default(),
+        // The config file as the repository names it, for check-run annotations.
+        annotation_path: loaded.as_ref().map(|l| {
+            let path = l.path.strip_prefix("./").unwrap_or(&l.path);
+            path.to_string_lossy().replace('\\', "/")
+        }),
+        ..PublishOptions::default()
+    };
+    let genv = GithubEnv::from_env(&crate::commands::env_lookup());
+    let result = (|| {
+        if let Some(dir) = &args.report_dir {
+            publish::write_report_dir(&renderer, &report, dir)?;
+        }
+        publish::publish_report(&renderer, &report, &genv, &opts)
+    })();
+    publish::unless_gate_failed(result, outcome == Outcome::GateFailed)?;
+    Ok(outcome)
 }

@@ -27,6 +27,7 @@ pub mod runs;
 pub mod serve;
 pub mod serve_stored;
 pub mod serve_suite;
+pub mod store_copy;
 pub mod trace;
 
 use std::path::Path;
@@ -93,10 +94,14 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Baseline(cmd) => baseline::baseline(cmd),
         Command::Runs(RunsCommand::List(args)) => runs::list(args),
         Command::Runs(RunsCommand::Show(args)) => runs::show(args),
+        Command::Store(crate::cli::StoreCommand::Copy(args)) => store_copy::copy(args),
         Command::Config(ConfigCommand::Check(args)) => config::check(args),
         Command::Config(ConfigCommand::Default) => config::print_default(),
         Command::Report(args) => report::report(args),
-        Command::Publish(args) => publish::publish(args),
+        Command::Publish(args) => match &args.group {
+            Some(group) => fleet::publish_group(args, group),
+            None => publish::publish(args),
+        },
         Command::Harness(HarnessCommand::CpuDecode(args)) => {
             crate::measure::builtin::cpu_decode::cpu_decode(args).map(|()| Outcome::Passed)
         }

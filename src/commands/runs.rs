@@ -56,12 +56,17 @@ pub fn store_with(args: &ConfigArgs, mode: StoreMode) -> Result<(Store, Option<C
     let timeout = std::time::Duration::from_secs_f64(timeout);
     let store = match mode {
         StoreMode::Read => Store::open_existing_read_only(&path, timeout)?,
-        StoreMode::Write if !path.exists() => {
+        // A `postgres://` store is a server's database, never a file here.
+        StoreMode::Write if !is_pg_url(&path) && !path.exists() => {
             return Err(Error::Store(crate::store::StoreError::Missing { path }));
         }
         StoreMode::Write | StoreMode::Create => Store::open(&path, timeout)?,
     };
     Ok((store, loaded.map(|l| l.config)))
+}
+
+fn is_pg_url(path: &Path) -> bool {
+    path.to_str().is_some_and(crate::store::sql::is_url)
 }
 
 pub fn list(args: &RunsListArgs) -> Result<Outcome, Error> {

@@ -107,6 +107,8 @@ pub enum StoreError {
         #[source]
         source: sql::Error,
     },
+    #[error("refused the TLS connection to the store {}: {}", .path.display(), .detail)]
+    Tls { path: PathBuf, detail: String },
     #[error("{} is not a usable PostgreSQL URL: {}", .url, .detail)]
     BadUrl { url: String, detail: String },
     #[error("the store {} refused the login", .path.display())]
@@ -115,6 +117,22 @@ pub enum StoreError {
         #[source]
         source: sql::Error,
     },
+    #[error("the store {} holds a different history than the source: in table {}, {}; nothing was copied", .path.display(), .table, .detail)]
+    DifferentHistory {
+        path: PathBuf,
+        table: &'static str,
+        detail: String,
+    },
+    #[error("the copy in {} does not read back as copied: table {}: {}", .path.display(), .table, .detail)]
+    CopyMismatch {
+        path: PathBuf,
+        table: &'static str,
+        detail: String,
+    },
+    #[error("the table {} of the store {} has other columns than the source's", .table, .path.display())]
+    CopySchemaDiffers { path: PathBuf, table: &'static str },
+    #[error("the store {} holds a table {} that this utilgate does not know", .path.display(), .table)]
+    CopyUnknownTable { path: PathBuf, table: String },
     #[error("{} {} cannot be stored in {}: it is out of range", .what, .value, .path.display())]
     OutOfRange {
         path: PathBuf,
@@ -171,11 +189,23 @@ impl StoreError {
             StoreError::Connect { .. } => {
                 "check the host and port in the URL and that the server is running; add `connect_timeout=SECONDS` to the URL to wait longer"
             }
+            StoreError::Tls { .. } => {
+                "point sslrootcert=PATH at the CA that signed the server's certificate and use the host name it names (sslmode=verify-full), or sslmode=require to encrypt without checking it"
+            }
             StoreError::BadUrl { .. } => {
                 "write it as postgres://USER@HOST:PORT/DATABASE (the password in PGPASSWORD)"
             }
             StoreError::Login { .. } => {
                 "check the user and password (in the URL or PGPASSWORD) and the server's pg_hba.conf"
+            }
+            StoreError::DifferentHistory { .. } => {
+                "copy into a new, empty store, or into the one an earlier `store copy` from this source wrote"
+            }
+            StoreError::CopyMismatch { .. } => {
+                "keep both stores as they are and report it; the source was never changed"
+            }
+            StoreError::CopySchemaDiffers { .. } | StoreError::CopyUnknownTable { .. } => {
+                "copy with the utilgate that wrote the newer store (both stores must be at one schema version)"
             }
             StoreError::Query { .. } | StoreError::OutOfRange { .. } => return None,
         };

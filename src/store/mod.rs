@@ -3,6 +3,7 @@
 //! `SQLite` and decides nothing (verdicts and promotions arrive from the caller).
 
 mod baselines;
+mod copy;
 mod db;
 mod error;
 mod estimate;
@@ -25,6 +26,7 @@ mod types;
 #[cfg(test)]
 mod tests;
 
+pub use copy::{CopyReport, TableCopy};
 pub use db::Store;
 pub use error::StoreError;
 pub use evidence::{NewEvidence, StoredEvidence};

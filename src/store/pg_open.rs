@@ -44,6 +44,15 @@ impl Store {
 /// A failed connection: a refused login is [`StoreError::Login`], anything else (refused,
 /// unreachable, timed out) [`StoreError::Connect`].
 fn connect_error(path: &std::path::Path, e: sql::Error) -> StoreError {
+    if let Some(detail) = match &e {
+        sql::Error::Pg(pg) => sql::tls_failure(pg),
+        _ => None,
+    } {
+        return StoreError::Tls {
+            path: path.to_owned(),
+            detail,
+        };
+    }
     match StoreError::query(path, "connect", e) {
         StoreError::Login { path, source } => StoreError::Login { path, source },
         StoreError::Query { path, source, .. } | StoreError::Lost { path, source } => {

@@ -15,6 +15,7 @@ mod checks;
 mod env;
 mod failures;
 mod fleet;
+mod fleet_publish;
 mod floor;
 mod front;
 mod gate;
@@ -29,6 +30,9 @@ mod nsight;
 #[path = "../support/pg_cluster.rs"]
 mod pg_cluster;
 mod pg_store;
+mod pg_store_copy;
+mod pg_store_load;
+mod pg_store_tls;
 mod processes;
 mod python;
 mod report;

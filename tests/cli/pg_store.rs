@@ -159,3 +159,39 @@ fn a_database_at_a_newer_schema_is_refused_and_nothing_is_written() {
     );
     assert_eq!(count_runs(&url), 1, "nothing written");
 }
+
+#[test]
+#[ignore = "needs the PostgreSQL server binaries (Debian's postgresql); .ci/run runs them: cargo test -- --ignored pg_store"]
+fn a_baseline_is_accepted_in_postgres() {
+    let cluster = pg_cluster::shared();
+    let url = cluster.url(&cluster.new_database());
+    let env = logging_env();
+    for _ in 0..2 {
+        assert_eq!(run_on(&env, &url, &[]).status.code(), Some(0));
+    }
+    let out = env
+        .cmd()
+        .args([
+            "baseline",
+            "accept",
+            "",
+            "--run",
+            "2",
+            "--reason",
+            "new driver",
+            "--db",
+            &url,
+        ])
+        .output()
+        .expect("accepts");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).expect("connect");
+    let accepted: i64 = client
+        .query_one(
+            "SELECT count(*) FROM baseline_moves WHERE kind = 'accept' AND reason = 'new driver'",
+            &[],
+        )
+        .expect("count")
+        .get(0);
+    assert_eq!(accepted, 2, "both cases accepted from run 2");
+}

@@ -32,6 +32,14 @@ pub struct Cluster {
     dir: PathBuf,
     child: Child,
     stdin: Option<ChildStdin>,
+    /// The loopback TCP port of a cluster started with TLS.
+    port: Option<u16>,
+}
+
+/// A server certificate and its key (PEM files) for [`Cluster::start_tls`].
+pub struct ServerCert<'a> {
+    pub cert: &'a Path,
+    pub key: &'a Path,
 }
 
 /// The directory holding `initdb` and `postgres`: `PATH`, else the newest Debian version.
@@ -81,6 +89,16 @@ fn as_server_user(cmd: &mut Command) -> &mut Command {
 impl Cluster {
     /// Creates and starts a new cluster.
     pub fn start() -> Cluster {
+        Self::start_with(None)
+    }
+
+    /// Creates and starts a cluster that also listens on a loopback TCP port with `ssl = on`
+    /// and this certificate, and accepts TCP connections only over TLS (`hostssl`).
+    pub fn start_tls(cert: &ServerCert<'_>) -> Cluster {
+        Self::start_with(Some(cert))
+    }
+
+    fn start_with(tls: Option<&ServerCert<'_>>) -> Cluster {
         let bin = binaries();
         let dir = tempfile::Builder::new()
             .prefix("utilgate-pg-")
@@ -115,13 +133,15 @@ impl Cluster {
             "initdb failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        // The shell stops the server (immediate shutdown) and removes the directory when the
-        // test process closes its end of the pipe.
+        let (port, options) = match tls {
+            Some(cert) => tls_options(&dir, cert),
+            None => (None, "-c listen_addresses=".to_owned()),
+        };
         // The shell starts the server again on "start" and, on anything else or when the test
         // process closes its end of the pipe, stops it (immediate shutdown) and removes the
         // directory.
-        let script = "b=$0; d=$1; run() { \"$b\" -D \"$d/data\" -k \"$d\" \
-             -c listen_addresses= -c fsync=off -c max_connections=100 >>\"$d/log\" 2>&1 & \
+        let script = "b=$0; d=$1; o=$2; run() { \"$b\" -D \"$d/data\" -k \"$d\" $o \
+             -c fsync=off -c max_connections=100 >>\"$d/log\" 2>&1 & \
              p=$!; }; run; while read c && [ \"$c\" = start ]; do run; done; \
              kill -QUIT $p; wait $p; rm -rf \"$d\"";
         let mut child = as_server_user(
@@ -129,6 +149,7 @@ impl Cluster {
                 .args(["-c", script])
                 .arg(bin.join("postgres"))
                 .arg(&dir)
+                .arg(&options)
                 .stdin(Stdio::piped())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null()),
@@ -136,7 +157,12 @@ impl Cluster {
         .spawn()
         .expect("start postgres");
         let stdin = child.stdin.take();
-        let cluster = Cluster { dir, child, stdin };
+        let cluster = Cluster {
+            dir,
+            child,
+            stdin,
+            port,
+        };
         cluster.wait_ready();
         cluster
     }
@@ -153,6 +179,18 @@ impl Cluster {
         }
     }
 
+    /// The socket's port where it is not the default (`&port=N`).
+    fn port_param(&self) -> String {
+        self.port.map(|p| format!("&port={p}")).unwrap_or_default()
+    }
+
+    /// A URL for database `db` over loopback TCP (a cluster from [`Cluster::start_tls`]), with
+    /// `host` as the name to connect to and `query` appended (`sslmode=...`).
+    pub fn tcp_url(&self, host: &str, db: &str, query: &str) -> String {
+        let port = self.port.expect("a cluster started with TLS");
+        format!("postgres://{USER}:{PASSWORD}@{host}:{port}/{db}?{query}")
+    }
+
     /// The directory holding the server's socket.
     pub fn socket_dir(&self) -> &Path {
         &self.dir
@@ -161,16 +199,18 @@ impl Cluster {
     /// A URL for database `db`, password included.
     pub fn url(&self, db: &str) -> String {
         format!(
-            "postgres://{USER}:{PASSWORD}@localhost/{db}?host={}",
-            self.dir.display()
+            "postgres://{USER}:{PASSWORD}@localhost/{db}?host={}{}",
+            self.dir.display(),
+            self.port_param()
         )
     }
 
     /// A URL for database `db` without the password (it then comes from `PGPASSWORD`).
     pub fn url_without_password(&self, db: &str) -> String {
         format!(
-            "postgres://{USER}@localhost/{db}?host={}",
-            self.dir.display()
+            "postgres://{USER}@localhost/{db}?host={}{}",
+            self.dir.display(),
+            self.port_param()
         )
     }
 
@@ -222,6 +262,37 @@ impl Cluster {
         }
         self.wait_ready();
     }
+}
+
+/// Copies the certificate and key where the server user reads them, lets TCP in over TLS only,
+/// and picks a free loopback port: the port and the server's options.
+fn tls_options(dir: &Path, cert: &ServerCert<'_>) -> (Option<u16>, String) {
+    use std::os::unix::fs::PermissionsExt as _;
+    for (from, name) in [(cert.cert, "server.crt"), (cert.key, "server.key")] {
+        let to = dir.join(name);
+        std::fs::copy(from, &to).expect("copy the certificate");
+        std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        if let Some((uid, gid)) = nobody() {
+            std::os::unix::fs::chown(&to, Some(uid), Some(gid)).expect("chown");
+        }
+    }
+    std::fs::write(
+        dir.join("data/pg_hba.conf"),
+        "local all all scram-sha-256\n\
+         hostssl all all 127.0.0.1/32 scram-sha-256\n\
+         hostnossl all all 127.0.0.1/32 reject\n",
+    )
+    .expect("pg_hba.conf");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let d = dir.display();
+    let options = format!(
+        "-c listen_addresses=127.0.0.1 -p {port} -c ssl=on \
+         -c ssl_cert_file={d}/server.crt -c ssl_key_file={d}/server.key"
+    );
+    (Some(port), options)
 }
 
 impl Drop for Cluster {

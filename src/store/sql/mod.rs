@@ -7,6 +7,7 @@
 pub(crate) mod dialect;
 mod pg;
 mod sqlite;
+mod tls;
 mod value;
 
 use std::cell::RefCell;
@@ -15,6 +16,7 @@ use std::ops::Deref;
 use thiserror::Error;
 
 pub(crate) use pg::{PgTarget, connect as connect_pg, is_lost, is_url};
+pub(crate) use tls::tls_failure;
 pub(crate) use value::{Params, Row, ToValue, Value, params, params_from_iter};
 
 /// A failure of one statement, from either backend.

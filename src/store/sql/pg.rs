@@ -39,11 +39,22 @@ impl std::fmt::Debug for PgClient {
 
 /// Where a `postgres://` store lives, parsed from its URL, and how to name it in messages (the
 /// password never appears).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct PgTarget {
     config: Config,
+    /// The TLS connector (`sslmode`, `sslrootcert`); `None`: no TLS (`disable`, a Unix socket).
+    tls: Option<tokio_postgres_rustls::MakeRustlsConnect>,
     /// `postgres://user@host:port/dbname`, without password or options.
     pub(crate) display: String,
+}
+
+impl std::fmt::Debug for PgTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgTarget")
+            .field("display", &self.display)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Whether `s` names a `PostgreSQL` store rather than an `SQLite` file.
@@ -54,7 +65,23 @@ pub(crate) fn is_url(s: &str) -> bool {
 impl PgTarget {
     /// Parses a `postgres://` URL; the password comes from the URL or else `PGPASSWORD`.
     pub(crate) fn parse(url: &str) -> std::result::Result<PgTarget, String> {
+        let (url, tls) = super::tls::split_url(url)?;
         let mut config: Config = url.parse().map_err(|e: postgres::Error| e.to_string())?;
+        // libpq never uses TLS on a Unix socket, whatever sslmode says.
+        #[cfg(unix)]
+        let socket = matches!(
+            config.get_hosts().first(),
+            Some(postgres::config::Host::Unix(_))
+        );
+        #[cfg(not(unix))]
+        let socket = false;
+        let tls = if socket {
+            config.ssl_mode(postgres::config::SslMode::Disable);
+            None
+        } else {
+            config.ssl_mode(tls.mode.negotiated());
+            super::tls::connector(&tls)?
+        };
         if config.get_password().is_none() {
             #[expect(
                 clippy::disallowed_methods,
@@ -68,7 +95,11 @@ impl PgTarget {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
         let display = display_of(&config);
-        Ok(PgTarget { config, display })
+        Ok(PgTarget {
+            config,
+            tls,
+            display,
+        })
     }
 }
 
@@ -88,10 +119,13 @@ fn display_of(config: &Config) -> String {
     format!("postgres://{user}{host}:{port}/{db}")
 }
 
-/// Connects without TLS unless the URL asks for it; `sslmode=require` is refused by the
-/// client before anything is sent in the clear.
+/// Connects, over TLS as the URL's `sslmode` says (see [`tls`](super::tls)): a mode that
+/// requires TLS fails before anything, the password included, is sent in the clear.
 pub(crate) fn connect(target: &PgTarget) -> Result<Conn> {
-    let client = target.config.connect(NoTls)?;
+    let client = match &target.tls {
+        Some(tls) => target.config.connect(tls.clone())?,
+        None => target.config.connect(NoTls)?,
+    };
     Ok(Conn::Pg(RefCell::new(PgClient {
         client,
         prepared: HashMap::new(),
