@@ -2,6 +2,8 @@
 //! templates: PR comment, step summary, HTML, `JUnit`, and the BMF, `OpenMetrics` and
 //! github-action-benchmark exports).
 
+pub mod bisect;
+pub mod budget;
 mod chart;
 mod context;
 pub mod evidence;
@@ -13,6 +15,7 @@ pub mod gpus;
 mod group;
 pub mod history;
 mod human;
+pub mod issue;
 pub mod nsight;
 pub mod probe;
 mod render;

@@ -9,6 +9,7 @@ mod ab;
 mod adopt;
 mod baselines;
 mod baselines_pr;
+mod budget;
 mod canary;
 mod checks;
 mod env;
