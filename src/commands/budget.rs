@@ -169,15 +169,9 @@ impl Night {
         }
     }
 
-    /// Sample case `i` sequentially: `measure(repeat, steps)` runs one repeat and returns its
-    /// wall seconds (`None`: the case failed, or the repeat was stopped at the budget's end:
-    /// `stopped` then says so), `judge()` decides on the repeats so far. Returns why it stopped.
-    pub(crate) fn sample(
-        &mut self,
-        i: usize,
-        mut measure: impl FnMut(u32, u64) -> Result<Repeat, Error>,
-        mut judge: impl FnMut(u32) -> Result<Decision, Error>,
-    ) -> Result<Stop, Error> {
+    /// Sample case `i` sequentially through `case` (one repeat at a time, judged after each).
+    /// Returns why it stopped.
+    pub(crate) fn sample(&mut self, i: usize, case: &mut impl Sampler) -> Result<Stop, Error> {
         let planned = self.plan.cases[i].repeats;
         let steps = self.plan.cases[i].steps;
         let (mut decisive, mut beyond) = (false, false);
@@ -202,7 +196,7 @@ impl Night {
                     () => Stop::Budget,
                 };
             }
-            match measure(self.done[i], steps)? {
+            match case.measure(self.done[i], steps, self.timeout_cap())? {
                 Repeat::Done(wall_s) => self.add_repeat(i, wall_s),
                 Repeat::Failed => break Stop::Error,
                 Repeat::Cut => {
@@ -210,7 +204,7 @@ impl Night {
                     break Stop::Budget;
                 }
             }
-            let d = judge(self.done[i])?;
+            let d = case.judge(self.done[i])?;
             decisive = budget::decisive(self.done[i], d.interval_pct, None, &self.policy);
             beyond = budget::decisive(self.done[i], None, d.drop_pct, &self.policy);
         };
@@ -229,11 +223,7 @@ impl Night {
 
     /// The confirm step of a suspect, from what is left of the budget (never the grace): up to
     /// `confirm_repeats` fresh repeats. Returns how many ran.
-    pub(crate) fn confirm(
-        &mut self,
-        i: usize,
-        mut measure: impl FnMut(u32, u64) -> Result<Repeat, Error>,
-    ) -> Result<u32, Error> {
+    pub(crate) fn confirm(&mut self, i: usize, case: &mut impl Sampler) -> Result<u32, Error> {
         let first = self.first[i];
         let steps = self.plan.cases[i].steps;
         while self.confirmed[i] < self.confirm_repeats {
@@ -251,7 +241,7 @@ impl Night {
             {
                 break;
             }
-            match measure(self.done[i], steps)? {
+            match case.measure(self.done[i], steps, self.timeout_cap())? {
                 Repeat::Done(wall_s) => {
                     self.add_repeat(i, wall_s);
                     self.confirmed[i] += 1;
@@ -315,6 +305,14 @@ impl Night {
         );
         crate::report::budget::progress_line(&self.record, self.elapsed_s(), eta)
     }
+}
+
+/// One case as the night samples it.
+pub(crate) trait Sampler {
+    /// Run repeat number `repeat` with `steps` counted steps, its harness stopped after `cap`.
+    fn measure(&mut self, repeat: u32, steps: u64, cap: Duration) -> Result<Repeat, Error>;
+    /// Decide on the first `repeats` repeats measured so far.
+    fn judge(&mut self, repeats: u32) -> Result<Decision, Error>;
 }
 
 /// How one repeat went, as `Night::sample` needs to know.

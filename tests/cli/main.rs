@@ -9,6 +9,7 @@ mod ab;
 mod adopt;
 mod baselines;
 mod baselines_pr;
+mod bisect;
 mod budget;
 mod canary;
 mod checks;
@@ -25,6 +26,7 @@ mod history;
 mod inject;
 mod lost;
 mod measurements;
+mod nightly_issue;
 mod nsight;
 #[path = "../support/pg_cluster.rs"]
 mod pg_cluster;
