@@ -56,6 +56,15 @@ fn stderr_line(line: &str) {
     let _ = writeln!(err, "{line}");
 }
 
+/// How human reports on stdout are drawn: `--color` (resolved once at start) and the width.
+#[must_use]
+pub fn stdout_terminal() -> crate::report::Terminal {
+    crate::report::Terminal {
+        color: color_stdout(),
+        width: stdout_width(),
+    }
+}
+
 /// The width tables on stdout fit: `COLUMNS` when set, else the terminal's; `None` when stdout
 /// is not a terminal (a pipe or a file gets unwrapped rows).
 #[must_use]

@@ -9,44 +9,19 @@
 //! case gets `confirm_pairs` more pairs and is decided on those fresh pairs alone. Nothing is
 //! stored: an A/B session compares two commits, it is not a night of history.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-use serde::Serialize;
 
 use crate::case::{CaseKey, Verdict};
 use crate::catalog::Precision;
 use crate::cli::{AbArgs, Format};
 use crate::commands::run::{CasePlan, Measured, Runner};
 use crate::commands::{Outcome, device};
-use crate::compare::{AbPlan, Decision, Evidence, decide_ab, error_decision, should_confirm};
+use crate::compare::{AbPlan, Evidence, decide_ab, error_decision, should_confirm};
 use crate::config::{LoadedConfig, SuiteConfig};
 use crate::error::Error;
 use crate::output::{self, Progress};
-use crate::report::format::{ms, signed_percent};
-
-/// One case of the session: what each side measured and the decision.
-#[derive(Debug, Serialize)]
-struct AbCase {
-    case: String,
-    base_median_ms: Option<f64>,
-    head_median_ms: Option<f64>,
-    pairs: usize,
-    confirmed: bool,
-    decision: Decision,
-}
-
-#[derive(Debug, Serialize)]
-struct AbReport {
-    schema_version: u32,
-    base_dir: String,
-    head_config: String,
-    gpu: String,
-    fail_on: Vec<Verdict>,
-    gate_failed: bool,
-    cases: Vec<AbCase>,
-}
+use crate::report::{AbCase, AbReport, render_ab};
 
 fn median_of_medians(repeats: &[Vec<f64>]) -> Option<f64> {
     let medians: Vec<f64> = repeats
@@ -271,7 +246,7 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
         cases,
     };
     match args.format.format {
-        Format::Human => output::emit(&render_human(&report))?,
+        Format::Human => output::emit(&render_ab(&report, output::stdout_terminal()))?,
         Format::Json => output::emit(&format!("{}\n", serde_json::to_string_pretty(&report)?))?,
     }
     Ok(if gate_failed {
@@ -281,49 +256,4 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
     } else {
         Outcome::Passed
     })
-}
-
-fn render_human(report: &AbReport) -> String {
-    let mut table = comfy_table::Table::new();
-    table
-        .load_style(comfy_table::presets::UTF8_BORDERS_ONLY)
-        .force_no_tty()
-        .set_header(["case", "base ms", "head ms", "pairs", "drop", "verdict"]);
-    for c in &report.cases {
-        table.add_row([
-            c.case.clone(),
-            ms(c.base_median_ms),
-            ms(c.head_median_ms),
-            format!("{}{}", c.pairs, if c.confirmed { " (confirm)" } else { "" }),
-            signed_percent(c.decision.drop_pct),
-            c.decision.verdict.as_str().to_owned(),
-        ]);
-    }
-    let mut out = format!(
-        "A/B on {}: base {} against head {} (pairs of fresh processes, ABBA order)\n{table}\n",
-        report.gpu, report.base_dir, report.head_config
-    );
-    for c in &report.cases {
-        if c.decision.verdict != Verdict::Pass {
-            let _ = writeln!(
-                out,
-                "{} {}:",
-                c.decision.verdict.as_str().to_uppercase(),
-                c.case
-            );
-            for reason in &c.decision.reasons {
-                let _ = writeln!(out, "  {reason}");
-            }
-        }
-    }
-    let _ = writeln!(
-        out,
-        "gate: {}; nothing stored (an A/B session compares two commits)",
-        if report.gate_failed {
-            "FAILED"
-        } else {
-            "passed"
-        }
-    );
-    out
 }

@@ -5,17 +5,13 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::Table;
-use comfy_table::presets::UTF8_BORDERS_ONLY;
-
 use crate::case::{CaseKey, Verdict};
 use crate::cli::{BaselineAcceptArgs, BaselineCommand, BaselineListArgs, BaselineShowArgs, Format};
 use crate::commands::Outcome;
 use crate::commands::runs::{StoreMode, store_from, store_with};
 use crate::error::Error;
 use crate::output;
-use crate::report::SCHEMA_VERSION;
-use crate::report::format::{ms, pct, short_sha_or_missing};
+use crate::report::{self, SCHEMA_VERSION};
 use crate::store::{BaselineMove, BaselineMoveKind, CaseFilter, RunId, StoredResult};
 
 pub fn baseline(cmd: &BaselineCommand) -> Result<Outcome, Error> {
@@ -48,37 +44,10 @@ fn list(args: &BaselineListArgs) -> Result<Outcome, Error> {
             output::emit(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
         }
         Format::Human => {
-            let mut table = Table::new();
-            table.load_style(UTF8_BORDERS_ONLY).force_no_tty();
-            table.set_header(vec![
-                "case",
-                "gpu",
-                "run",
-                "commit",
-                "median ms",
-                "util",
-                "moved",
-                "how",
-                "reason",
-            ]);
-            for e in &entries {
-                table.add_row(vec![
-                    e.key.to_string(),
-                    e.gpu_sku.clone(),
-                    e.run_id.to_string(),
-                    short_sha_or_missing(e.git_sha.as_deref()),
-                    ms(e.median_ms),
-                    pct(e.utilisation),
-                    e.moved_at.strftime("%Y-%m-%d %H:%M").to_string(),
-                    e.kind.to_string(),
-                    e.reason.clone(),
-                ]);
-            }
-            if entries.is_empty() {
-                output::emit("no baselines yet: a passing run on the baseline branch sets them\n")?;
-            } else {
-                output::emit(&format!("{table}\n"))?;
-            }
+            output::emit(&report::render_baselines(
+                &entries,
+                output::stdout_terminal(),
+            ))?;
         }
     }
     Ok(Outcome::Passed)
@@ -111,43 +80,7 @@ fn show(args: &BaselineShowArgs) -> Result<Outcome, Error> {
             });
             output::emit(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
         }
-        Format::Human => {
-            let mut out = String::new();
-            let _ = writeln!(out, "case:        {}", entry.key);
-            let _ = writeln!(out, "gpu:         {}", entry.gpu_sku);
-            let _ = writeln!(
-                out,
-                "result:      run {} @ {} on {}",
-                entry.run_id,
-                short_sha_or_missing(result.git_sha.as_deref()),
-                result.branch.as_deref().unwrap_or("-")
-            );
-            let _ = writeln!(
-                out,
-                "moved:       {} by {} ({})",
-                entry.moved_at, entry.kind, entry.reason
-            );
-            let _ = writeln!(out, "floor:       {} ms", ms(result.floor_ms));
-            let _ = writeln!(
-                out,
-                "step:        {} ms median, utilisation {} (MBU {}, MFU {})",
-                ms(result.median_ms),
-                pct(result.utilisation),
-                pct(result.mbu),
-                pct(result.mfu)
-            );
-            let medians: Vec<String> = result
-                .repeats_ms
-                .iter()
-                .filter_map(|r| crate::stats::median(r))
-                .map(|m| format!("{m:.3}"))
-                .collect();
-            let _ = writeln!(out, "per-process medians (ms): {}", medians.join(", "));
-            for (k, v) in &result.env {
-                let _ = writeln!(out, "env {k}: {v}");
-            }
-            output::emit(&out)?;
-        }
+        Format::Human => output::emit(&report::render_baseline(entry, &result))?,
     }
     Ok(Outcome::Passed)
 }
@@ -165,24 +98,8 @@ fn history(args: &BaselineListArgs) -> Result<Outcome, Error> {
             output::emit(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
         }
         Format::Human => {
-            let mut table = Table::new();
-            table.load_style(UTF8_BORDERS_ONLY).force_no_tty();
-            table.set_header(vec![
-                "moved", "case", "gpu", "run", "commit", "util", "how", "reason",
-            ]);
-            for e in &events {
-                table.add_row(vec![
-                    e.moved_at.strftime("%Y-%m-%d %H:%M:%S").to_string(),
-                    e.key.to_string(),
-                    e.gpu_sku.clone(),
-                    e.run_id.to_string(),
-                    short_sha_or_missing(e.git_sha.as_deref()),
-                    pct(e.utilisation),
-                    e.kind.to_string(),
-                    e.reason.clone(),
-                ]);
-            }
-            output::emit(&format!("{table}\n"))?;
+            let terminal = output::stdout_terminal();
+            output::emit(&report::render_baseline_history(&events, terminal))?;
         }
     }
     Ok(Outcome::Passed)

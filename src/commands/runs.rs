@@ -1,11 +1,7 @@
 //! `utilgate runs list|show`: read the store and print; shared read-only helpers for the other
 //! store-reading commands. Never writes the store.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-
-use comfy_table::Table;
-use comfy_table::presets::UTF8_BORDERS_ONLY;
 
 use crate::cli::{ConfigArgs, Format, RunsListArgs, RunsShowArgs};
 use crate::commands::Outcome;
@@ -14,7 +10,7 @@ use crate::compare;
 use crate::config::{Config, DEFAULT_STORE_PATH, StoreConfig};
 use crate::error::Error;
 use crate::output;
-use crate::report::{self, Judgement, RunReport, format};
+use crate::report::{self, Judgement, RunReport};
 use crate::store::{RunFilter, RunId, Store, StoredRun};
 
 /// The config when its file exists (thresholds, store path); read-only commands work without.
@@ -81,34 +77,7 @@ pub fn list(args: &RunsListArgs) -> Result<Outcome, Error> {
                 serde_json::json!({ "schema_version": report::SCHEMA_VERSION, "runs": runs });
             output::emit(&format!("{}\n", serde_json::to_string_pretty(&value)?))?;
         }
-        Format::Human => {
-            let mut table = Table::new();
-            table.load_style(UTF8_BORDERS_ONLY).force_no_tty();
-            table.set_header(vec![
-                "run", "started", "branch", "commit", "trigger", "gpu", "cases", "verdicts",
-            ]);
-            for r in &runs {
-                let verdicts: Vec<String> =
-                    r.verdicts.iter().map(|(v, n)| format!("{n} {v}")).collect();
-                table.add_row(vec![
-                    r.id.to_string(),
-                    r.started_at.strftime("%Y-%m-%d %H:%M:%S").to_string(),
-                    r.branch.clone().unwrap_or_default(),
-                    format::short_sha_or_missing(r.git_sha.as_deref()),
-                    r.trigger.clone().unwrap_or_default(),
-                    r.gpu_sku.clone(),
-                    r.n_results.to_string(),
-                    verdicts.join(", "),
-                ]);
-            }
-            let mut out = String::new();
-            if runs.is_empty() {
-                out.push_str("no runs stored yet\n");
-            } else {
-                let _ = writeln!(out, "{table}");
-            }
-            output::emit(&out)?;
-        }
+        Format::Human => output::emit(&report::render_runs(&runs, output::stdout_terminal()))?,
     }
     Ok(Outcome::Passed)
 }
@@ -160,7 +129,7 @@ pub(crate) fn stored_judgements(
 
 pub(crate) fn print_report(report: &RunReport, format: Format) -> Result<(), Error> {
     match format {
-        Format::Human => output::emit(&report::render_human(report, output::color_stdout())),
+        Format::Human => output::emit(&report::render_human(report, output::stdout_terminal())),
         Format::Json => output::emit(&report::render_json(report)?),
     }
 }

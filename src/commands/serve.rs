@@ -294,7 +294,10 @@ pub(crate) fn readings(cases: &[ServeCaseReport]) -> Vec<String> {
 /// Prints a service report in the chosen format.
 pub fn emit_report(report: &ServeReport, format: Format) -> Result<(), Error> {
     match format {
-        Format::Human => output::emit(&report::render_serve_human(report, output::color_stdout())),
+        Format::Human => output::emit(&report::render_serve_human(
+            report,
+            output::stdout_terminal(),
+        )),
         Format::Json => output::emit(&report::render_serve_json(report)?),
     }
 }

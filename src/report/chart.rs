@@ -163,7 +163,7 @@ pub fn verdict_svg(points: &[TrendPoint], guide: &ChartGuide) -> String {
             );
         }
     }
-    super::render::change_point_marks(&mut svg, &usable, &x_of, TOP, H - BOTTOM);
+    change_point_marks(&mut svg, &usable, &x_of, TOP, H - BOTTOM);
     let path: Vec<String> = usable
         .iter()
         .map(|(i, _, v)| format!("{},{}", num(x_of(*i)), num(y_of(*v))))
@@ -209,6 +209,29 @@ pub fn verdict_svg(points: &[TrendPoint], guide: &ChartGuide) -> String {
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// Change points of the utilisation series (`compare::change_points`, default detector): a
+/// dashed line where the new level starts.
+fn change_point_marks(
+    svg: &mut String,
+    usable: &[(usize, &TrendPoint, f64)],
+    x_of: &dyn Fn(usize) -> f64,
+    top: f64,
+    bottom: f64,
+) {
+    let series: Vec<f64> = usable.iter().map(|u| u.2).collect();
+    for c in crate::compare::change_points(&series, &crate::compare::Detector::default())
+        .unwrap_or_default()
+    {
+        let (i, p, _) = usable[c.index];
+        let x = super::format::fixed(x_of(i), 1);
+        let _ = write!(
+            svg,
+            r##"<line class="changepoint" x1="{x}" y1="{top}" x2="{x}" y2="{bottom}" stroke="#bf8700" stroke-dasharray="4 3"><title>change point at run {}: utilisation {:+.1}%</title></line>"##,
+            p.run_id, c.magnitude.change_pct,
+        );
+    }
 }
 
 #[cfg(test)]

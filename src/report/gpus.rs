@@ -1,8 +1,7 @@
 //! The `utilgate gpus` listing: the built-in GPU catalogue with the datasheet figures the floor
 //! uses. Pure: the command prints it.
 
-use comfy_table::presets::UTF8_BORDERS_ONLY;
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{Cell, CellAlignment};
 use serde::Serialize;
 
 use crate::catalog::GpuSpec;
@@ -25,14 +24,11 @@ fn tflops(x: Option<f64>) -> String {
 /// The terminal table: one row per entry, figures as on the datasheet (dense, never sparse).
 #[must_use]
 pub fn render_human(gpus: &[GpuSpec], width: Option<u16>) -> String {
-    let mut table = Table::new();
-    table
-        .load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Dynamic);
-    match width {
-        Some(w) => table.set_width(w),
-        None => table.force_no_tty(),
-    };
+    let mut table = crate::report::Terminal {
+        color: false,
+        width,
+    }
+    .table();
     table.set_header(vec![
         "name",
         "GPU",

@@ -2,8 +2,9 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::presets::UTF8_BORDERS_ONLY;
-use comfy_table::{Cell, CellAlignment, Color, ContentArrangement, Table};
+use comfy_table::{Cell, CellAlignment, Color};
+
+use crate::report::Terminal;
 
 use crate::case::Verdict;
 use crate::report::format::{MISSING, count, ms, pct, percent, short_sha, signed_percent};
@@ -20,16 +21,9 @@ fn verdict_color(v: Verdict) -> Color {
 
 /// The run as a table with a details section for every case that needs attention.
 #[must_use]
-pub fn render_human(report: &RunReport, color: bool) -> String {
-    let mut table = Table::new();
-    table
-        .load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Disabled);
-    if color {
-        table.enforce_styling();
-    } else {
-        table.force_no_tty();
-    }
+pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
+    let color = terminal.color;
+    let mut table = terminal.table();
     table.set_header(vec![
         "case",
         "floor ms",

@@ -2,6 +2,8 @@
 //! templates: PR comment, step summary, HTML, `JUnit`, and the BMF, `OpenMetrics` and
 //! github-action-benchmark exports).
 
+mod ab;
+pub mod baseline_diff;
 pub mod bisect;
 pub mod budget;
 mod chart;
@@ -16,13 +18,16 @@ mod group;
 pub mod history;
 mod human;
 pub mod issue;
+mod listing;
 pub mod nsight;
 pub mod probe;
 mod render;
 mod serve;
 mod serve_chart;
 mod serve_view;
+mod terminal;
 
+pub use ab::{AbCase, AbReport, render_ab};
 pub use chart::{ChartGuide, verdict_svg};
 pub use context::{
     BaselineRef, CaseReport, Judgement, RunReport, SCHEMA_VERSION, SuiteReport, TrendPoint,
@@ -35,9 +40,10 @@ pub use github_text::{
 };
 pub use group::GroupMember;
 pub use human::{render_human, render_json};
+pub use listing::{render_baseline, render_baseline_history, render_baselines, render_runs};
 pub use render::{
     BUILTIN_TEMPLATES, GITHUB_COMMENT_LIMIT, RenderError, Renderer, ReportFormat, comment_marker,
-    fit_comment, history_svg, sparkline,
+    fit_comment, sparkline,
 };
 pub use serve::{
     ServeCaseReport, ServeHistoryPoint, ServeRepeatReport, ServeReport, render_serve_human,
@@ -45,3 +51,4 @@ pub use serve::{
 };
 pub use serve_chart::ServeChart;
 pub use serve_view::service_summary;
+pub use terminal::Terminal;

@@ -177,19 +177,16 @@ impl Renderer {
              noise_pct: Option<f64>,
              drop_pct: Option<f64>| {
                 let points = Vec::<TrendPoint>::deserialize(points)?;
-                let svg = if reference.is_some() {
-                    super::chart::verdict_svg(
-                        &points,
-                        &super::ChartGuide {
-                            reference,
-                            threshold_pct,
-                            noise_pct,
-                            drop_pct,
-                        },
-                    )
-                } else {
-                    history_svg(&points)
-                };
+                // Without a reference (a new case) the chart has no bands, only the runs.
+                let svg = super::chart::verdict_svg(
+                    &points,
+                    &super::ChartGuide {
+                        reference,
+                        threshold_pct,
+                        noise_pct,
+                        drop_pct,
+                    },
+                );
                 Ok::<_, minijinja::Error>(Value::from_safe_string(svg))
             },
         );
@@ -343,142 +340,6 @@ pub fn sparkline(points: &[TrendPoint]) -> String {
             }
         })
         .collect()
-}
-
-/// An inline SVG line chart of a case's utilisation over its recent runs (oldest left), the
-/// current run highlighted, each point with a tooltip, change points marked by a dashed line.
-/// No scripts, no external resources.
-#[must_use]
-pub fn history_svg(points: &[TrendPoint]) -> String {
-    const W: f64 = 480.0;
-    const H: f64 = 140.0;
-    const LEFT: f64 = 52.0;
-    const RIGHT: f64 = 12.0;
-    const TOP: f64 = 12.0;
-    const BOTTOM: f64 = 24.0;
-    let mut svg = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="utilisation history">"#
-    );
-    let usable: Vec<(usize, &TrendPoint, f64)> = points
-        .iter()
-        .enumerate()
-        .filter_map(|(i, p)| {
-            p.utilisation
-                .filter(|u| u.is_finite())
-                .map(|u| (i, p, u * 100.0))
-        })
-        .collect();
-    let (Some(lo), Some(hi)) = (
-        usable.iter().map(|u| u.2).reduce(f64::min),
-        usable.iter().map(|u| u.2).reduce(f64::max),
-    ) else {
-        let _ = write!(
-            svg,
-            r#"<text x="{}" y="{}" text-anchor="middle" class="empty">no history yet</text></svg>"#,
-            W / 2.0,
-            H / 2.0
-        );
-        return svg;
-    };
-    // Pad the range so a flat line sits mid-chart and small changes are not exaggerated.
-    let span = (hi - lo).max(hi.abs() * 0.02).max(0.1);
-    let y_lo = (lo - span * 0.25).max(0.0);
-    let y_hi = hi + span * 0.25;
-    let n = points.len().max(1);
-    let x_of = |i: usize| {
-        if n == 1 {
-            LEFT + (W - LEFT - RIGHT) / 2.0
-        } else {
-            LEFT + (W - LEFT - RIGHT) * i as f64 / (n - 1) as f64
-        }
-    };
-    let y_of = |v: f64| TOP + (H - TOP - BOTTOM) * (1.0 - (v - y_lo) / (y_hi - y_lo));
-    let _ = write!(
-        svg,
-        r#"<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{}"/><line class="axis" x1="{LEFT}" y1="{b}" x2="{}" y2="{b}"/>"#,
-        H - BOTTOM,
-        W - RIGHT,
-        b = H - BOTTOM,
-    );
-    for v in [y_lo, y_hi] {
-        let _ = write!(
-            svg,
-            r#"<text class="label" x="{}" y="{}" text-anchor="end">{}%</text>"#,
-            LEFT - 6.0,
-            format::fixed(y_of(v) + 4.0, 1),
-            format::fixed(v, 1)
-        );
-    }
-    let _ = write!(
-        svg,
-        r#"<text class="label" x="{LEFT}" y="{}">oldest</text><text class="label" x="{}" y="{}" text-anchor="end">newest</text>"#,
-        H - 6.0,
-        W - RIGHT,
-        H - 6.0
-    );
-    change_point_marks(&mut svg, &usable, &x_of, TOP, H - BOTTOM);
-    let path: Vec<String> = usable
-        .iter()
-        .map(|(i, _, v)| {
-            format!(
-                "{},{}",
-                format::fixed(x_of(*i), 1),
-                format::fixed(y_of(*v), 1)
-            )
-        })
-        .collect();
-    let _ = write!(
-        svg,
-        r#"<polyline class="line" fill="none" points="{}"/>"#,
-        path.join(" ")
-    );
-    for (i, p, v) in &usable {
-        let sha = p.git_sha.as_deref().map_or_else(String::new, |s| {
-            format!(" @ {}", xml_escape(format::short_sha(s)))
-        });
-        let _ = write!(
-            svg,
-            r#"<circle class="{}" cx="{}" cy="{}" r="{}"><title>run {}{sha}: {}%</title></circle>"#,
-            if p.current { "point current" } else { "point" },
-            format::fixed(x_of(*i), 1),
-            format::fixed(y_of(*v), 1),
-            if p.current { 5 } else { 3 },
-            p.run_id,
-            format::fixed(*v, 1),
-        );
-    }
-    svg.push_str("</svg>");
-    svg
-}
-
-/// Change points of the utilisation series (`compare::change_points`, default detector): a
-/// dashed line where the new level starts.
-pub(super) fn change_point_marks(
-    svg: &mut String,
-    usable: &[(usize, &TrendPoint, f64)],
-    x_of: &dyn Fn(usize) -> f64,
-    top: f64,
-    bottom: f64,
-) {
-    let series: Vec<f64> = usable.iter().map(|u| u.2).collect();
-    for c in crate::compare::change_points(&series, &crate::compare::Detector::default())
-        .unwrap_or_default()
-    {
-        let (i, p, _) = usable[c.index];
-        let x = super::format::fixed(x_of(i), 1);
-        let _ = write!(
-            svg,
-            r##"<line class="changepoint" x1="{x}" y1="{top}" x2="{x}" y2="{bottom}" stroke="#bf8700" stroke-dasharray="4 3"><title>change point at run {}: utilisation {:+.1}%</title></line>"##,
-            p.run_id, c.magnitude.change_pct,
-        );
-    }
-}
-
-fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 fn pct(x: Option<f64>) -> String {

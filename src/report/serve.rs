@@ -4,8 +4,9 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::presets::UTF8_BORDERS_ONLY;
-use comfy_table::{Cell, CellAlignment, Color, ContentArrangement, Table};
+use comfy_table::{Cell, CellAlignment, Color};
+
+use crate::report::Terminal;
 use serde::Serialize;
 
 use crate::case::Verdict;
@@ -119,16 +120,9 @@ fn worst(c: &ServeCaseReport) -> String {
 
 /// The service table for a terminal, with the reasons of every case that needs attention.
 #[must_use]
-pub fn render_serve_human(report: &ServeReport, color: bool) -> String {
-    let mut table = Table::new();
-    table
-        .load_style(UTF8_BORDERS_ONLY)
-        .set_content_arrangement(ContentArrangement::Disabled);
-    if color {
-        table.enforce_styling();
-    } else {
-        table.force_no_tty();
-    }
+pub fn render_serve_human(report: &ServeReport, terminal: Terminal) -> String {
+    let color = terminal.color;
+    let mut table = terminal.table();
     table.set_header(vec![
         "case",
         "TTFT p50 ms",

@@ -40,22 +40,22 @@ struct RawMove {
 impl RawMove {
     fn from_row(row: &Row<'_>) -> super::sql::Result<RawMove> {
         Ok(RawMove {
-            id: row.get(0)?,
-            suite: row.get(1)?,
-            model: row.get(2)?,
-            precision: row.get(3)?,
-            phase: row.get(4)?,
-            batch: row.get(5)?,
-            context: row.get(6)?,
-            gpu_sku: row.get(7)?,
-            result_id: row.get(8)?,
-            run_id: row.get(9)?,
-            kind: row.get(10)?,
-            reason: row.get(11)?,
-            moved_at_ns: row.get(12)?,
-            git_sha: row.get(13)?,
-            median_ms: row.get(14)?,
-            utilisation: row.get(15)?,
+            id: row.get("id")?,
+            suite: row.get("suite")?,
+            model: row.get("model")?,
+            precision: row.get("precision")?,
+            phase: row.get("phase")?,
+            batch: row.get("batch")?,
+            context: row.get("context")?,
+            gpu_sku: row.get("gpu_sku")?,
+            result_id: row.get("result_id")?,
+            run_id: row.get("run_id")?,
+            kind: row.get("kind")?,
+            reason: row.get("reason")?,
+            moved_at_ns: row.get("moved_at_ns")?,
+            git_sha: row.get("git_sha")?,
+            median_ms: row.get("median_ms")?,
+            utilisation: row.get("utilisation")?,
         })
     }
 

@@ -57,18 +57,18 @@ struct RawRun {
 impl RawRun {
     fn from_row(row: &Row<'_>) -> super::sql::Result<RawRun> {
         Ok(RawRun {
-            id: row.get(0)?,
-            started_at_ns: row.get(1)?,
-            finished_at_ns: row.get(2)?,
-            git_sha: row.get(3)?,
-            branch: row.get(4)?,
-            trigger: row.get(5)?,
-            pr_number: row.get(6)?,
-            gpu_sku: row.get(7)?,
-            gpu_json: row.get(8)?,
-            host: row.get(9)?,
-            utilgate_version: row.get(10)?,
-            config_json: row.get(11)?,
+            id: row.get("id")?,
+            started_at_ns: row.get("started_at_ns")?,
+            finished_at_ns: row.get("finished_at_ns")?,
+            git_sha: row.get("git_sha")?,
+            branch: row.get("branch")?,
+            trigger: row.get("trigger")?,
+            pr_number: row.get("pr_number")?,
+            gpu_sku: row.get("gpu_sku")?,
+            gpu_json: row.get("gpu_json")?,
+            host: row.get("host")?,
+            utilgate_version: row.get("utilgate_version")?,
+            config_json: row.get("config_json")?,
         })
     }
 }

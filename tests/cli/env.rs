@@ -36,7 +36,7 @@ awk -v base="$STEP_MS" -v n="$UTILGATE_STEPS" -v rep="$UTILGATE_REPEAT" -v scale
 
 /// Variables removed from every command's environment: no CI variables leak in from the
 /// machine.
-pub const CLEAN_VARS: [&str; 16] = [
+pub const CLEAN_VARS: [&str; 17] = [
     // Under CI utilgate skips the large-grid question; tests choose their own CI.
     "CI",
     "GITHUB_ACTIONS",
@@ -56,6 +56,8 @@ pub const CLEAN_VARS: [&str; 16] = [
     "UTILGATE_CONFIG",
     "UTILGATE_DB",
     "NO_COLOR",
+    // Tables fit COLUMNS when it is set; a test that wants a width sets it.
+    "COLUMNS",
 ];
 
 pub struct TestEnv {

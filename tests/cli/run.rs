@@ -190,3 +190,34 @@ fn a_non_ascii_commit_id_is_listed_not_a_panic() {
     let runs = env.json(&["runs", "list"]);
     assert_eq!(runs["runs"][0]["git_sha"], "abcdefghié");
 }
+
+#[test]
+fn the_run_table_fits_the_terminal_width_and_wraps_the_case() {
+    let env = TestEnv::new();
+    let out = env.run("main", &[("COLUMNS", "72")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with('┌'))
+        .take_while(|l| !l.starts_with("gate:"))
+        .collect();
+    assert!(table.len() > 3, "no table:\n{text}");
+    assert!(
+        table.iter().all(|l| l.chars().count() <= 72),
+        "wider than 72:\n{text}"
+    );
+    // The case column wraps rather than the table running off the screen.
+    assert!(
+        !table
+            .iter()
+            .any(|l| l.contains("decode/seed-8b/bf16/decode/b1/c4096")),
+        "{text}"
+    );
+    // Piped (no COLUMNS), each row stays on one line for tools that read it.
+    let piped = stdout(&env.run("main", &[]));
+    assert!(
+        piped.contains("decode/seed-8b/bf16/decode/b1/c4096"),
+        "{piped}"
+    );
+}

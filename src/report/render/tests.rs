@@ -449,11 +449,12 @@ fn history_charts_plot_every_finite_point_inside_the_view() {
         utilisation: u,
         current,
     };
-    let empty = history_svg(&[]);
+    let guide = crate::report::ChartGuide::default();
+    let empty = crate::report::verdict_svg(&[], &guide);
     assert!(empty.contains("no history yet"));
     well_formed(&empty).expect("well-formed");
 
-    let one = history_svg(&[point(1, Some(0.3), true)]);
+    let one = crate::report::verdict_svg(&[point(1, Some(0.3), true)], &guide);
     assert_eq!(one.matches("<circle").count(), 1);
     assert!(one.contains(r#"class="point current""#));
 
@@ -470,19 +471,24 @@ fn history_charts_plot_every_finite_point_inside_the_view() {
             )
         })
         .collect();
-    let svg = history_svg(&points);
+    let svg = crate::report::verdict_svg(&points, &guide);
     well_formed(&svg).expect("well-formed");
     assert_eq!(svg.matches("<circle").count(), 9);
-    assert!(svg.contains("<title>run 9 @ abcdef0: 39.0%</title>"));
-    // Every coordinate lies inside the 480 x 140 view box.
+    assert!(
+        svg.contains("<title>run 9 @ abcdef0, : 39.0%</title>"),
+        "{svg}"
+    );
+    // Without a reference there are no bands.
+    assert!(!svg.contains("threshold-band") && !svg.contains("noise-band"));
+    // Every coordinate lies inside the 520 x 170 view box.
     for attr in ["cx=\"", "cy=\""] {
         for piece in svg.split(attr).skip(1) {
             let v: f64 = piece[..piece.find('"').expect("closing quote")]
                 .parse()
                 .expect("number");
-            assert!((0.0..=480.0).contains(&v), "{attr}{v}");
+            assert!((0.0..=520.0).contains(&v), "{attr}{v}");
             if attr == "cy=\"" {
-                assert!((0.0..=140.0).contains(&v), "{attr}{v}");
+                assert!((0.0..=170.0).contains(&v), "{attr}{v}");
             }
         }
     }

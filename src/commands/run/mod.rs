@@ -1,0 +1,617 @@
+//! `utilgate run`, in the order it happens: plan the cases (config, device, floors, shard) ->
+//! measure each in fresh processes (journalled as it ends) -> judge against the baselines ->
+//! confirm suspects with fresh repeats -> store the run in one transaction -> report and exit
+//! code. Each case is one [`record::CaseRecord`] from plan to store. Sequences I/O; every
+//! decision is delegated to pure modules.
+
+mod record;
+mod runner;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::case::{CaseKey, Verdict};
+use crate::catalog::{GpuSpec, Precision};
+use crate::cli::{Format, RunArgs};
+use crate::commands::gpu_run::{self, GpuWatch};
+use crate::commands::judge::{self, Against, Judgement};
+use crate::commands::{Outcome, device, env_lookup, open_store};
+use crate::compare::{self, Canary};
+use crate::config::{Config, LoadedConfig, SuiteConfig};
+use crate::error::Error;
+use crate::output::{self, Progress};
+use crate::report;
+use crate::shard::Shard;
+use crate::store::meta::{MetaFlags, RunMeta, resolve_meta};
+use crate::store::{NewRun, Store};
+
+use record::{CaseRecord, JudgedCase};
+pub(crate) use runner::{CasePlan, Measured, Runner, cancel_on_ctrl_c, git, this_exe};
+
+pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
+    // What a killed run left behind (results directories, cgroup scopes) goes first.
+    crate::measure::workdir::sweep_stale(&std::env::temp_dir());
+    let group = crate::commands::fleet::run_group(args, &env_lookup())?;
+    // Validate everything cheap before the first harness starts.
+    let loaded = crate::config::load(&args.config.config)?;
+    let config = &loaded.config;
+    let (serve_suites, suites) = split_suites(&loaded, args)?;
+    if suites.is_empty() {
+        return crate::commands::serve_suite::run_serve_suites(&loaded, &serve_suites, args);
+    }
+    crate::commands::serve_suite::check_options(&serve_suites, args)?;
+    let mut publishing = crate::commands::publish::prepare_run(args, &loaded)?;
+    let pr_event = crate::commands::publish::pull_request_event(&env_lookup())?;
+    gpu_run::check_workloads(&suites)?;
+    let mut stores = RunStores::open(args, &loaded)?;
+    // The store must take the run before an hour of measuring goes into it.
+    stores.store.preflight()?;
+    let watch = GpuWatch::start(config, env_lookup()("CUDA_VISIBLE_DEVICES").as_deref());
+    // A measured host bandwidth stays pinned beside the configured store, scratch or not.
+    let gpu = device::device_spec(config.gpu.as_ref(), &stores.configured, watch.as_ref())?;
+    if let Some(publishing) = publishing.as_mut() {
+        let names = suites.iter().chain(&serve_suites).map(|s| s.name.as_str());
+        publishing.start(&gpu.name, &names.collect::<Vec<_>>())?;
+    }
+
+    // Plan.
+    let (plans, grid) = plan_cases(&loaded, &suites, &gpu, args.shard)?;
+    check_grid(&stores.store, &suites, plans.len(), args, config)?;
+    let meta = run_meta(args, &loaded, pr_event);
+
+    // Measure, each case journalled as it ends.
+    let (cancel, exe) = (cancel_on_ctrl_c(), this_exe());
+    let mut serve =
+        crate::commands::serve_suite::MixedServe::measure(&loaded, serve_suites, &cancel, &gpu)?;
+    let in_actions = env_lookup()("GITHUB_ACTIONS").as_deref() == Some("true");
+    let progress = Progress::new(plans.len() as u64, in_actions);
+    let runner = Runner::new(&loaded, Arc::clone(&cancel), watch.as_ref(), &progress, exe)?;
+    let mut journal = open_journal(&stores, config, &gpu.name, &plans, args.resume)?;
+    let started_at = journal.started_at.unwrap_or_else(crate::commands::now);
+    let evidence_options = crate::commands::evidence::options(&config.evidence)?;
+    // The machine canary before the cases (and after them, below), stored with the run.
+    let mut canary = config.canary.enabled.then(Canary::default);
+    let (records, evidence) = measure_all(
+        &runner,
+        plans,
+        (&mut journal, &mut canary),
+        args.trace,
+        &evidence_options,
+    )?;
+
+    // Judge, then confirm suspects in fresh processes before failing them.
+    let (store, sku, watched) = (&stores.store, gpu.name.as_str(), watch.as_ref());
+    let judging = Judging {
+        store,
+        gpu_sku: sku,
+        config,
+        canary: canary.as_ref(),
+        watch: watched,
+    };
+    let (mut cases, missing) = judging.judge(records, &grid)?;
+    judging.confirm(&runner, &mut cases, grid.keys.len())?;
+    for warning in cases.iter().filter_map(JudgedCase::limiting_variance) {
+        progress.warn(&warning);
+    }
+    // The grid's baselines no case measured (missing) count in the gate like measured cases.
+    let measured = cases.iter().map(|c| &c.judgement);
+    let judged = measured.chain(&missing).map(|j| j.decision.verdict);
+    let mut verdicts: Vec<Verdict> = judged.collect();
+    verdicts.extend(serve.judge(&stores.store, &gpu.name, &meta)?);
+    let gate_failed = compare::gate_failed(verdicts.iter().copied(), &config.gate.fail_on);
+    let no_promote = args.no_promote || stores.scratch.is_some();
+    let promote_run = promotes(config, &meta, &verdicts, no_promote);
+
+    // Store: one transaction, or a rescue file that `import run` reads.
+    let new_run = NewRun {
+        started_at,
+        results: cases
+            .iter()
+            .map(|c| c.result(watch.as_ref(), promote_run))
+            .collect(),
+        canary_json: canary.as_ref().and_then(|c| serde_json::to_value(c).ok()),
+        group,
+        ..new_run(config, &meta, &gpu, watch.as_ref())
+    };
+    if cancel.load(Ordering::SeqCst) {
+        return Err(Error::Interrupted);
+    }
+    let judgements = JudgedCase::all_judgements(&cases, missing);
+    let facts = publish_facts(config, &meta, &judgements, cases.len(), gate_failed);
+    let serve_cases = serve.cases(promote_run);
+    let (store, to_store) = (&mut stores.store, (&new_run, serve_cases.as_slice()));
+    let run_id = store_run(store, to_store, &facts, journal.journal, &evidence, config)?;
+
+    // Report.
+    let report = report_run(
+        store,
+        run_id,
+        &judgements,
+        (&config.gate.fail_on, promote_run),
+        &serve,
+        &meta,
+        args,
+    )?;
+    if let Some(note) = stores.unpromoted_note(args, &verdicts, config, &meta, run_id.0) {
+        output::warn(&note);
+    }
+    if let Some(publishing) = publishing {
+        publishing.finish(
+            &stores.store,
+            &report,
+            gate_failed,
+            meta.head_sha.as_deref(),
+        )?;
+    }
+    Ok(outcome(gate_failed, &verdicts))
+}
+
+/// The store a run writes: the configured one, or with `--baselines` a scratch store seeded
+/// from the files that lasts for the run.
+struct RunStores {
+    store: Store,
+    /// Where the store (and its journal) lives.
+    path: PathBuf,
+    /// The configured store's path, scratch or not (the pinned host bandwidth lives beside it).
+    configured: PathBuf,
+    scratch: Option<crate::commands::baseline_files::Scratch>,
+}
+
+impl RunStores {
+    fn open(args: &RunArgs, loaded: &LoadedConfig) -> Result<Self, Error> {
+        let config = &loaded.config;
+        let configured = loaded.store_path(args.config.db.as_deref());
+        let (store, scratch) = if let Some(files) = args.baselines.as_deref() {
+            let (store, scratch) =
+                crate::commands::baseline_files::seeded_store(files, config.store.busy_timeout_s)?;
+            (store, Some(scratch))
+        } else if args.init {
+            let timeout = Duration::from_secs_f64(config.store.busy_timeout_s);
+            (crate::store::Store::open_init(&configured, timeout)?, None)
+        } else {
+            (open_store(&configured, config.store.busy_timeout_s)?, None)
+        };
+        let path = scratch
+            .as_ref()
+            .map_or_else(|| configured.clone(), |s| s.path.clone());
+        Ok(Self {
+            store,
+            path,
+            configured,
+            scratch,
+        })
+    }
+
+    /// Why this run moved no baseline, when that needs saying.
+    fn unpromoted_note(
+        &self,
+        args: &RunArgs,
+        verdicts: &[Verdict],
+        config: &Config,
+        meta: &RunMeta,
+        run_id: i64,
+    ) -> Option<String> {
+        if let (Some(files), Some(_)) = (args.baselines.as_deref(), &self.scratch) {
+            // Nothing of a `--baselines` run is kept: `accept --run` could not find it.
+            return verdicts.contains(&Verdict::New).then(|| {
+                format!(
+                    "new cases have no baseline in {}: a --baselines run keeps nothing; measure them where a store is kept and export it (`utilgate baseline export --out baselines/`)",
+                    files.display()
+                )
+            });
+        }
+        compare::unpromoted_note(
+            verdicts,
+            &config.gate.fail_on,
+            meta.branch.as_deref(),
+            &config.gate.baseline_branch,
+            args.no_promote,
+            run_id,
+        )
+    }
+}
+
+/// The grid the run's cases belong to: every case of every selected suite, and the shard of
+/// it this run measures.
+struct Grid {
+    keys: Vec<CaseKey>,
+    suites: BTreeSet<String>,
+    shard: Option<Shard>,
+}
+
+/// Every case's plan (its floor on this device), keeping this shard's share of the grid.
+fn plan_cases<'a>(
+    loaded: &LoadedConfig,
+    suites: &[&'a SuiteConfig],
+    gpu: &GpuSpec,
+    shard: Option<Shard>,
+) -> Result<(Vec<CasePlan<'a>>, Grid), Error> {
+    let mut plans = Vec::new();
+    for suite in suites {
+        for key in suite.case_keys() {
+            let model = &loaded.models[&key.model];
+            let precision = Precision::parse(&key.precision, suite.kv_dtype.as_deref())?;
+            let floor =
+                crate::floor::floor(model, gpu, &precision, key.phase, key.batch, key.context)
+                    .map_err(|e| e.to_string());
+            plans.push(CasePlan {
+                suite,
+                kv_dtype: precision.kv.as_str().to_owned(),
+                key,
+                floor,
+            });
+        }
+    }
+    // A shard measures its share of the whole grid; the grid still sets the test level.
+    let keys: Vec<CaseKey> = plans.iter().map(|p| p.key.clone()).collect();
+    if let Some(shard) = shard {
+        let refs: Vec<&CaseKey> = keys.iter().collect();
+        let keep: BTreeSet<usize> = shard.select(&refs).into_iter().collect();
+        let mut i = 0;
+        plans.retain(|_| {
+            i += 1;
+            keep.contains(&(i - 1))
+        });
+    }
+    let grid = Grid {
+        keys,
+        suites: suites.iter().map(|s| s.name.clone()).collect(),
+        shard,
+    };
+    Ok((plans, grid))
+}
+
+/// The run's commit, branch, trigger and pull request, from flags, the environment, git and
+/// the pull-request event.
+fn run_meta(
+    args: &RunArgs,
+    loaded: &LoadedConfig,
+    pr_event: Option<crate::github::EventInfo>,
+) -> RunMeta {
+    let mut meta = resolve_meta(
+        &MetaFlags {
+            git_sha: args.git_sha.clone(),
+            branch: args.branch.clone(),
+            trigger: args.trigger.clone(),
+            pr_number: args.pr,
+        },
+        &env_lookup(),
+        git(&loaded.dir, &["rev-parse", "HEAD"]),
+        git(&loaded.dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
+    );
+    if let Some(event) = pr_event {
+        meta.pr_number = meta.pr_number.or(event.pr_number);
+        meta.head_sha = event.head_sha;
+    }
+    meta
+}
+
+/// Measures the machine canary into `canary`; a failure drops it with a warning.
+fn measure_canary(loaded: &LoadedConfig, progress: &Progress, canary: &mut Option<Canary>) {
+    if let Some(c) = canary.as_mut()
+        && let Err(e) = crate::measure::canary::measure(&loaded.config.canary, &loaded.dir, c)
+    {
+        progress.warn(&format!("{e}; this run has no canary"));
+        *canary = None;
+    }
+}
+
+/// What the judge needs besides the cases.
+struct Judging<'a> {
+    store: &'a Store,
+    gpu_sku: &'a str,
+    config: &'a Config,
+    canary: Option<&'a Canary>,
+    watch: Option<&'a GpuWatch>,
+}
+
+impl Judging<'_> {
+    /// Judges every record against the pinned baselines; returns the judged cases and the
+    /// baselines of the grid that no case measured (missing).
+    fn judge<'p>(
+        &self,
+        records: Vec<CaseRecord<'p>>,
+        grid: &Grid,
+    ) -> Result<(Vec<JudgedCase<'p>>, Vec<Judgement>), Error> {
+        let inputs: Vec<_> = records.iter().map(|r| r.input(self.watch)).collect();
+        let (store, sku, config, canary) =
+            (self.store, self.gpu_sku, Some(self.config), self.canary);
+        let mut judgements = match grid.shard {
+            None => judge::judge(
+                store,
+                sku,
+                &inputs,
+                &grid.suites,
+                config,
+                &Against::Pinned,
+                canary,
+            )?,
+            Some(shard) => {
+                let shard_grid = judge::ShardGrid {
+                    keys: &grid.keys,
+                    suites: &grid.suites,
+                    reports_missing: shard.index == 1,
+                };
+                judge::judge_shard(store, sku, &inputs, &shard_grid, config, canary)?
+            }
+        };
+        let missing = judgements.split_off(records.len());
+        let cases = records
+            .into_iter()
+            .zip(judgements)
+            .map(|(record, judgement)| JudgedCase { record, judgement })
+            .collect();
+        Ok((cases, missing))
+    }
+
+    /// Re-measures each suspect in `confirm_repeats` fresh processes and judges it again on
+    /// everything it measured; the grid's size still sets its test level.
+    fn confirm(
+        &self,
+        runner: &Runner<'_>,
+        cases: &mut [JudgedCase<'_>],
+        cases_in_grid: usize,
+    ) -> Result<(), Error> {
+        let extra = self.config.gate.confirm_repeats;
+        if extra == 0 {
+            return Ok(());
+        }
+        for case in cases
+            .iter_mut()
+            .filter(|c| compare::should_confirm(&c.judgement.decision))
+        {
+            let moved = case.judgement.decision.drop_pct.map_or_else(
+                || "noise".to_owned(),
+                |d| {
+                    if d >= 0.0 {
+                        format!("utilisation fell {d:.1}%")
+                    } else {
+                        format!("utilisation rose {:.1}%", -d)
+                    }
+                },
+            );
+            runner.progress.warn(&format!(
+                "{}: suspect ({moved}); re-measuring in {extra} fresh processes before deciding",
+                case.record.plan.key
+            ));
+            let first = case.record.plan.suite.repeats;
+            runner.measure(
+                &case.record.plan,
+                first..first + extra,
+                &mut case.record.measured,
+            )?;
+            let mut judgement = judge::judge_case(
+                self.store,
+                self.gpu_sku,
+                &case.record.input(self.watch),
+                cases_in_grid,
+                Some(self.config),
+                &Against::Pinned,
+                self.canary,
+            )?;
+            judgement.decision.reasons.push(format!(
+                "Re-measured in {extra} fresh processes before deciding (confirm_repeats); the \
+                 verdict rests on those fresh processes, not on the ones that made it a suspect."
+            ));
+            case.judgement = judgement;
+        }
+        Ok(())
+    }
+}
+
+/// What `publish` needs later to post a stored run as this run would have.
+fn publish_facts(
+    config: &Config,
+    meta: &RunMeta,
+    judgements: &[Judgement],
+    measured: usize,
+    gate_failed: bool,
+) -> crate::store::PublishFacts {
+    crate::store::PublishFacts {
+        fail_on: config.gate.fail_on.clone(),
+        gate_passed: !gate_failed,
+        baseline_branch: config.gate.baseline_branch.clone(),
+        thresholds_pct: judgements
+            .iter()
+            .map(|j| (j.key.to_string(), j.threshold_pct))
+            .collect(),
+        status_context: config.report.status_context.clone(),
+        pr_head_sha: meta.head_sha.clone(),
+        missing: judgements
+            .iter()
+            .skip(measured)
+            .map(|j| crate::store::MissingCase {
+                key: j.key.clone(),
+                decision: j.decision.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The journal beside the store, holding this run's plan (and, with `resume`, the cases an
+/// interrupted run of the same plan had measured).
+fn open_journal(
+    stores: &RunStores,
+    config: &Config,
+    gpu_sku: &str,
+    plans: &[CasePlan<'_>],
+    resume: bool,
+) -> Result<crate::commands::resume::CaseJournal<Measured>, Error> {
+    let keys: Vec<&CaseKey> = plans.iter().map(|p| &p.key).collect();
+    crate::commands::resume::open_journal::<Measured>(
+        &stores.path,
+        crate::commands::resume::plan(config, gpu_sku, &keys),
+        crate::commands::now(),
+        resume,
+    )
+}
+
+/// Measures every planned case, between the machine canary's two readings (or takes it from the journal of the interrupted run being
+/// resumed), journalling each as it ends; returns the records and the traces taken.
+fn measure_all<'a>(
+    runner: &Runner<'_>,
+    plans: Vec<CasePlan<'a>>,
+    (journal, canary): (
+        &mut crate::commands::resume::CaseJournal<Measured>,
+        &mut Option<Canary>,
+    ),
+    trace: bool,
+    evidence_options: &crate::evidence::Options,
+) -> Result<(Vec<CaseRecord<'a>>, Vec<crate::store::NewEvidence>), Error> {
+    let progress = runner.progress;
+    measure_canary(runner.loaded, progress, canary);
+    let mut records = Vec::with_capacity(plans.len());
+    let mut evidence = Vec::new();
+    for plan in plans {
+        progress.start_case(&plan.key.to_string());
+        let measured = if let Some(recovered) = journal.recovered.remove(&plan.key) {
+            recovered
+        } else {
+            let (measured, traced) = runner.measure_case(&plan, trace, evidence_options)?;
+            evidence.extend(traced);
+            journal.journal.append(&plan.key, &measured)?;
+            measured
+        };
+        let (record, warnings) = CaseRecord::new(plan, measured);
+        for warning in warnings {
+            progress.warn(&format!("{}: {warning}", record.plan.key));
+        }
+        progress.finish_case(
+            &record.plan.key.to_string(),
+            record.measured.error.as_deref(),
+        );
+        records.push(record);
+    }
+    measure_canary(runner.loaded, progress, canary);
+    progress.clear();
+    Ok((records, evidence))
+}
+
+/// The run's row apart from its cases, canary and group: when, where, what, and on what.
+fn new_run(config: &Config, meta: &RunMeta, gpu: &GpuSpec, watch: Option<&GpuWatch>) -> NewRun {
+    NewRun {
+        started_at: crate::commands::now(),
+        finished_at: crate::commands::now(),
+        git_sha: meta.git_sha.clone(),
+        branch: meta.branch.clone(),
+        trigger: Some(meta.trigger.clone()),
+        pr_number: meta.pr_number,
+        gpu_sku: gpu.name.clone(),
+        gpu_json: gpu_run::gpu_json(gpu, watch),
+        host: Some(device::hostname()),
+        utilgate_version: env!("CARGO_PKG_VERSION").to_owned(),
+        config_json: serde_json::to_value(config).ok(),
+        promote_reason: format!("run passed the gate on {}", config.gate.baseline_branch),
+        results: Vec::new(),
+        canary_json: None,
+        group: None,
+    }
+}
+
+/// Reads the stored run back and prints its report in the chosen format (the service cases
+/// of a mixed run attached).
+fn report_run(
+    store: &Store,
+    run_id: crate::store::RunId,
+    judgements: &[Judgement],
+    (fail_on, promote_run): (&[Verdict], bool),
+    serve: &crate::commands::serve_suite::MixedServe<'_>,
+    meta: &RunMeta,
+    args: &RunArgs,
+) -> Result<report::RunReport, Error> {
+    let stored = store.run(run_id)?.ok_or(Error::NoSuchRun(run_id.0))?;
+    let mut report = report::RunReport::build(&stored, judgements, fail_on, promote_run);
+    crate::commands::evidence::attach(store, &mut report);
+    if let Format::Human = args.format.format {
+        output::emit(&report::render_human(&report, output::stdout_terminal()))?;
+    }
+    let report = serve.attach(report, meta, args.format.format)?;
+    if let Format::Json = args.format.format {
+        output::emit(&report::render_json(&report)?)?;
+    }
+    Ok(report)
+}
+
+/// Refuses a grid larger than the run's case limit before anything is measured.
+fn check_grid(
+    store: &Store,
+    suites: &[&SuiteConfig],
+    cases: usize,
+    args: &RunArgs,
+    config: &Config,
+) -> Result<(), Error> {
+    let env = env_lookup();
+    let in_ci = ["CI", "GITHUB_ACTIONS"]
+        .iter()
+        .any(|v| env(v).is_some_and(|x| x == "true" || x == "1"));
+    let max_cases = config.limits.max_cases;
+    crate::commands::resume::check_grid(store, suites, cases, max_cases, args.yes, in_ci)
+}
+
+/// Whether the run moves baselines: it passed the gate on the baseline branch and nothing
+/// (`--no-promote`, a `--baselines` run) holds it back.
+fn promotes(config: &Config, meta: &RunMeta, verdicts: &[Verdict], no_promote: bool) -> bool {
+    let on_baseline_branch = meta.branch.as_deref() == Some(config.gate.baseline_branch.as_str());
+    compare::run_promotes(
+        verdicts,
+        &config.gate.fail_on,
+        on_baseline_branch,
+        no_promote,
+    )
+}
+
+/// Stores the run in one transaction (or writes the rescue file `import run` reads), then
+/// ends its journal and adds its traces; a trace the store refuses is a warning only.
+fn store_run(
+    store: &mut Store,
+    run: (&NewRun, &[crate::store::NewServeCase]),
+    facts: &crate::store::PublishFacts,
+    journal: crate::store::journal::Journal,
+    evidence: &[crate::store::NewEvidence],
+    config: &Config,
+) -> Result<crate::store::RunId, Error> {
+    let run_id =
+        crate::commands::resume::store_or_rescue(store, run, Some(facts), &std::env::temp_dir())?;
+    // The run is stored: its journal has done its work.
+    if let Err(err) = journal.finish() {
+        output::warn(&err.to_string());
+    }
+    // Evidence never fails the gate: a store error here is a warning.
+    if !evidence.is_empty()
+        && let Err(e) = store.add_evidence(run_id.0, evidence, config.evidence.keep_runs)
+    {
+        output::warn(&format!("traces were not stored: {e}"));
+    }
+    Ok(run_id)
+}
+
+/// The selected suites as (service suites, step suites), once the harness environment is
+/// known to hold no token (DESIGN.md §13) unless `--trusted`.
+fn split_suites<'a>(
+    loaded: &'a LoadedConfig,
+    args: &RunArgs,
+) -> Result<(Vec<&'a SuiteConfig>, Vec<&'a SuiteConfig>), Error> {
+    let suites = crate::commands::select_suites(loaded, &args.suites)?;
+    if !args.trusted {
+        crate::commands::credentials::refuse_near_harness(&loaded.dir)?;
+    }
+    // Suites of kind = "serve" (commands/serve_suite.rs): alone, a service run; beside step
+    // suites, measured first and stored in the same run.
+    Ok(suites
+        .into_iter()
+        .partition(|s| s.kind == crate::config::SuiteKind::Serve))
+}
+
+/// The exit: a failed gate first, then any case that errored.
+fn outcome(gate_failed: bool, verdicts: &[Verdict]) -> Outcome {
+    if gate_failed {
+        Outcome::GateFailed
+    } else if verdicts.contains(&Verdict::Error) {
+        Outcome::CasesFailed
+    } else {
+        Outcome::Passed
+    }
+}

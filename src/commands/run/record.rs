@@ -1,0 +1,119 @@
+//! One case as `run` carries it from plan to store: its plan, what its repeats measured, and,
+//! once judged, its judgement. What the judge and the store read is derived from the record
+//! when it is needed, never copied and re-synced, so a confirmation that adds repeats changes
+//! the one record and everything read from it afterwards. No I/O.
+
+use crate::commands::gpu_run::GpuWatch;
+use crate::commands::judge::{CaseInput, Judgement};
+use crate::compare;
+use crate::stats::{self, SteadyStateWarning};
+use crate::store::NewResult;
+
+use super::runner::{CasePlan, Measured};
+
+/// A planned case and what measuring it gave.
+pub(crate) struct CaseRecord<'a> {
+    pub(crate) plan: CasePlan<'a>,
+    pub(crate) measured: Measured,
+    /// The process-variance warning, said later only where it limits the verdict.
+    pub(crate) variance: Option<SteadyStateWarning>,
+}
+
+/// A record with its judgement: the case's verdict as the run reports and stores it.
+pub(crate) struct JudgedCase<'a> {
+    pub(crate) record: CaseRecord<'a>,
+    pub(crate) judgement: Judgement,
+}
+
+impl<'a> CaseRecord<'a> {
+    /// The record of a measured (or failed) case. Steady-state warnings other than process
+    /// variance are returned for the caller to print now.
+    pub(crate) fn new(plan: CasePlan<'a>, measured: Measured) -> (Self, Vec<SteadyStateWarning>) {
+        let (variance, others): (Vec<_>, Vec<_>) =
+            stats::steady_state_warnings(&measured.repeats_ms)
+                .into_iter()
+                .partition(|w| matches!(w, SteadyStateWarning::ProcessVariance { .. }));
+        let record = Self {
+            plan,
+            measured,
+            variance: variance.into_iter().next(),
+        };
+        (record, others)
+    }
+
+    /// What the judge reads: the case as measured so far.
+    pub(crate) fn input(&self, watch: Option<&GpuWatch>) -> CaseInput {
+        CaseInput {
+            key: self.plan.key.clone(),
+            repeats_ms: self.measured.repeats_ms.clone(),
+            floor_ms: self.plan.floor.as_ref().ok().map(|f| f.floor_ms),
+            error: self.measured.error.clone(),
+            env: self.measured.env.clone(),
+            gpu_guard: None,
+            gpu_state: gpu_state(&self.measured, watch),
+        }
+    }
+}
+
+impl JudgedCase<'_> {
+    /// Every judgement of the run in report order: the measured cases', then the missing.
+    pub(crate) fn all_judgements(cases: &[Self], missing: Vec<Judgement>) -> Vec<Judgement> {
+        cases
+            .iter()
+            .map(|c| c.judgement.clone())
+            .chain(missing)
+            .collect()
+    }
+
+    /// The process-variance warning with why it matters, when it limits this case's verdict
+    /// (only a drop above the case's resolution could be confirmed against its threshold).
+    pub(crate) fn limiting_variance(&self) -> Option<String> {
+        let decision = &self.judgement.decision;
+        let resolution = decision.resolution_pct?;
+        let threshold = self.judgement.threshold_pct;
+        let warning = self.record.variance.as_ref()?;
+        (resolution > threshold).then(|| {
+            format!(
+                "{}: {warning} (it limits this case: only a drop above {resolution:.1}% could be \
+                 confirmed against the {threshold}% threshold)",
+                self.record.plan.key
+            )
+        })
+    }
+
+    /// The row the store keeps for this case; `promote_run` is whether the run may move
+    /// baselines at all.
+    pub(crate) fn result(&self, watch: Option<&GpuWatch>, promote_run: bool) -> NewResult {
+        let (plan, measured) = (&self.record.plan, &self.record.measured);
+        let floor = plan.floor.as_ref().ok();
+        let summary = stats::summarise(&measured.repeats_ms);
+        let util = floor
+            .zip(summary.as_ref())
+            .map(|(f, s)| f.utilisation(s.median_ms));
+        let decision = &self.judgement.decision;
+        NewResult {
+            key: plan.key.clone(),
+            verdict: Some(decision.verdict),
+            error: measured.error.clone(),
+            floor_ms: floor.map(|f| f.floor_ms),
+            floor_json: floor.and_then(|f| serde_json::to_value(f).ok()),
+            median_ms: summary.as_ref().map(|s| s.median_ms),
+            utilisation: util.map(|u| u.utilisation),
+            mbu: util.map(|u| u.mbu),
+            mfu: util.map(|u| u.mfu),
+            summary_json: summary.as_ref().and_then(|s| serde_json::to_value(s).ok()),
+            decision_json: serde_json::to_value(decision).ok(),
+            repeats_ms: measured.repeats_ms.clone(),
+            warmup_ms: measured.warmup_ms.clone(),
+            env: measured.env.clone(),
+            gpu_state_json: gpu_state(measured, watch),
+            stderr_tail: measured.stderr_tail.clone(),
+            promote: promote_run && compare::promotable(decision),
+        }
+    }
+}
+
+/// The case's GPU-state summary, when NVML sampled its repeats.
+fn gpu_state(measured: &Measured, watch: Option<&GpuWatch>) -> Option<serde_json::Value> {
+    watch.and_then(|w| w.summary_json(&measured.gpu_samples))
+}

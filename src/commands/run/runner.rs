@@ -1,0 +1,337 @@
+//! How `run` measures one case: the case's plan, the harness repeats it runs in fresh processes
+//! (through the guard), the step-count check, the traced repeat, and what the repeats measured.
+//! Does I/O: starts harness processes and reads their results files.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::case::{CaseKey, CommandVars};
+use crate::commands::gpu_run::{self, GpuWatch};
+use crate::config::{LoadedConfig, SuiteConfig};
+use crate::error::Error;
+use crate::floor::Floor;
+use crate::gpu::GpuSample;
+use crate::measure::harness::{self, HarnessError, RepeatSpec};
+use crate::output::Progress;
+
+/// Ask git about the checkout the config lives in; silence when it is not one.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "edge: reading the checkout's commit"
+    )]
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+    (out.status.success() && !text.is_empty() && text != "HEAD").then_some(text)
+}
+
+/// Everything needed to run one case.
+pub(crate) struct CasePlan<'a> {
+    pub(crate) suite: &'a SuiteConfig,
+    pub(crate) key: CaseKey,
+    pub(crate) floor: Result<Floor, String>,
+    pub(crate) kv_dtype: String,
+}
+
+/// The outcome of running a case's repeats (journalled as soon as the case ends).
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Measured {
+    pub(crate) repeats_ms: Vec<Vec<f64>>,
+    pub(crate) warmup_ms: Vec<Vec<f64>>,
+    pub(crate) env: BTreeMap<String, String>,
+    pub(crate) stderr_tail: Option<String>,
+    pub(crate) error: Option<String>,
+    /// NVML readings taken while the repeats ran (empty without NVML).
+    pub(crate) gpu_samples: Vec<GpuSample>,
+    /// Trace paths the harness reported.
+    pub(crate) traces: Vec<String>,
+}
+
+pub(crate) struct Runner<'a> {
+    pub(crate) loaded: &'a LoadedConfig,
+    pub(crate) exe: String,
+    pub(crate) cancel: Arc<AtomicBool>,
+    pub(crate) watch: Option<&'a GpuWatch>,
+    /// The run's temporary directory for results files (swept at the next start if killed).
+    pub(crate) run_dir: std::cell::RefCell<crate::measure::workdir::RunDir>,
+    /// Progress lines (warnings about step counts).
+    pub(crate) progress: &'a Progress,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner for one run, with its own temporary directory for results files.
+    pub(crate) fn new(
+        loaded: &'a LoadedConfig,
+        cancel: Arc<AtomicBool>,
+        watch: Option<&'a GpuWatch>,
+        progress: &'a Progress,
+        exe: String,
+    ) -> Result<Self, Error> {
+        let tmp = std::env::temp_dir();
+        let run_dir =
+            crate::measure::workdir::RunDir::create(&tmp).map_err(|source| Error::Io {
+                path: tmp.clone(),
+                source,
+            })?;
+        Ok(Self {
+            loaded,
+            exe,
+            cancel,
+            watch,
+            run_dir: std::cell::RefCell::new(run_dir),
+            progress,
+        })
+    }
+}
+
+impl Runner<'_> {
+    fn harness_cwd(&self, suite: &SuiteConfig) -> PathBuf {
+        suite
+            .cwd
+            .as_ref()
+            .map_or_else(|| self.loaded.dir.clone(), |c| self.loaded.dir.join(c))
+    }
+
+    /// Measures a case afresh: its repeats (none when its floor failed), the traced repeat when
+    /// asked, and the case's error masked for secrets before anything prints or keeps it.
+    pub(crate) fn measure_case(
+        &self,
+        plan: &CasePlan<'_>,
+        trace: bool,
+        evidence_options: &crate::evidence::Options,
+    ) -> Result<(Measured, Option<crate::store::NewEvidence>), Error> {
+        let mut measured = Measured::default();
+        match &plan.floor {
+            Err(message) => measured.error = Some(format!("floor: {message}")),
+            Ok(_) => self.measure(plan, 0..plan.suite.repeats, &mut measured)?,
+        }
+        let evidence =
+            if (trace || plan.suite.trace) && measured.error.is_none() && plan.floor.is_ok() {
+                Some(self.trace(plan, evidence_options)?)
+            } else {
+                None
+            };
+        if measured.error.is_none() && measured.repeats_ms.iter().all(Vec::is_empty) {
+            measured.error = Some("the harness reported no counted steps".to_owned());
+        }
+        // Anything printed or stored from the harness is masked before it is kept.
+        measured.error = measured.error.as_deref().map(crate::redact::redact);
+        measured.stderr_tail = measured.stderr_tail.as_deref().map(crate::redact::redact);
+        Ok((measured, evidence))
+    }
+
+    pub(crate) fn measure(
+        &self,
+        plan: &CasePlan<'_>,
+        repeats: std::ops::Range<u32>,
+        into: &mut Measured,
+    ) -> Result<(), Error> {
+        self.measure_with(plan, repeats, into, None)
+    }
+
+    /// One extra repeat with `UTILGATE_TRACE_DIR` set, after the timed ones: its step times are
+    /// not counted; what it yields is the trace, analysed and packed for the store.
+    fn trace(
+        &self,
+        plan: &CasePlan<'_>,
+        options: &crate::evidence::Options,
+    ) -> Result<crate::store::NewEvidence, Error> {
+        let dir = tempfile::tempdir().map_err(|source| Error::Io {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+        let repeat = plan.suite.repeats + self.loaded.config.gate.confirm_repeats;
+        let mut traced = Measured::default();
+        self.measure_with(plan, repeat..repeat + 1, &mut traced, Some(dir.path()))?;
+        let cfg = &self.loaded.config.evidence;
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "a validated, positive size in MB"
+        )]
+        let max_bytes = (cfg.max_trace_mb.max(0.0) * 1e6) as u64;
+        let mut evidence = crate::commands::evidence::capture(
+            &plan.key,
+            &traced.traces,
+            &self.harness_cwd(plan.suite),
+            dir.path(),
+            max_bytes,
+            options,
+        );
+        if let Some(err) = traced.error {
+            evidence.warning = Some(format!("the traced repeat failed: {err}"));
+        }
+        Ok(evidence)
+    }
+
+    fn measure_with(
+        &self,
+        plan: &CasePlan<'_>,
+        repeats: std::ops::Range<u32>,
+        into: &mut Measured,
+        trace_dir: Option<&Path>,
+    ) -> Result<(), Error> {
+        let suite = plan.suite;
+        let cwd = self.harness_cwd(suite);
+        let mut extra_env: Vec<(String, String)> = suite
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if let Some(dir) = trace_dir {
+            extra_env.push((
+                crate::commands::evidence::TRACE_DIR_ENV.to_owned(),
+                dir.display().to_string(),
+            ));
+        }
+        let config_dir = absolute(&self.loaded.dir);
+        for repeat in repeats {
+            let vars = CommandVars {
+                suite: &suite.name,
+                model: &plan.key.model,
+                precision: &plan.key.precision,
+                kv_dtype: &plan.kv_dtype,
+                phase: plan.key.phase,
+                batch: plan.key.batch,
+                context: plan.key.context,
+                warmup_steps: suite.warmup_steps,
+                steps: suite.steps,
+                repeat,
+                utilgate: &self.exe,
+                config_dir: &config_dir.to_string_lossy(),
+            };
+            let command =
+                crate::case::render_command(&gpu_run::suite_command(suite, self.loaded), &vars)
+                    .map_err(|source| Error::CommandTemplate {
+                        suite: suite.name.clone(),
+                        source,
+                    })?;
+            let out_dir = {
+                let mut run_dir = self.run_dir.borrow_mut();
+                run_dir.repeat_dir().map_err(|source| Error::Io {
+                    path: run_dir.path().to_path_buf(),
+                    source,
+                })?
+            };
+            let limits = &self.loaded.config.limits;
+            let spec = RepeatSpec {
+                command: &command,
+                cwd: &cwd,
+                case: &plan.key,
+                warmup_steps: suite.warmup_steps,
+                steps: suite.steps,
+                repeat,
+                out_dir: &out_dir,
+                timeout: Duration::from_secs_f64(suite.timeout_s),
+                extra_env: &extra_env,
+                env_passthrough: &suite.env_passthrough,
+                guard: Some(Path::new(&self.exe)),
+                step_range: crate::measure::protocol::StepRange {
+                    min_ms: limits.min_step_ms,
+                    max_ms: limits.max_step_ms,
+                },
+            };
+            let (result, samples) = match self.watch {
+                Some(watch) => watch.sample(|| harness::run_repeat(&spec, &self.cancel)),
+                None => (harness::run_repeat(&spec, &self.cancel), Vec::new()),
+            };
+            into.gpu_samples.extend(samples);
+            let _ = std::fs::remove_dir_all(&out_dir);
+            match result {
+                Ok(mut out) => {
+                    if let Err(message) = self.check_steps(plan, repeat, &mut out.report.steps_ms) {
+                        into.stderr_tail = Some(out.stderr_tail).filter(|t| !t.is_empty());
+                        into.error = Some(message);
+                        return Ok(());
+                    }
+                    into.repeats_ms.push(out.report.steps_ms);
+                    into.warmup_ms.push(out.report.warmup_ms);
+                    into.env.extend(out.report.env);
+                    into.traces.extend(out.report.traces);
+                    if !out.stderr_tail.is_empty() {
+                        into.stderr_tail = Some(out.stderr_tail);
+                    }
+                }
+                Err(HarnessError::Cancelled) => return Err(Error::Interrupted),
+                Err(err) => {
+                    into.stderr_tail = err.stderr_tail().map(str::to_owned);
+                    let mut message = format!("repeat {repeat}: {err}");
+                    if let Some(hint) = err.hint() {
+                        let _ = write!(message, "\nhint: {hint}");
+                    }
+                    into.error = Some(message);
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Runner<'_> {
+    /// Checks a repeat's counted steps against the suite's `steps`: too few is the case's
+    /// error (returned), far too many is a warning and only the last `max_samples` are kept.
+    fn check_steps(
+        &self,
+        plan: &CasePlan<'_>,
+        repeat: u32,
+        steps_ms: &mut Vec<f64>,
+    ) -> Result<(), String> {
+        use crate::measure::checks::{StepCount, step_count};
+        let suite = plan.suite;
+        match step_count(
+            steps_ms.len(),
+            suite.steps,
+            suite.steps_tolerance_pct,
+            self.loaded.config.limits.max_samples,
+        ) {
+            StepCount::Fine => Ok(()),
+            StepCount::TooFew(message) => Err(format!(
+                "repeat {repeat}: {message}\nhint: the harness must time exactly $UTILGATE_STEPS counted steps, or set the suite's steps_tolerance_pct"
+            )),
+            StepCount::TooMany { keep, warning } => {
+                self.progress
+                    .warn(&format!("{}: repeat {repeat}: {warning}", plan.key));
+                let cut = steps_ms.len() - keep;
+                steps_ms.drain(..cut);
+                Ok(())
+            }
+        }
+    }
+}
+
+/// A flag Ctrl-C sets: harnesses stop and nothing is stored. A second handler cannot be
+/// installed (e.g. in tests calling `run` twice): the first one still sets a flag nobody
+/// reads, and Ctrl-C then ends the process.
+pub(crate) fn cancel_on_ctrl_c() -> Arc<AtomicBool> {
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    let _ = ctrlc::set_handler(move || flag.store(true, Ordering::SeqCst));
+    cancel
+}
+
+/// The path of this binary, for `{{ utilgate }}` in command templates.
+pub(crate) fn this_exe() -> String {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "edge: the path of this binary for templates"
+    )]
+    let exe = std::env::current_exe();
+    exe.map_or_else(
+        |_| "utilgate".to_owned(),
+        |p| p.to_string_lossy().into_owned(),
+    )
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
