@@ -16,10 +16,11 @@ use std::time::{Duration, Instant};
 
 use crate::case::CaseKey;
 use crate::cli::BudgetArg;
+use crate::commands::run::{CasePlan, Measured, RepeatLimits, Runner};
 use crate::compare::Decision;
 use crate::compare::budget::{
-    self, CASE_KEY, COST_KEY, CaseCost, CaseInput, CasePlan, CaseRecord, NIGHT_KEY, NextRepeat,
-    NightRecord, Plan, PlanNote, PlanPolicy, RepeatCost, Stop,
+    self, CASE_KEY, COST_KEY, CaseCost, CaseInput, CaseRecord, NIGHT_KEY, NextRepeat, NightRecord,
+    Plan, PlanNote, PlanPolicy, RepeatCost, Stop,
 };
 use crate::config::{Config, SuiteConfig};
 use crate::error::Error;
@@ -119,9 +120,12 @@ impl Night {
         })
     }
 
-    /// The plan of case `i` (its steps and repeats).
-    pub(crate) fn case(&self, i: usize) -> &CasePlan {
-        &self.plan.cases[i]
+    /// A case taken from an interrupted run's journal (or one that could not start: its
+    /// floor failed): its sampling is what it is.
+    pub(crate) fn recovered(&mut self, i: usize, repeats: u32) {
+        self.done[i] = repeats;
+        self.first[i] = repeats;
+        self.stops[i] = Some(Stop::Planned);
     }
 
     pub(crate) fn elapsed_s(&self) -> f64 {
@@ -286,10 +290,22 @@ impl Night {
         }
     }
 
-    /// The night's record with the time used so far (call once measuring is over).
-    pub(crate) fn finish(&mut self) -> NightRecord {
+    /// Whether case `i` may still start: the budget plus grace holds one more repeat of it.
+    pub(crate) fn can_start(&self, i: usize) -> bool {
+        !self.would_overrun(i)
+    }
+
+    /// Measuring is over: the time it took is the night's, and a budget that ran out says so.
+    pub(crate) fn finish_with(mut self, progress: &crate::output::Progress) -> Night {
         self.record.used_s = self.elapsed_s();
-        self.record.clone()
+        if self.record.stopped {
+            progress.warn(&format!(
+                "the budget ran out after {}: measuring stopped and the run judges what it has ({} case(s) not measured)",
+                crate::report::budget::duration(self.record.used_s),
+                self.record.not_started.len()
+            ));
+        }
+        self
     }
 
     /// The progress line: budget, time used, time left, ETA of the plan's remaining repeats.
@@ -413,4 +429,174 @@ pub(crate) fn config_with(
 /// The plan's lines, printed before measuring (and the unresolved cases as warnings).
 pub(crate) fn plan_lines(night: &Night) -> (String, Vec<String>) {
     crate::report::budget::plan_text(&night.plan, &night.record)
+}
+
+/// A budgeted night as `run` carries it: the plan and what judging a case mid-way needs.
+pub(crate) struct NightRun<'a> {
+    pub(crate) night: Night,
+    pub(crate) store: &'a Store,
+    pub(crate) gpu_sku: &'a str,
+    pub(crate) config: &'a Config,
+    /// Cases in the whole grid (the test level).
+    pub(crate) grid: usize,
+}
+
+impl<'a> NightRun<'a> {
+    /// Plan the night when the run has a budget (`--budget`, else `[run] budget_minutes`), and
+    /// print the plan before anything is measured.
+    pub(crate) fn start(
+        flag: Option<BudgetArg>,
+        store: &'a Store,
+        gpu_sku: &'a str,
+        config: &'a Config,
+        (plans, grid): (&[CasePlan<'_>], usize),
+        started: Instant,
+        progress: &crate::output::Progress,
+    ) -> Result<Option<Self>, Error> {
+        let Some(budget) = budget_s(config, flag) else {
+            return Ok(None);
+        };
+        let cases: Vec<(&CaseKey, &SuiteConfig)> =
+            plans.iter().map(|p| (&p.key, p.suite)).collect();
+        let night = Night::plan(store, gpu_sku, &cases, config, budget, started)?;
+        let (text, warnings) = plan_lines(&night);
+        progress.note(&text);
+        for w in warnings {
+            progress.warn(&w);
+        }
+        Ok(Some(NightRun {
+            night,
+            store,
+            gpu_sku,
+            config,
+            grid,
+        }))
+    }
+
+    /// Measures plan `i` sequentially; `None` when the budget was spent before it started.
+    pub(crate) fn measure(
+        &mut self,
+        runner: &Runner<'_>,
+        i: usize,
+        plan: &CasePlan<'_>,
+        progress: &crate::output::Progress,
+    ) -> Result<Option<Measured>, Error> {
+        if self.night.can_start(i) {
+            progress.start_case(&plan.key.to_string());
+        }
+        let mut measured = Measured::default();
+        if let Err(message) = &plan.floor {
+            measured.error = Some(format!("floor: {message}"));
+            self.night.recovered(i, 0);
+            return Ok(Some(measured));
+        }
+        let mut sampler = CaseSampler {
+            runner,
+            plan,
+            measured: &mut measured,
+            judge: Some((self.store, self.gpu_sku, self.config, self.grid)),
+        };
+        if self.night.sample(i, &mut sampler)? == Stop::NotStarted {
+            progress.warn(&format!(
+                "{}: not measured: the budget was spent before it could start",
+                plan.key
+            ));
+            return Ok(None);
+        }
+        if measured.error.is_none() && measured.repeats_ms.iter().all(Vec::is_empty) {
+            measured.error = Some("the harness reported no counted steps".to_owned());
+        }
+        measured.error = measured.error.as_deref().map(crate::redact::redact);
+        measured.stderr_tail = measured.stderr_tail.as_deref().map(crate::redact::redact);
+        Ok(Some(measured))
+    }
+
+    /// The confirm step of plan `i` from what is left of the budget: fresh repeats into
+    /// `measured`; how many ran.
+    pub(crate) fn confirm(
+        &mut self,
+        runner: &Runner<'_>,
+        i: usize,
+        plan: &CasePlan<'_>,
+        measured: &mut Measured,
+    ) -> Result<u32, Error> {
+        let mut sampler = CaseSampler {
+            runner,
+            plan,
+            measured,
+            judge: None,
+        };
+        self.night.confirm(i, &mut sampler)
+    }
+}
+
+/// One case measured through the runner, one repeat at a time.
+struct CaseSampler<'r, 'p, 'm, 'j> {
+    runner: &'r Runner<'r>,
+    plan: &'p CasePlan<'p>,
+    measured: &'m mut Measured,
+    judge: Option<(&'j Store, &'j str, &'j Config, usize)>,
+}
+
+impl Sampler for CaseSampler<'_, '_, '_, '_> {
+    fn measure(&mut self, repeat: u32, steps: u64, cap: Duration) -> Result<Repeat, Error> {
+        let before = self.measured.costs.len();
+        let limits = RepeatLimits {
+            steps,
+            timeout_cap: cap,
+        };
+        if !self
+            .runner
+            .measure_limited(self.plan, repeat, self.measured, limits)?
+        {
+            return Ok(Repeat::Cut);
+        }
+        if self.measured.error.is_some() {
+            return Ok(Repeat::Failed);
+        }
+        Ok(self.measured.costs[before..]
+            .first()
+            .map_or(Repeat::Failed, |c| Repeat::Done(c.wall_s)))
+    }
+
+    fn judge(&mut self, repeats: u32) -> Result<Decision, Error> {
+        let Some((store, sku, config, grid)) = self.judge else {
+            return Ok(crate::compare::error_decision("not judged"));
+        };
+        let input = crate::commands::judge::CaseInput {
+            key: self.plan.key.clone(),
+            repeats_ms: self.measured.repeats_ms.clone(),
+            floor_ms: self.plan.floor.as_ref().ok().map(|f| f.floor_ms),
+            error: self.measured.error.clone(),
+            env: self.measured.env.clone(),
+            gpu_guard: None,
+            gpu_state: None,
+            first_repeats: Some(repeats as usize),
+        };
+        let against = crate::commands::judge::Against::Pinned;
+        let j = crate::commands::judge::judge_case(
+            store,
+            sku,
+            &input,
+            grid,
+            Some(config),
+            &against,
+            None,
+        )?;
+        Ok(j.decision)
+    }
+}
+
+/// A result with the costs of its repeats and (under a budget) what the night did with it; a
+/// case the budget cut short never moves its baseline.
+pub(crate) fn add_to_result(
+    result: &mut crate::store::NewResult,
+    measured: &Measured,
+    record: Option<CaseRecord>,
+) {
+    if let Some(r) = &record {
+        result.promote &= r.complete();
+    }
+    result.summary_json =
+        summary_with(result.summary_json.take(), &measured.costs, record.as_ref());
 }

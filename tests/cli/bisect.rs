@@ -41,7 +41,8 @@ fn commit(env: &TestEnv, files: &[(&str, &str)], message: &str) -> String {
 fn repo() -> (TestEnv, Vec<String>) {
     let env = TestEnv::new();
     env.write_config(
-        &TestEnv::config_with("").replace("command = \"sh harness.sh\"", "command = \"sh bench.sh\""),
+        &TestEnv::config_with("")
+            .replace("command = \"sh harness.sh\"", "command = \"sh bench.sh\""),
     );
     git(env.path(), &["init", "-q", "-b", "main"]);
     let shas = vec![
@@ -60,14 +61,26 @@ fn repo() -> (TestEnv, Vec<String>) {
         ),
         commit(&env, &[("notes.txt", "one\n")], "write notes"),
         commit(&env, &[("notes.txt", "two\n")], "more notes"),
-        commit(&env, &[("speed", "11.0\n"), ("torch", "2.6.0\n")], "upgrade torch"),
+        commit(
+            &env,
+            &[("speed", "11.0\n"), ("torch", "2.6.0\n")],
+            "upgrade torch",
+        ),
         commit(&env, &[("notes.txt", "three\n")], "last notes"),
     ];
     git(env.path(), &["checkout", "-q", &shas[0]]);
-    let out = env.cmd().args(["run", "--branch", "main"]).output().expect("run");
+    let out = env
+        .cmd()
+        .args(["run", "--branch", "main"])
+        .output()
+        .expect("run");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     git(env.path(), &["checkout", "-q", &shas[4]]);
-    let out = env.cmd().args(["run", "--branch", "main"]).output().expect("run");
+    let out = env
+        .cmd()
+        .args(["run", "--branch", "main"])
+        .output()
+        .expect("run");
     assert_eq!(out.status.code(), Some(1), "10% slower: {}", stdout(&out));
     (env, shas)
 }
@@ -85,10 +98,19 @@ fn bisect_names_the_commits_and_the_environment_between_two_runs() {
     assert!(text.contains("commits (4):"), "{text}");
     let order: Vec<usize> = ["write notes", "more notes", "upgrade torch", "last notes"]
         .iter()
-        .map(|s| text.find(s).unwrap_or_else(|| panic!("{s} missing: {text}")))
+        .map(|s| {
+            text.find(s)
+                .unwrap_or_else(|| panic!("{s} missing: {text}"))
+        })
         .collect();
-    assert!(order.windows(2).all(|w| w[0] < w[1]), "oldest first: {text}");
-    assert!(!text.contains("initial"), "the good commit is not in the range: {text}");
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "oldest first: {text}"
+    );
+    assert!(
+        !text.contains("initial"),
+        "the good commit is not in the range: {text}"
+    );
     assert!(text.contains(&shas[3][..7]), "{text}");
     assert!(text.contains("torch 2.5.1 -> 2.6.0"), "{text}");
     assert!(text.contains(&format!("{CASE}: 10.0")), "{text}");
@@ -110,7 +132,9 @@ fn git_bisect_run_finds_the_commit_that_made_the_case_slower() {
         git(env.path(), &["checkout", "-q", sha]);
         let out = env
             .cmd()
-            .args(["bisect", "--good", "1", "--bad", "2", "--case", CASE, "--run"])
+            .args([
+                "bisect", "--good", "1", "--bad", "2", "--case", CASE, "--run",
+            ])
             .output()
             .expect("bisect");
         assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
@@ -119,14 +143,20 @@ fn git_bisect_run_finds_the_commit_that_made_the_case_slower() {
     let mut cmd = Command::new("git");
     cmd.args(["bisect", "run"])
         .arg(&bin)
-        .args(["bisect", "--good", "1", "--bad", "2", "--case", CASE, "--run"])
+        .args([
+            "bisect", "--good", "1", "--bad", "2", "--case", CASE, "--run",
+        ])
         .current_dir(env.path());
     for var in CLEAN_VARS {
         cmd.env_remove(var);
     }
     let out = cmd.output().expect("git bisect run");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(
         text.contains(&format!("{} is the first bad commit", shas[3])),
         "{text}"
@@ -139,17 +169,25 @@ fn bisect_run_aborts_on_a_run_that_does_not_exist_and_skips_an_unmeasurable_comm
     let (env, shas) = repo();
     let out = env
         .cmd()
-        .args(["bisect", "--good", "1", "--bad", "9", "--case", CASE, "--run"])
+        .args([
+            "bisect", "--good", "1", "--bad", "9", "--case", CASE, "--run",
+        ])
         .output()
         .expect("bisect");
     assert_eq!(out.status.code(), Some(128), "{}", stderr(&out));
-    assert!(stderr(&out).contains("aborting the bisection"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("aborting the bisection"),
+        "{}",
+        stderr(&out)
+    );
     // A commit whose harness fails cannot be tested: git bisect skips it.
     git(env.path(), &["checkout", "-q", &shas[2]]);
     env.write("speed", "not a number\n");
     let out = env
         .cmd()
-        .args(["bisect", "--good", "1", "--bad", "2", "--case", CASE, "--run"])
+        .args([
+            "bisect", "--good", "1", "--bad", "2", "--case", CASE, "--run",
+        ])
         .output()
         .expect("bisect");
     assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));

@@ -58,7 +58,8 @@ impl Respond for Issues {
                     _ => (rest.trim_start_matches('/').parse().unwrap_or(0), false),
                 };
                 let Some(issue) = n.checked_sub(1).and_then(|i| issues.get_mut(i)) else {
-                    return ResponseTemplate::new(404).set_body_json(json!({"message": "Not Found"}));
+                    return ResponseTemplate::new(404)
+                        .set_body_json(json!({"message": "Not Found"}));
                 };
                 match (verb, comments) {
                     ("POST", true) => {
@@ -66,7 +67,8 @@ impl Respond for Issues {
                             .as_array_mut()
                             .expect("comments")
                             .push(body["body"].clone());
-                        ResponseTemplate::new(201).set_body_json(json!({"id": 1, "body": body["body"]}))
+                        ResponseTemplate::new(201)
+                            .set_body_json(json!({"id": 1, "body": body["body"]}))
                     }
                     ("PATCH", false) => {
                         for key in ["body", "state", "title"] {
@@ -117,13 +119,20 @@ fn a_failed_nightly_opens_one_issue_updates_it_and_a_passing_night_closes_it() {
     let env = TestEnv::new();
     assert_eq!(env.run("main", &[]).status.code(), Some(0));
     // A 10% slower night on main: regressed.
-    assert_eq!(env.run("main", &[("STEP_MS", "11.0")]).status.code(), Some(1));
+    assert_eq!(
+        env.run("main", &[("STEP_MS", "11.0")]).status.code(),
+        Some(1)
+    );
     let issues = Issues::default();
     let gh = github(&issues);
 
     let first = publish_nightly(&env, &gh.uri());
     assert_eq!(first.status.code(), Some(1), "{}", stderr(&first));
-    assert!(stderr(&first).contains("issue opened"), "{}", stderr(&first));
+    assert!(
+        stderr(&first).contains("issue opened"),
+        "{}",
+        stderr(&first)
+    );
     {
         let all = issues.0.lock().expect("lock");
         assert_eq!(all.len(), 1);
@@ -142,12 +151,18 @@ fn a_failed_nightly_opens_one_issue_updates_it_and_a_passing_night_closes_it() {
     // The same failing night published again: the issue is updated, not duplicated.
     let second = publish_nightly(&env, &gh.uri());
     assert_eq!(second.status.code(), Some(1), "{}", stderr(&second));
-    assert!(stderr(&second).contains("issue updated"), "{}", stderr(&second));
+    assert!(
+        stderr(&second).contains("issue updated"),
+        "{}",
+        stderr(&second)
+    );
     let requests = gh.requests();
     assert_eq!(
         requests
             .iter()
-            .filter(|r| r.method.as_str() == "POST" && r.url.path() == format!("/repos/{REPO}/issues"))
+            .filter(
+                |r| r.method.as_str() == "POST" && r.url.path() == format!("/repos/{REPO}/issues")
+            )
             .count(),
         1,
         "one issue, never a duplicate"
@@ -159,7 +174,11 @@ fn a_failed_nightly_opens_one_issue_updates_it_and_a_passing_night_closes_it() {
     assert_eq!(env.run("main", &[]).status.code(), Some(0));
     let third = publish_nightly(&env, &gh.uri());
     assert_eq!(third.status.code(), Some(0), "{}", stderr(&third));
-    assert!(stderr(&third).contains("issue closed"), "{}", stderr(&third));
+    assert!(
+        stderr(&third).contains("issue closed"),
+        "{}",
+        stderr(&third)
+    );
     let all = issues.0.lock().expect("lock");
     assert_eq!(all.len(), 1);
     assert_eq!(all[0]["state"], "closed");
@@ -171,7 +190,10 @@ fn a_failed_nightly_opens_one_issue_updates_it_and_a_passing_night_closes_it() {
 fn a_pull_request_run_or_a_feature_branch_opens_no_issue() {
     let env = TestEnv::new();
     assert_eq!(env.run("main", &[]).status.code(), Some(0));
-    assert_eq!(env.run("feature", &[("STEP_MS", "11.0")]).status.code(), Some(1));
+    assert_eq!(
+        env.run("feature", &[("STEP_MS", "11.0")]).status.code(),
+        Some(1)
+    );
     let issues = Issues::default();
     let gh = github(&issues);
     let out = publish_nightly(&env, &gh.uri());
@@ -184,14 +206,18 @@ fn a_pull_request_run_or_a_feature_branch_opens_no_issue() {
 fn a_token_without_issues_write_is_told_which_permission_to_add() {
     let env = TestEnv::new();
     assert_eq!(env.run("main", &[]).status.code(), Some(0));
-    assert_eq!(env.run("main", &[("STEP_MS", "11.0")]).status.code(), Some(1));
+    assert_eq!(
+        env.run("main", &[("STEP_MS", "11.0")]).status.code(),
+        Some(1)
+    );
     let gh = Github::start();
     gh.mount(
-        Mock::given(path_regex(format!("^/repos/{REPO}/issues")))
-            .respond_with(ResponseTemplate::new(403).set_body_json(json!({
+        Mock::given(path_regex(format!("^/repos/{REPO}/issues"))).respond_with(
+            ResponseTemplate::new(403).set_body_json(json!({
                 "message": "Resource not accessible by integration",
                 "status": "403"
-            }))),
+            })),
+        ),
     );
     gh.mount(
         Mock::given(method("POST"))
@@ -199,7 +225,12 @@ fn a_token_without_issues_write_is_told_which_permission_to_add() {
             .respond_with(ResponseTemplate::new(201).set_body_json(status_response())),
     );
     let out = publish_nightly(&env, &gh.uri());
-    assert_eq!(out.status.code(), Some(1), "the gate's own outcome: {}", stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the gate's own outcome: {}",
+        stderr(&out)
+    );
     let text = stderr(&out);
     assert!(text.contains("403"), "{text}");
     assert!(text.contains("issues: write"), "{text}");
