@@ -51,8 +51,13 @@ fn date(ts: &str) -> &str {
     reason = "one drawing, layer by layer from the bands to the labels; split, it reads worse"
 )]
 pub fn verdict_svg(points: &[TrendPoint], guide: &ChartGuide) -> String {
+    let label = if guide.reference.is_some() {
+        "utilisation history with the verdict's reference"
+    } else {
+        "utilisation history"
+    };
     let mut svg = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="utilisation history with the verdict's reference">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="{label}">"#
     );
     let usable: Vec<(usize, &TrendPoint, f64)> = points
         .iter()
