@@ -135,6 +135,11 @@ pub enum Command {
     /// Change points and slides over every case's nightly history.
     #[command(after_help = help::CHANGES)]
     Changes(ChangesArgs),
+    /// What arrived between a good and a bad stored run (commits, environment, GPU), and with
+    /// `--run` one step of `git bisect run`: re-measure a case at the checked-out commit and
+    /// exit 0 good, 1 bad, 125 skip.
+    #[command(after_help = help::BISECT)]
+    Bisect(BisectArgs),
     /// Analyse profiler traces (torch.profiler / Kineto JSON, .json.gz, or a
     /// `tensorboard_trace_handler` directory): per-step breakdown, diagnosis, and the diff of two.
     #[command(after_help = help::TRACE, subcommand)]

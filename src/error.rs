@@ -26,6 +26,10 @@ pub enum Exit {
     GateFailed = 1,
     /// An error (usage, config, store, harness, driver), or a case that could not be measured.
     Error = 2,
+    /// `bisect --run`: this commit cannot be tested (git-bisect-run's skip).
+    BisectSkip = 125,
+    /// `bisect --run`: abort the bisection (git-bisect-run stops at 128 and above).
+    BisectAbort = 128,
 }
 
 impl From<Exit> for std::process::ExitCode {

@@ -15,6 +15,9 @@ use thiserror::Error;
 
 mod checks;
 mod event;
+mod issue;
+
+pub use issue::{ISSUES_PERMISSIONS_BLOCK, IssueAction, IssuePost, IssueState, sync_issues};
 
 pub use event::{EventInfo, WorkflowRunInfo, parse_event, parse_workflow_run};
 
@@ -160,6 +163,9 @@ pub enum GithubError {
     /// A 403 on a check run: the token lacks `checks: write` (or is not an app token).
     #[error("GitHub refused to {action} (403 Forbidden): {message}")]
     ChecksForbidden { action: String, message: String },
+    /// A 403 on the nightly issue: the token lacks `issues: write`.
+    #[error("GitHub refused to {action} (403 Forbidden): {message}")]
+    IssuesForbidden { action: String, message: String },
     #[error("GitHub could not find where to {action} (404 Not Found): {message}")]
     NotFound { action: String, message: String },
     #[error("GitHub rejected the token while trying to {action} (401): {message}")]
@@ -192,6 +198,9 @@ impl GithubError {
             )),
             GithubError::ChecksForbidden { .. } => Some(format!(
                 "check runs need `checks: write`; add to the job:\n{CHECKS_PERMISSIONS_BLOCK}\n(only the workflow's GITHUB_TOKEN or a GitHub App token can write check runs, a personal access token cannot; or set [github] checks = \"status\")"
+            )),
+            GithubError::IssuesForbidden { .. } => Some(format!(
+                "a failed nightly opens an issue, which needs `issues: write` in the posting job (only there: the job that runs the harness holds no write token); add to the job:\n{ISSUES_PERMISSIONS_BLOCK}"
             )),
             GithubError::NotFound { .. } => Some(
                 "check GITHUB_REPOSITORY and the pull-request number; a token without access to the repository also gets 404".to_owned(),

@@ -215,6 +215,15 @@ impl Progress {
         }
     }
 
+    /// A plain line beside the bar (the budget's time left): the bar's message in a terminal,
+    /// a line of the log otherwise.
+    pub fn note(&self, text: &str) {
+        match &self.bar {
+            Some(bar) => bar.println(crate::redact::redact(text)),
+            None => stderr_line(text),
+        }
+    }
+
     pub fn clear(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();

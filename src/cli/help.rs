@@ -198,6 +198,15 @@ pub const CHANGES: &str = plain!(
   utilgate changes --suite decode --max-pvalue 0.001 --format json"
 );
 
+pub const BISECT: &str = plain!(
+    "  utilgate bisect --good 41 --bad 42
+  utilgate bisect --good 41 --bad 42 --case decode/llama-3.1-8b/bf16/decode/b8/c4096 --format json
+  git bisect start <bad-sha> <good-sha>
+  git bisect run utilgate bisect --good 41 --bad 42 --case decode/llama-3.1-8b/bf16/decode/b8/c4096 --run
+
+  --run exits 0 (good), 1 (bad), 125 (cannot be tested: skip) or 128 (abort)."
+);
+
 pub const TRACE: &str = plain!(
     "  utilgate trace show traces/worker0.1733000000.pt.trace.json.gz
   utilgate trace diff then.json.gz now.json.gz"

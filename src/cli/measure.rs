@@ -98,6 +98,54 @@ pub struct RunArgs {
     /// merges them. Default: `GITHUB_RUN_ID` under Actions when `--shard` is given.
     #[arg(long, value_name = "ID")]
     pub run_group: Option<String>,
+    /// A time budget for the run (`10m`, `90s`, `1h 30m`; overrides `[run] budget_minutes`):
+    /// steps and repeats are planned per case from the store's history, decisive cases stop
+    /// early, and measuring stops once the budget and its grace are spent (docs/nightly.md).
+    #[arg(long, value_name = "DURATION", env = "UTILGATE_BUDGET", value_parser = parse_budget)]
+    pub budget: Option<BudgetArg>,
+}
+
+#[derive(Debug, Args)]
+pub struct BisectArgs {
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    #[command(flatten)]
+    pub format: FormatArgs,
+    /// A stored run measured at a good commit (`utilgate runs list`).
+    #[arg(long, value_name = "RUN")]
+    pub good: i64,
+    /// A stored run measured at a bad (slower) commit.
+    #[arg(long, value_name = "RUN")]
+    pub bad: i64,
+    /// Only this case (as `runs show` names it; a unique part of the name will do).
+    #[arg(long)]
+    pub case: Option<String>,
+    /// Re-measure the case at the checked-out commit (its config and harness) and exit 0 when
+    /// it is on the good run's side, 1 on the bad run's, 125 when it cannot tell: the command
+    /// for `git bisect run`. Nothing is stored.
+    #[arg(long, requires = "case")]
+    pub run: bool,
+    /// The harness is trusted code: start it although utilgate holds a GitHub credential.
+    #[arg(long)]
+    pub trusted: bool,
+}
+
+/// A run's time budget from `--budget`, in seconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BudgetArg(pub f64);
+
+/// `10m`, `90s`, `1h 30m`, `PT10M` (jiff's friendly or ISO 8601 durations).
+fn parse_budget(text: &str) -> Result<BudgetArg, String> {
+    let d: jiff::SignedDuration = text
+        .trim()
+        .parse()
+        .map_err(|e| format!("{e}; write a duration with its unit: 10m, 90s, 1h 30m"))?;
+    let s = d.as_secs_f64();
+    if s > 0.0 {
+        Ok(BudgetArg(s))
+    } else {
+        Err("the budget must be longer than zero: write 10m".to_owned())
+    }
 }
 
 #[derive(Debug, Args)]

@@ -24,6 +24,9 @@ pub struct CaseInput {
     /// The case's GPU-state summary (`gpu::GpuStateSummary` as JSON), when NVML sampled it;
     /// `judge` compares it with the baseline's through `gpu::guard_json`.
     pub gpu_state: Option<serde_json::Value>,
+    /// Repeats measured before a confirm step, when not the suite's `repeats` (a budgeted
+    /// night plans its own): a confirmed case is judged on the repeats after these.
+    pub first_repeats: Option<usize>,
 }
 
 pub use crate::report::{BaselineRef, Judgement};
@@ -163,8 +166,9 @@ pub fn judge_case(
         compare::error_decision(message)
     } else {
         let nominal = nominal_repeats(config, &case.key);
+        let first = case.first_repeats.unwrap_or(nominal);
         let current = Evidence {
-            repeats_ms: compare::confirm_evidence(&case.repeats_ms, nominal),
+            repeats_ms: compare::confirm_evidence(&case.repeats_ms, first),
             floor_ms: case.floor_ms.unwrap_or(f64::NAN),
         };
         let canaries = run_canaries(store, baseline.iter().chain(since.iter()))?;

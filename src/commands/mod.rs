@@ -5,6 +5,8 @@ pub mod ab;
 pub mod baseline;
 pub mod baseline_diff;
 pub mod baseline_files;
+pub mod bisect;
+pub mod budget;
 pub mod compare;
 pub mod config;
 pub mod credentials;
@@ -20,6 +22,7 @@ pub mod judge;
 pub mod probe;
 pub mod publish;
 pub mod publish_check;
+pub mod publish_issue;
 pub mod report;
 pub mod resume;
 pub mod run;
@@ -50,6 +53,10 @@ pub enum Outcome {
     GateFailed,
     /// The gate did not fail, but some case could not be measured (stored as `error`).
     CasesFailed,
+    /// `bisect --run`: this commit cannot be tested (git bisect skips it, exit 125).
+    BisectSkip,
+    /// `bisect --run`: stop the bisection (exit 128).
+    BisectAbort,
 }
 
 impl Outcome {
@@ -69,6 +76,8 @@ impl Outcome {
             Outcome::Passed => Exit::Success,
             Outcome::GateFailed => Exit::GateFailed,
             Outcome::CasesFailed => Exit::Error,
+            Outcome::BisectSkip => Exit::BisectSkip,
+            Outcome::BisectAbort => Exit::BisectAbort,
         }
         .into()
     }
@@ -122,6 +131,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Import(ImportCommand::Serve(args)) => serve::import_serve(args),
         Command::History(args) => history::history(args),
         Command::Changes(args) => history::changes(args),
+        Command::Bisect(args) => bisect::bisect(args),
         Command::Trace(TraceCommand::Show(args)) => trace::show(args),
         Command::Trace(TraceCommand::Diff(args)) => trace::diff_cmd(args),
     }

@@ -29,6 +29,13 @@
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, Normal};
 
+/// The key under which a budgeted run's [`NightRecord`] is kept in the run's stored config.
+pub const NIGHT_KEY: &str = "budget_night";
+/// The key under which a result's [`CaseRecord`] is kept in its stored summary.
+pub const CASE_KEY: &str = "budget";
+/// The key under which a result's per-repeat costs ([`RepeatCost`]) are kept in its summary.
+pub const COST_KEY: &str = "cost";
+
 /// A case's costs, measured by earlier runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct CaseCost {
@@ -101,7 +108,7 @@ impl PlanPolicy {
 }
 
 /// Why a case is planned as it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PlanNote {
     /// Enough repeats to resolve the threshold.
@@ -447,6 +454,90 @@ pub fn noise_from_history(results: &[&[Vec<f64>]], reference_repeats: usize) -> 
         jitter: jitters.iter().sum::<f64>() / jitters.len().max(1) as f64,
         reference_repeats,
     })
+}
+
+/// Why a case's sampling ended tonight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stop {
+    /// Its interval lay under the threshold: a decisive pass, stopped early.
+    Decisive,
+    /// Its drop estimate was beyond the threshold: handed to the confirm step.
+    Suspect,
+    /// It ran its planned repeats.
+    Planned,
+    /// The budget (or the budget plus grace) was spent before its sampling finished: it is
+    /// judged on what it has and never moves its baseline.
+    Budget,
+    /// A repeat failed (the case is `error`).
+    Error,
+    /// The run's budget was spent before it started: it was not measured at all.
+    NotStarted,
+}
+
+/// What a budgeted night did with one case, stored in the result's summary (`"budget"`) so
+/// reports re-read from the store can say it.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct CaseRecord {
+    pub note: PlanNote,
+    pub planned_repeats: u32,
+    pub steps: u64,
+    /// Repeats before the confirm step (what made it a suspect or a pass).
+    pub first_repeats: u32,
+    /// Fresh repeats the confirm step ran (may be fewer than asked when the budget ran out).
+    pub confirm_repeats: u32,
+    /// Wall seconds of its repeats tonight.
+    pub time_s: f64,
+    pub stop: Stop,
+    /// The repeats and seconds that would resolve it (when known).
+    pub needed_repeats: Option<u32>,
+    pub needed_s: Option<f64>,
+}
+
+impl CaseRecord {
+    /// Whether its sampling was complete: a result the budget cut short never promotes.
+    #[must_use]
+    pub fn complete(&self) -> bool {
+        !matches!(self.stop, Stop::Budget | Stop::NotStarted)
+    }
+}
+
+/// The night as a whole, kept with the run so reports can state it.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct NightRecord {
+    pub budget_s: f64,
+    pub grace_s: f64,
+    /// The plan's estimate of its repeats over cases with history.
+    pub planned_s: f64,
+    pub reserve_s: f64,
+    /// The budget that would resolve every resolvable case (`None`: all resolved).
+    pub budget_to_resolve_all_s: Option<f64>,
+    /// Cases the budget was spent before (not measured, not stored).
+    pub not_started: Vec<String>,
+    /// Seconds from the run's start to the end of measuring.
+    pub used_s: f64,
+    /// Whether the budget cut any case short or left any unstarted.
+    pub stopped: bool,
+}
+
+/// Seconds still needed by the plan from now: the planned repeats of the cases not finished,
+/// for the progress display's ETA (cases without history count their configured repeats at
+/// the mean cost per repeat seen so far, `fallback_repeat_s`).
+#[must_use]
+pub fn eta_s(
+    plans: &[CasePlan],
+    done: &[u32],
+    fallback_repeat_s: f64,
+    costs: &[Option<f64>],
+) -> f64 {
+    plans
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let left = f64::from(p.repeats.saturating_sub(done.get(i).copied().unwrap_or(0)));
+            left * costs.get(i).copied().flatten().unwrap_or(fallback_repeat_s)
+        })
+        .sum()
 }
 
 #[cfg(test)]

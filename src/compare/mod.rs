@@ -8,6 +8,7 @@
 
 mod ab;
 mod against;
+pub mod bisect;
 pub mod budget;
 mod canary;
 mod changepoint;

@@ -38,6 +38,8 @@ struct RawConfig {
     suites: Vec<SuiteConfig>,
     #[serde(default)]
     evidence: super::EvidenceConfig,
+    #[serde(default)]
+    run: super::RunConfig,
 }
 
 /// The keys that make a table a model description rather than a level of a dotted name.
@@ -174,6 +176,7 @@ pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         models,
         suites: raw.suites,
         evidence: raw.evidence,
+        run: raw.run,
     })
 }
 

@@ -35,6 +35,32 @@ pub struct Config {
     #[serde(rename = "suite")]
     pub suites: Vec<SuiteConfig>,
     pub evidence: EvidenceConfig,
+    /// `[run]`: the night's time budget (docs/nightly.md).
+    pub run: RunConfig,
+}
+
+/// `[run]`: how long a run may take. With a budget, `utilgate run` plans each case's steps and
+/// repeats from the store's history so the grid fits, stops a case once its evidence is
+/// decisive, and stops measuring once the budget and its grace are spent (docs/nightly.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// The run's time budget in minutes (`--budget 10m` overrides it). Unset: no budget.
+    #[serde(default)]
+    pub budget_minutes: Option<f64>,
+    /// How far past the budget a run may go before it stops measuring, in minutes (default: 5%
+    /// of the budget, at least 15 seconds).
+    #[serde(default)]
+    pub grace_minutes: Option<f64>,
+}
+
+impl RunConfig {
+    /// The grace, in seconds, for a budget of `budget_s` seconds.
+    #[must_use]
+    pub fn grace_s(&self, budget_s: f64) -> f64 {
+        self.grace_minutes
+            .map_or_else(|| (budget_s * 0.05).max(15.0), |m| m * 60.0)
+    }
 }
 
 /// `[evidence]`: profiler traces stored with results (docs/traces.md).

@@ -56,6 +56,18 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
         );
     }
     check_drop_pct(config.gate.max_drop_pct, "gate.max_drop_pct", &mut push);
+    for (key, value) in [
+        ("run.budget_minutes", config.run.budget_minutes),
+        ("run.grace_minutes", config.run.grace_minutes),
+    ] {
+        if let Some(v) = value.filter(|v| !(v.is_finite() && *v > 0.0)) {
+            push(
+                key.into(),
+                format!("{v} is not a positive number of minutes"),
+                "write budget_minutes = 10 (minutes; fractions allowed: 0.5 is 30 s)",
+            );
+        }
+    }
     let limits = &config.limits;
     if !(limits.min_step_ms.is_finite()
         && limits.max_step_ms.is_finite()

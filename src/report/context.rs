@@ -156,6 +156,9 @@ pub struct RunReport {
     pub service_readings: Vec<String>,
     /// The HTML report's service charts (latency against rate, then vs now; history).
     pub service_charts: Vec<super::ServeChart>,
+    /// The time budget of a budgeted run (`run --budget`): absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<super::budget::BudgetReport>,
 }
 
 /// How urgently a verdict needs a reader's eyes: reports list the worst first.
@@ -282,6 +285,7 @@ impl RunReport {
             service: Vec::new(),
             service_readings: Vec::new(),
             service_charts: Vec::new(),
+            budget: super::budget::BudgetReport::of_run(run),
         };
         report.refresh_summaries();
         report
@@ -342,6 +346,7 @@ impl RunReport {
             service,
             service_readings,
             service_charts,
+            budget: self.budget.clone(),
         };
         report.refresh_summaries();
         report

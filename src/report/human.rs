@@ -66,6 +66,9 @@ pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
     for c in report.cases.iter().filter(|c| needs_detail(c)) {
         details(&mut out, c);
     }
+    if let Some(budget) = &report.budget {
+        out.push_str(&super::budget::render_human(budget));
+    }
     let counts: Vec<String> = report
         .gate
         .counts

@@ -4,6 +4,8 @@
 
 mod ab;
 pub mod baseline_diff;
+pub mod bisect;
+pub mod budget;
 mod chart;
 mod context;
 pub mod evidence;
@@ -15,6 +17,7 @@ pub mod gpus;
 mod group;
 pub mod history;
 mod human;
+pub mod issue;
 mod listing;
 pub mod nsight;
 pub mod probe;

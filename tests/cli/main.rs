@@ -10,6 +10,8 @@ mod adopt;
 mod axes;
 mod baselines;
 mod baselines_pr;
+mod bisect;
+mod budget;
 mod canary;
 mod checks;
 mod env;
@@ -26,6 +28,7 @@ mod history;
 mod inject;
 mod lost;
 mod measurements;
+mod nightly_issue;
 mod nsight;
 #[path = "../support/pg_cluster.rs"]
 mod pg_cluster;

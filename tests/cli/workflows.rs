@@ -441,9 +441,10 @@ fn the_nightly_measures_without_a_token_and_a_separate_job_posts_its_statuses() 
         wf["jobs"]["measure"]["permissions"],
         json!({ "contents": "read" })
     );
+    // The nightly issue needs `issues: write`, in the posting job only.
     assert_eq!(
         wf["jobs"]["publish"]["permissions"],
-        json!({ "statuses": "write" })
+        json!({ "statuses": "write", "issues": "write" })
     );
     let measure = serde_json::to_string(&wf["jobs"]["measure"]).expect("json");
     for forbidden in ["secrets.", "github.token", "GITHUB_TOKEN", "GH_TOKEN"] {

@@ -177,6 +177,7 @@ impl RunPublishing {
                 let opts = PublishOptions {
                     run_head_sha: head_sha.map(str::to_owned),
                     status_context: Some(self.status_context.clone()),
+                    baseline_branch: Some(self.baseline_branch.clone()),
                     ..self.checks.clone()
                 };
                 publish_report(&self.renderer, &report, genv, &opts)?;

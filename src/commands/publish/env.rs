@@ -82,6 +82,8 @@ pub struct PublishOptions {
     pub status_context: Option<String>,
     /// Where the statuses link (default: this Actions run).
     pub target_url: Option<String>,
+    /// The baseline branch: a run on it for no pull request keeps the nightly issue.
+    pub baseline_branch: Option<String>,
 }
 
 /// The `pull_request` (or `pull_request_target`) event this process runs for, when it runs

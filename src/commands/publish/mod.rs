@@ -94,6 +94,10 @@ pub fn publish(args: &PublishArgs) -> Result<Outcome, Error> {
         target_url: None,
         checks: config.as_ref().map(|c| c.github.checks).unwrap_or_default(),
         annotation_path: loaded.as_ref().map(during_run::annotation_path),
+        baseline_branch: facts
+            .as_ref()
+            .map(|f| f.baseline_branch.clone())
+            .or_else(|| config.as_ref().map(|c| c.gate.baseline_branch.clone())),
         ..PublishOptions::default()
     };
     let genv = GithubEnv::from_env(&env_lookup());

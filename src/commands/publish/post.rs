@@ -88,10 +88,22 @@ pub fn publish_report(
             });
         }
     }
+    // A nightly's failed suite keeps an issue open (commands/publish_issue.rs).
+    let issues = crate::commands::publish_issue::publish_issues(
+        renderer,
+        report,
+        &target,
+        opts.baseline_branch.as_deref(),
+        pr,
+    );
     if publication.comments.is_empty()
         && publication.statuses.is_empty()
         && publication.check_runs.is_empty()
     {
+        let done = issues?;
+        if !done.is_empty() {
+            note(done.trim_end());
+        }
         output::warn(
             "nothing to publish: no pull request and no commit (set GITHUB_SHA or pass --sha)",
         );
@@ -123,6 +135,7 @@ pub fn publish_report(
     {
         let _ = writeln!(text, "published: {} check run(s) on {sha}", done.check_runs);
     }
+    text.push_str(&issues?);
     note(text.trim_end());
     Ok(())
 }

@@ -29,9 +29,17 @@ use crate::store::meta::{MetaFlags, RunMeta, resolve_meta};
 use crate::store::{NewRun, Store};
 
 use record::{CaseRecord, JudgedCase};
-pub(crate) use runner::{CasePlan, Measured, Runner, cancel_on_ctrl_c, git, this_exe};
+pub(crate) use runner::{
+    CasePlan, Measured, RepeatLimits, Runner, cancel_on_ctrl_c, git, this_exe,
+};
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "the run's steps in order, read top to bottom; each step is a call"
+)]
 pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
+    // A budget (`--budget`) covers the whole run, from here.
+    let clock = std::time::Instant::now();
     // What a killed run left behind (results directories, cgroup scopes) goes first.
     crate::measure::workdir::sweep_stale(&std::env::temp_dir());
     let group = crate::commands::fleet::run_group(args, &env_lookup())?;
@@ -72,12 +80,22 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     let mut journal = open_journal(&stores, config, &gpu.name, &plans, args.resume)?;
     let started_at = journal.started_at.unwrap_or_else(crate::commands::now);
     let evidence_options = crate::commands::evidence::options(&config.evidence)?;
+    // With a budget, the night is planned from the store's history and printed first.
+    let mut night = crate::commands::budget::NightRun::start(
+        args.budget,
+        &stores.store,
+        &gpu.name,
+        config,
+        (&plans, grid.keys.len()),
+        clock,
+        &progress,
+    )?;
     // The machine canary before the cases (and after them, below), stored with the run.
     let mut canary = config.canary.enabled.then(Canary::default);
     let (records, evidence) = measure_all(
         &runner,
         plans,
-        (&mut journal, &mut canary),
+        (&mut journal, &mut canary, night.as_mut()),
         args.trace,
         &evidence_options,
     )?;
@@ -92,7 +110,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         watch: watched,
     };
     let (mut cases, missing) = judging.judge(records, &grid)?;
-    judging.confirm(&runner, &mut cases, grid.keys.len())?;
+    judging.confirm(&runner, &mut cases, grid.keys.len(), night.as_mut())?;
+    let night = night.map(|n| n.night.finish_with(&progress));
     for warning in cases.iter().filter_map(JudgedCase::limiting_variance) {
         progress.warn(&warning);
     }
@@ -106,16 +125,28 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     let promote_run = promotes(config, &meta, &verdicts, no_promote);
 
     // Store: one transaction, or a rescue file that `import run` reads.
-    let new_run = NewRun {
+    let mut new_run = NewRun {
         started_at,
         results: cases
             .iter()
-            .map(|c| c.result(watch.as_ref(), promote_run))
+            .map(|c| {
+                let mut result = c.result(watch.as_ref(), promote_run);
+                let record = night
+                    .as_ref()
+                    .zip(c.record.night)
+                    .map(|(n, i)| n.case_record(i));
+                crate::commands::budget::add_to_result(&mut result, &c.record.measured, record);
+                result
+            })
             .collect(),
         canary_json: canary.as_ref().and_then(|c| serde_json::to_value(c).ok()),
         group,
         ..new_run(config, &meta, &gpu, watch.as_ref())
     };
+    new_run.config_json = crate::commands::budget::config_with(
+        new_run.config_json.take(),
+        night.as_ref().map(|n| &n.record),
+    );
     if cancel.load(Ordering::SeqCst) {
         return Err(Error::Interrupted);
     }
@@ -354,6 +385,7 @@ impl Judging<'_> {
         runner: &Runner<'_>,
         cases: &mut [JudgedCase<'_>],
         cases_in_grid: usize,
+        mut night: Option<&mut crate::commands::budget::NightRun<'_>>,
     ) -> Result<(), Error> {
         let extra = self.config.gate.confirm_repeats;
         if extra == 0 {
@@ -377,12 +409,24 @@ impl Judging<'_> {
                 "{}: suspect ({moved}); re-measuring in {extra} fresh processes before deciding",
                 case.record.plan.key
             ));
-            let first = case.record.plan.suite.repeats;
-            runner.measure(
-                &case.record.plan,
-                first..first + extra,
-                &mut case.record.measured,
-            )?;
+            let (record, fresh) = (&mut case.record, extra);
+            let fresh = match (night.as_deref_mut(), record.night) {
+                // The confirm step draws on what is left of the budget.
+                (Some(n), Some(i)) => n.confirm(runner, i, &record.plan, &mut record.measured)?,
+                _ => {
+                    let first = record.plan.suite.repeats;
+                    runner.measure(&record.plan, first..first + fresh, &mut record.measured)?;
+                    fresh
+                }
+            };
+            if fresh == 0 {
+                case.judgement.decision.reasons.push(
+                    "The budget left no time to re-measure this suspect (confirm_repeats): the \
+                     verdict rests on the processes that made it a suspect."
+                        .to_owned(),
+                );
+                continue;
+            }
             let mut judgement = judge::judge_case(
                 self.store,
                 self.gpu_sku,
@@ -392,10 +436,19 @@ impl Judging<'_> {
                 &Against::Pinned,
                 self.canary,
             )?;
-            judgement.decision.reasons.push(format!(
-                "Re-measured in {extra} fresh processes before deciding (confirm_repeats); the \
-                 verdict rests on those fresh processes, not on the ones that made it a suspect."
-            ));
+            judgement.decision.reasons.push(if fresh < extra {
+                format!(
+                    "Re-measured in {fresh} of {extra} fresh processes before deciding (the \
+                     budget ran out for the rest); the verdict rests on those fresh processes, \
+                     not on the ones that made it a suspect."
+                )
+            } else {
+                format!(
+                    "Re-measured in {extra} fresh processes before deciding (confirm_repeats); \
+                     the verdict rests on those fresh processes, not on the ones that made it a \
+                     suspect."
+                )
+            });
             case.judgement = judgement;
         }
         Ok(())
@@ -454,9 +507,10 @@ fn open_journal(
 fn measure_all<'a>(
     runner: &Runner<'_>,
     plans: Vec<CasePlan<'a>>,
-    (journal, canary): (
+    (journal, canary, mut night): (
         &mut crate::commands::resume::CaseJournal<Measured>,
         &mut Option<Canary>,
+        Option<&mut crate::commands::budget::NightRun<'_>>,
     ),
     trace: bool,
     evidence_options: &crate::evidence::Options,
@@ -465,17 +519,37 @@ fn measure_all<'a>(
     measure_canary(runner.loaded, progress, canary);
     let mut records = Vec::with_capacity(plans.len());
     let mut evidence = Vec::new();
-    for plan in plans {
-        progress.start_case(&plan.key.to_string());
+    for (i, plan) in plans.into_iter().enumerate() {
         let measured = if let Some(recovered) = journal.recovered.remove(&plan.key) {
+            progress.start_case(&plan.key.to_string());
+            if let Some(n) = night.as_deref_mut() {
+                n.night
+                    .recovered(i, u32::try_from(recovered.repeats_ms.len()).unwrap_or(0));
+            }
             recovered
+        } else if let Some(n) = night.as_deref_mut() {
+            // A budgeted night: one repeat at a time until the case is decisive; a case the
+            // budget was spent before is not measured (nor stored).
+            let Some(measured) = n.measure(runner, i, &plan, progress)? else {
+                continue;
+            };
+            if trace || plan.suite.trace {
+                evidence.extend(runner.trace_case(&plan, &measured, evidence_options)?);
+            }
+            journal.journal.append(&plan.key, &measured)?;
+            measured
         } else {
+            progress.start_case(&plan.key.to_string());
             let (measured, traced) = runner.measure_case(&plan, trace, evidence_options)?;
             evidence.extend(traced);
             journal.journal.append(&plan.key, &measured)?;
             measured
         };
-        let (record, warnings) = CaseRecord::new(plan, measured);
+        let (mut record, warnings) = CaseRecord::new(plan, measured);
+        if let Some(n) = night.as_deref() {
+            record.night = Some(i);
+            record.first_repeats = Some(n.night.first_repeats(i) as usize);
+        }
         for warning in warnings {
             progress.warn(&format!("{}: {warning}", record.plan.key));
         }
@@ -483,6 +557,9 @@ fn measure_all<'a>(
             &record.plan.key.to_string(),
             record.measured.error.as_deref(),
         );
+        if let Some(n) = night.as_deref() {
+            progress.note(&n.night.progress_line());
+        }
         records.push(record);
     }
     measure_canary(runner.loaded, progress, canary);

@@ -17,6 +17,10 @@ pub(crate) struct CaseRecord<'a> {
     pub(crate) measured: Measured,
     /// The process-variance warning, said later only where it limits the verdict.
     pub(crate) variance: Option<SteadyStateWarning>,
+    /// Its place in a budgeted night's plan (`None` without a budget).
+    pub(crate) night: Option<usize>,
+    /// Repeats before the confirm step, when a budgeted night planned them.
+    pub(crate) first_repeats: Option<usize>,
 }
 
 /// A record with its judgement: the case's verdict as the run reports and stores it.
@@ -37,6 +41,8 @@ impl<'a> CaseRecord<'a> {
             plan,
             measured,
             variance: variance.into_iter().next(),
+            night: None,
+            first_repeats: None,
         };
         (record, others)
     }
@@ -51,6 +57,7 @@ impl<'a> CaseRecord<'a> {
             env: self.measured.env.clone(),
             gpu_guard: None,
             gpu_state: gpu_state(&self.measured, watch),
+            first_repeats: self.first_repeats,
         }
     }
 }

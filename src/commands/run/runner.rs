@@ -54,6 +54,17 @@ pub(crate) struct Measured {
     pub(crate) gpu_samples: Vec<GpuSample>,
     /// Trace paths the harness reported.
     pub(crate) traces: Vec<String>,
+    /// What each repeat cost (wall time, steps), stored for the budget planner.
+    #[serde(default)]
+    pub(crate) costs: Vec<crate::compare::budget::RepeatCost>,
+}
+
+/// How a budgeted night runs one repeat: its planned steps, and a harness timeout capped at
+/// what is left of the budget's grace.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RepeatLimits {
+    pub(crate) steps: u64,
+    pub(crate) timeout_cap: Duration,
 }
 
 pub(crate) struct Runner<'a> {
@@ -129,13 +140,39 @@ impl Runner<'_> {
         Ok((measured, evidence))
     }
 
+    /// The traced extra repeat of a case measured by a budgeted night (when it measured).
+    pub(crate) fn trace_case(
+        &self,
+        plan: &CasePlan<'_>,
+        measured: &Measured,
+        options: &crate::evidence::Options,
+    ) -> Result<Option<crate::store::NewEvidence>, Error> {
+        if measured.error.is_some() || plan.floor.is_err() {
+            return Ok(None);
+        }
+        self.trace(plan, options).map(Some)
+    }
+
     pub(crate) fn measure(
         &self,
         plan: &CasePlan<'_>,
         repeats: std::ops::Range<u32>,
         into: &mut Measured,
     ) -> Result<(), Error> {
-        self.measure_with(plan, repeats, into, None)
+        self.measure_with(plan, repeats, into, None, None)
+            .map(|_| ())
+    }
+
+    /// One repeat of a budgeted night; `Ok(false)` when the capped timeout stopped it (the
+    /// repeat is discarded, the case is not an error).
+    pub(crate) fn measure_limited(
+        &self,
+        plan: &CasePlan<'_>,
+        repeat: u32,
+        into: &mut Measured,
+        limits: RepeatLimits,
+    ) -> Result<bool, Error> {
+        self.measure_with(plan, repeat..repeat + 1, into, None, Some(limits))
     }
 
     /// One extra repeat with `UTILGATE_TRACE_DIR` set, after the timed ones: its step times are
@@ -151,7 +188,13 @@ impl Runner<'_> {
         })?;
         let repeat = plan.suite.repeats + self.loaded.config.gate.confirm_repeats;
         let mut traced = Measured::default();
-        self.measure_with(plan, repeat..repeat + 1, &mut traced, Some(dir.path()))?;
+        self.measure_with(
+            plan,
+            repeat..repeat + 1,
+            &mut traced,
+            Some(dir.path()),
+            None,
+        )?;
         let cfg = &self.loaded.config.evidence;
         #[expect(
             clippy::cast_possible_truncation,
@@ -179,8 +222,12 @@ impl Runner<'_> {
         repeats: std::ops::Range<u32>,
         into: &mut Measured,
         trace_dir: Option<&Path>,
-    ) -> Result<(), Error> {
+        budgeted: Option<RepeatLimits>,
+    ) -> Result<bool, Error> {
         let suite = plan.suite;
+        let steps = budgeted.map_or(suite.steps, |l| l.steps);
+        let suite_timeout = Duration::from_secs_f64(suite.timeout_s);
+        let timeout = budgeted.map_or(suite_timeout, |l| l.timeout_cap.min(suite_timeout));
         let cwd = self.harness_cwd(suite);
         let mut extra_env: Vec<(String, String)> = suite
             .env
@@ -204,7 +251,7 @@ impl Runner<'_> {
                 batch: plan.key.batch,
                 context: plan.key.context,
                 warmup_steps: suite.warmup_steps,
-                steps: suite.steps,
+                steps,
                 repeat,
                 utilgate: &self.exe,
                 config_dir: &config_dir.to_string_lossy(),
@@ -229,10 +276,10 @@ impl Runner<'_> {
                 cwd: &cwd,
                 case: &plan.key,
                 warmup_steps: suite.warmup_steps,
-                steps: suite.steps,
+                steps,
                 repeat,
                 out_dir: &out_dir,
-                timeout: Duration::from_secs_f64(suite.timeout_s),
+                timeout,
                 extra_env: &extra_env,
                 env_passthrough: &suite.env_passthrough,
                 guard: Some(Path::new(&self.exe)),
@@ -249,11 +296,18 @@ impl Runner<'_> {
             let _ = std::fs::remove_dir_all(&out_dir);
             match result {
                 Ok(mut out) => {
-                    if let Err(message) = self.check_steps(plan, repeat, &mut out.report.steps_ms) {
+                    if let Err(message) =
+                        self.check_steps(plan, repeat, steps, &mut out.report.steps_ms)
+                    {
                         into.stderr_tail = Some(out.stderr_tail).filter(|t| !t.is_empty());
                         into.error = Some(message);
-                        return Ok(());
+                        return Ok(true);
                     }
+                    into.costs.push(crate::commands::budget::repeat_cost(
+                        out.wall,
+                        &out.report.steps_ms,
+                        &out.report.warmup_ms,
+                    ));
                     into.repeats_ms.push(out.report.steps_ms);
                     into.warmup_ms.push(out.report.warmup_ms);
                     into.env.extend(out.report.env);
@@ -263,6 +317,9 @@ impl Runner<'_> {
                     }
                 }
                 Err(HarnessError::Cancelled) => return Err(Error::Interrupted),
+                // The budget's end, not the harness: the repeat is dropped, the case judged
+                // on what it has.
+                Err(HarnessError::TimedOut { .. }) if timeout < suite_timeout => return Ok(false),
                 Err(err) => {
                     into.stderr_tail = err.stderr_tail().map(str::to_owned);
                     let mut message = format!("repeat {repeat}: {err}");
@@ -270,11 +327,11 @@ impl Runner<'_> {
                         let _ = write!(message, "\nhint: {hint}");
                     }
                     into.error = Some(message);
-                    return Ok(());
+                    return Ok(true);
                 }
             }
         }
-        Ok(())
+        Ok(true)
     }
 }
 
@@ -285,13 +342,14 @@ impl Runner<'_> {
         &self,
         plan: &CasePlan<'_>,
         repeat: u32,
+        steps: u64,
         steps_ms: &mut Vec<f64>,
     ) -> Result<(), String> {
         use crate::measure::checks::{StepCount, step_count};
         let suite = plan.suite;
         match step_count(
             steps_ms.len(),
-            suite.steps,
+            steps,
             suite.steps_tolerance_pct,
             self.loaded.config.limits.max_samples,
         ) {

@@ -1,0 +1,294 @@
+//! `utilgate bisect --good RUN --bad RUN`: what arrived between two stored runs (the commits,
+//! from git when in a checkout; the environment and GPU fingerprint diff; each case's step
+//! time), and with `--run`, one step of `git bisect run`: re-measure a case at the checked-out
+//! commit and exit 0 (good), 1 (bad) or 125 (skip). Sequences I/O (the store, git, the
+//! harness); the call is `compare::bisect`'s.
+//!
+//! Exit codes in `--run` mode follow git-bisect-run: 0 good, 1 bad, 125 this commit cannot be
+//! tested (the harness failed, the config does not load, the measurement straddles the line),
+//! 128 abort the bisection (the runs or the case do not exist: a usage error that no other
+//! commit would fix). Nothing is stored.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::case::CaseKey;
+use crate::cli::{BisectArgs, Format};
+use crate::commands::Outcome;
+use crate::commands::runs::{load_run, store_from};
+use crate::compare::bisect::{self, BisectVerdict};
+use crate::compare::history::gpu_env;
+use crate::error::Error;
+use crate::output;
+use crate::report::bisect::{BisectReport, CaseChange, Commit};
+use crate::store::{StoredResult, StoredRun};
+
+/// The environment a run measured in: the harness's versions and the GPU fingerprint of
+/// `case`'s result, or of every result (later results overriding earlier ones).
+fn run_env(run: &StoredRun, case: Option<&CaseKey>) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    for r in run
+        .results
+        .iter()
+        .filter(|r| case.is_none_or(|k| &r.key == k))
+    {
+        env.extend(r.env.clone());
+        env.extend(gpu_env(r.gpu_state_json.as_ref()));
+    }
+    env
+}
+
+/// The commits after `good` up to `bad`, oldest first, from git in `dir`.
+fn commits(dir: &Path, good: Option<&str>, bad: Option<&str>) -> Option<Vec<Commit>> {
+    let (good, bad) = (good?, bad?);
+    let range = format!("{good}..{bad}");
+    // An empty range is an answer too: git prints nothing and `git` returns None, so ask
+    // first whether both commits exist.
+    crate::commands::run::git(
+        dir,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{good}^{{commit}}"),
+        ],
+    )?;
+    crate::commands::run::git(
+        dir,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{bad}^{{commit}}"),
+        ],
+    )?;
+    let text = crate::commands::run::git(dir, &["log", "--reverse", "--format=%H%x09%s", &range])
+        .unwrap_or_default();
+    Some(
+        text.lines()
+            .filter_map(|l| l.split_once('\t'))
+            .map(|(sha, subject)| Commit {
+                sha: sha.to_owned(),
+                subject: crate::redact::redact(subject),
+            })
+            .collect(),
+    )
+}
+
+fn median(r: &StoredResult) -> Option<f64> {
+    r.median_ms
+}
+
+/// The case `--case` names among a run's results (whole name, else a unique substring).
+fn find_case(run: &StoredRun, wanted: &str) -> Result<CaseKey, Error> {
+    let names: Vec<&CaseKey> = run.results.iter().map(|r| &r.key).collect();
+    if let Some(k) = names.iter().find(|k| k.to_string() == wanted) {
+        return Ok((*k).clone());
+    }
+    let hits: Vec<&&CaseKey> = names
+        .iter()
+        .filter(|k| k.to_string().contains(wanted))
+        .collect();
+    match hits.as_slice() {
+        [one] => Ok((**one).clone()),
+        _ => Err(Error::Argument {
+            arg: format!("--case {wanted:?}"),
+            problem: format!(
+                "{} cases of run {} match; its cases: {}",
+                hits.len(),
+                run.summary.id.0,
+                names
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            fix: "give one whole case name, as `utilgate runs show` prints it".into(),
+        }),
+    }
+}
+
+fn report(good: &StoredRun, bad: &StoredRun, case: Option<&CaseKey>, dir: &Path) -> BisectReport {
+    let cases = bad
+        .results
+        .iter()
+        .filter(|r| case.is_none_or(|k| &r.key == k))
+        .filter_map(|b| {
+            let g = good.results.iter().find(|g| g.key == b.key)?;
+            let (gm, bm) = (median(g), median(b));
+            Some(CaseChange {
+                case: b.key.to_string(),
+                good_ms: gm,
+                bad_ms: bm,
+                slower_pct: gm
+                    .zip(bm)
+                    .filter(|(g, _)| *g > 0.0)
+                    .map(|(g, b)| (b / g - 1.0) * 100.0),
+            })
+        })
+        .collect();
+    BisectReport {
+        schema_version: 1,
+        good_run: good.summary.id.0,
+        bad_run: bad.summary.id.0,
+        good_sha: good.summary.git_sha.clone(),
+        bad_sha: bad.summary.git_sha.clone(),
+        commits: commits(
+            dir,
+            good.summary.git_sha.as_deref(),
+            bad.summary.git_sha.as_deref(),
+        ),
+        env_changes: crate::compare::env_diff(&run_env(good, case), &run_env(bad, case)),
+        cases,
+    }
+}
+
+pub fn bisect(args: &BisectArgs) -> Result<Outcome, Error> {
+    if !args.run {
+        let (store, _) = store_from(&args.config)?;
+        let good = load_run(&store, Some(args.good))?;
+        let bad = load_run(&store, Some(args.bad))?;
+        let case = args
+            .case
+            .as_deref()
+            .map(|c| find_case(&bad, c))
+            .transpose()?;
+        let dir = args
+            .config
+            .config
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let r = report(&good, &bad, case.as_ref(), dir);
+        match args.format.format {
+            Format::Human => output::emit(&crate::report::bisect::render_human(&r))?,
+            Format::Json => output::emit(&format!(
+                "{}\n",
+                serde_json::to_string_pretty(&r).map_err(|e| Error::Argument {
+                    arg: "--format json".into(),
+                    problem: e.to_string(),
+                    fix: "report this as a bug".into(),
+                })?
+            ))?,
+        }
+        return Ok(Outcome::Passed);
+    }
+    // `git bisect run` mode: a usage error aborts (128), a commit that cannot be measured is
+    // skipped (125).
+    let (store, _) = match store_from(&args.config) {
+        Ok(s) => s,
+        Err(e) => return Ok(abort(&e)),
+    };
+    let runs =
+        load_run(&store, Some(args.good)).and_then(|g| Ok((g, load_run(&store, Some(args.bad))?)));
+    let (good, bad) = match runs {
+        Ok(r) => r,
+        Err(e) => return Ok(abort(&e)),
+    };
+    let Some(wanted) = args.case.as_deref() else {
+        return Ok(abort(&Error::Argument {
+            arg: "--run".into(),
+            problem: "re-measuring needs the case".into(),
+            fix: "add --case NAME".into(),
+        }));
+    };
+    let key = match find_case(&bad, wanted) {
+        Ok(k) => k,
+        Err(e) => return Ok(abort(&e)),
+    };
+    let result_of = |run: &StoredRun| run.results.iter().find(|r| r.key == key).cloned();
+    let (Some(g), Some(b)) = (result_of(&good), result_of(&bad)) else {
+        return Ok(abort(&Error::Argument {
+            arg: format!("--case {wanted:?}"),
+            problem: format!("run {} did not measure it", args.good),
+            fix: "pick a good run that measured the case".into(),
+        }));
+    };
+    let now = match measure_case(&args.config.config, &key, args.trusted) {
+        Ok(m) => m,
+        Err(e) => {
+            output::warn(&format!("this commit cannot be measured: {e}"));
+            Vec::new()
+        }
+    };
+    let Some(call) = bisect::call(&g.repeats_ms, &b.repeats_ms, &now, 0.25) else {
+        return Ok(abort(&Error::Argument {
+            arg: format!("--good {} --bad {}", args.good, args.bad),
+            problem: format!(
+                "{key} is not slower in run {} than in run {}",
+                args.bad, args.good
+            ),
+            fix: "swap --good and --bad, or pick runs around the slowdown".into(),
+        }));
+    };
+    let sha = crate::commands::run::git(Path::new("."), &["rev-parse", "HEAD"]);
+    output::note(&crate::report::bisect::render_call(
+        &key.to_string(),
+        sha.as_deref(),
+        &call,
+    ));
+    Ok(match call.verdict {
+        BisectVerdict::Good => Outcome::Passed,
+        BisectVerdict::Bad => Outcome::GateFailed,
+        BisectVerdict::Skip => Outcome::BisectSkip,
+    })
+}
+
+/// Print the error and tell `git bisect run` to stop.
+fn abort(err: &Error) -> Outcome {
+    let _ = output::report_error(err);
+    output::note("utilgate bisect --run: aborting the bisection (exit 128)");
+    Outcome::BisectAbort
+}
+
+/// Measure `key` at this checkout, as its config describes it now: the suite's repeats, in
+/// fresh processes, nothing stored. Returns each repeat's counted step times.
+fn measure_case(config: &Path, key: &CaseKey, trusted: bool) -> Result<Vec<Vec<f64>>, Error> {
+    use crate::commands::run::{CasePlan, Measured, Runner};
+    let loaded = crate::config::load(config)?;
+    if !trusted {
+        crate::commands::credentials::refuse_near_harness(&loaded.dir)?;
+    }
+    let suites = crate::commands::select_suites(&loaded, std::slice::from_ref(&key.suite))?;
+    let Some(suite) = suites.into_iter().find(|s| s.case_keys().contains(key)) else {
+        return Err(Error::Argument {
+            arg: format!("--case {key}"),
+            problem: format!(
+                "the config at this commit has no such case ({})",
+                loaded.path.display()
+            ),
+            fix: "this commit cannot be tested; git bisect skips it".into(),
+        });
+    };
+    let precision = crate::catalog::Precision::parse(&key.precision, suite.kv_dtype.as_deref())?;
+    let plan = CasePlan {
+        suite,
+        key: key.clone(),
+        floor: Err("not needed to bisect".to_owned()),
+        kv_dtype: precision.kv.as_str().to_owned(),
+    };
+    let tmp = std::env::temp_dir();
+    let run_dir = crate::measure::workdir::RunDir::create(&tmp).map_err(|source| Error::Io {
+        path: tmp.clone(),
+        source,
+    })?;
+    let progress = output::Progress::new(1, true);
+    let runner = Runner {
+        loaded: &loaded,
+        exe: crate::commands::run::this_exe(),
+        cancel: crate::commands::run::cancel_on_ctrl_c(),
+        watch: None,
+        run_dir: std::cell::RefCell::new(run_dir),
+        progress: &progress,
+    };
+    let mut measured = Measured::default();
+    runner.measure(&plan, 0..suite.repeats, &mut measured)?;
+    if let Some(err) = measured.error {
+        return Err(Error::Argument {
+            arg: format!("case {key}"),
+            problem: err,
+            fix: "this commit cannot be tested; git bisect skips it".into(),
+        });
+    }
+    Ok(measured.repeats_ms)
+}
