@@ -115,8 +115,8 @@ fn axes_round_trip_per_value_and_a_bad_axis_names_its_field() {
         b.key.axes = crate::case::Axes::new([("mode", mode)]).expect("valid");
         b
     };
-    let text = render_export(&file(vec![with("graphs"), baseline(1), with("eager")]))
-        .expect("renders");
+    let text =
+        render_export(&file(vec![with("graphs"), baseline(1), with("eager")])).expect("renders");
     let back = parse_export(&text, Path::new(PATH)).expect("parses");
     assert_eq!(
         back.baselines,
@@ -127,7 +127,10 @@ fn axes_round_trip_per_value_and_a_bad_axis_names_its_field() {
         text.contains("{\"case\":\"decode/seed-8b/bf16/decode/b1/c4096/mode=graphs\""),
         "{text}"
     );
-    assert!(text.contains("\"context\":4096,\"axes\":{\"mode\":\"graphs\"}}"), "{text}");
+    assert!(
+        text.contains("\"context\":4096,\"axes\":{\"mode\":\"graphs\"}}"),
+        "{text}"
+    );
     // Without axes the key object is exactly the one written before axes existed.
     assert!(text.contains("\"context\":4096},\"branch\""), "{text}");
 

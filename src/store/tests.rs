@@ -731,3 +731,5 @@ fn publishing_facts_round_trip_and_untrusted_stores_open_defensively() {
             .expect("reads")
     );
 }
+
+mod axes;
