@@ -592,11 +592,10 @@ impl Sampler for CaseSampler<'_, '_, '_, '_> {
 pub(crate) fn add_to_result(
     result: &mut crate::store::NewResult,
     measured: &Measured,
-    record: Option<CaseRecord>,
+    record: Option<&CaseRecord>,
 ) {
-    if let Some(r) = &record {
+    if let Some(r) = record {
         result.promote &= r.complete();
     }
-    result.summary_json =
-        summary_with(result.summary_json.take(), &measured.costs, record.as_ref());
+    result.summary_json = summary_with(result.summary_json.take(), &measured.costs, record);
 }

@@ -64,7 +64,7 @@ pub fn render_human(r: &BisectReport) -> String {
             }
         }
         None => {
-            out.push_str("commits: unknown (not in a git checkout that has both runs' commits)\n")
+            out.push_str("commits: unknown (not in a git checkout that has both runs' commits)\n");
         }
     }
     if r.env_changes.is_empty() {

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::env::{TestEnv, stderr, stdout};
 
-/// Six cases whose processes differ by 2% from each other (REPEAT_SCALE), each repeat starting
+/// Six cases whose processes differ by 2% from each other (`REPEAT_SCALE`), each repeat starting
 /// 0.3 s late (a model load), and a 3-second grace.
 fn grid() -> TestEnv {
     let env = TestEnv::new();

@@ -19,6 +19,10 @@ use super::env::{
 use super::files::write_step_summary;
 
 /// Step summary, annotations, then (unless a fork's read-only token) comments and statuses.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one publication built and posted in order: comments, check runs, statuses, the nightly issue"
+)]
 pub fn publish_report(
     renderer: &Renderer,
     report: &RunReport,

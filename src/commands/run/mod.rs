@@ -135,7 +135,11 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
                     .as_ref()
                     .zip(c.record.night)
                     .map(|(n, i)| n.case_record(i));
-                crate::commands::budget::add_to_result(&mut result, &c.record.measured, record);
+                crate::commands::budget::add_to_result(
+                    &mut result,
+                    &c.record.measured,
+                    record.as_ref(),
+                );
                 result
             })
             .collect(),
@@ -410,14 +414,13 @@ impl Judging<'_> {
                 case.record.plan.key
             ));
             let (record, fresh) = (&mut case.record, extra);
-            let fresh = match (night.as_deref_mut(), record.night) {
-                // The confirm step draws on what is left of the budget.
-                (Some(n), Some(i)) => n.confirm(runner, i, &record.plan, &mut record.measured)?,
-                _ => {
-                    let first = record.plan.suite.repeats;
-                    runner.measure(&record.plan, first..first + fresh, &mut record.measured)?;
-                    fresh
-                }
+            // The confirm step draws on what is left of the budget.
+            let fresh = if let (Some(n), Some(i)) = (night.as_deref_mut(), record.night) {
+                n.confirm(runner, i, &record.plan, &mut record.measured)?
+            } else {
+                let first = record.plan.suite.repeats;
+                runner.measure(&record.plan, first..first + fresh, &mut record.measured)?;
+                fresh
             };
             if fresh == 0 {
                 case.judgement.decision.reasons.push(

@@ -216,6 +216,10 @@ impl Runner<'_> {
         Ok(evidence)
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one repeat after another: render, spec, run, keep; a budgeted night's limits are two lines of it"
+    )]
     fn measure_with(
         &self,
         plan: &CasePlan<'_>,
