@@ -73,6 +73,12 @@ impl StandIn {
                 )))
                 .respond_with(ResponseTemplate::new(201).set_body_json(status_response())),
         );
+        // The repository has no open issues (a passing nightly looks for its own to close).
+        gh.mount(
+            Mock::given(method("GET"))
+                .and(path(format!("/repos/{REPO}/issues")))
+                .respond_with(ResponseTemplate::new(200).set_body_json(json!([]))),
+        );
         let mut pull = fixture_json("pull_request__opened.payload.json")["pull_request"].clone();
         pull["head"]["sha"] = pr_head.into();
         gh.mount(
