@@ -155,7 +155,11 @@ mod tests {
         // The midpoint is the geometric mean of the two levels; each level is the geometric
         // mean of its processes (0.998, 1 and 1.002 times the step), a hair under 10 and 11.
         let expected = (10.0f64 * 11.0).sqrt();
-        assert!((c.midpoint_ms / expected - 1.0).abs() < 1e-5, "{}", c.midpoint_ms);
+        assert!(
+            (c.midpoint_ms / expected - 1.0).abs() < 1e-5,
+            "{}",
+            c.midpoint_ms
+        );
         assert!(c.midpoint_ms < expected);
     }
 
