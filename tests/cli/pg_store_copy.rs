@@ -30,7 +30,7 @@ fn key(batch: u64) -> CaseKey {
         phase: Phase::Decode,
         batch,
         context: 4096,
-        axes: Default::default(),
+        axes: utilgate::case::Axes::default(),
     }
 }
 
