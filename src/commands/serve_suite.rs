@@ -13,7 +13,6 @@ use std::time::Duration;
 use crate::case::Verdict;
 use crate::catalog::{GpuSpec, Precision};
 use crate::cli::RunArgs;
-use crate::commands::run::git;
 use crate::commands::serve::{
     Decided, ServeCaseInput, ServeRunPlan, decide_all, emit_report, judge_and_store, new_cases,
     serve_report,
@@ -26,7 +25,7 @@ use crate::measure::harness::{self, HarnessError, ServeRepeatSpec};
 use crate::output::Progress;
 use crate::serve::{self, ServeCommandVars, ServeKey, ServeResult, format_rate, opt_text};
 use crate::store::NewServeCase;
-use crate::store::meta::{MetaFlags, RunMeta, resolve_meta};
+use crate::store::meta::RunMeta;
 
 /// One point of a service suite's grid.
 struct Point<'a> {
@@ -446,21 +445,7 @@ pub fn run_serve_suites(
     let mut publishing = crate::commands::publish::prepare_run(args, loaded)?;
     let pr_event = crate::commands::publish::pull_request_event(&env_lookup())?;
     let store_path = loaded.store_path(args.config.db.as_deref());
-    let mut meta = resolve_meta(
-        &MetaFlags {
-            git_sha: args.git_sha.clone(),
-            branch: args.branch.clone(),
-            trigger: args.trigger.clone(),
-            pr_number: args.pr,
-        },
-        &env_lookup(),
-        git(&loaded.dir, &["rev-parse", "HEAD"]),
-        git(&loaded.dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
-    );
-    if let Some(event) = pr_event {
-        meta.pr_number = meta.pr_number.or(event.pr_number);
-        meta.head_sha = event.head_sha;
-    }
+    let meta = crate::commands::run::run_meta(args, loaded, pr_event);
     let config = &loaded.config;
     let mut store = if args.init {
         crate::store::Store::open_init(

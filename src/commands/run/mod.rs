@@ -300,8 +300,8 @@ fn plan_cases<'a>(
 }
 
 /// The run's commit, branch, trigger and pull request, from flags, the environment, git and
-/// the pull-request event.
-fn run_meta(
+/// the pull-request event (a service-only run's too).
+pub(crate) fn run_meta(
     args: &RunArgs,
     loaded: &LoadedConfig,
     pr_event: Option<crate::github::EventInfo>,
