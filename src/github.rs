@@ -181,8 +181,10 @@ pub enum GithubError {
     #[error("failed to read the GitHub event payload {path}: {message}")]
     Event { path: String, message: String },
     /// A credential a harness could read (DESIGN.md §13); names only, never values.
-    #[error("refusing to start a harness while utilgate holds a GitHub credential: {}", found.join("; "))]
-    CredentialNearHarness { found: Vec<String> },
+    #[error("refusing to start a harness while utilgate holds a credential: {}", found.join("; "))]
+    /// `database`: one of them is a database password (the hint then says where a pull
+    /// request's run keeps its history instead).
+    CredentialNearHarness { found: Vec<String>, database: bool },
     /// A stored run that was measured for another pull request or commit.
     #[error("refusing to publish run {run}: {reason}")]
     RunMismatch { run: i64, reason: String },
@@ -220,9 +222,16 @@ impl GithubError {
             GithubError::NoToken => Some(format!(
                 "pass the job's token to the step: env: GITHUB_TOKEN: ${{{{ secrets.GITHUB_TOKEN }}}}, and give the job\n{PERMISSIONS_BLOCK}"
             )),
-            GithubError::CredentialNearHarness { .. } => Some(
-                "the job that runs pull-request code must hold no token: take GITHUB_TOKEN out of the step's env:, check out with persist-credentials: false, and post from a separate job with `utilgate publish` (docs/github.md); pass --trusted only when every harness this run starts is code you trust".to_owned(),
-            ),
+            GithubError::CredentialNearHarness { database, .. } => {
+                let store = if *database {
+                    "; a shared store's password belongs to trusted jobs only: measure a pull request into the job's own SQLite store, judged against the reviewed baselines/ (`utilgate run --baselines baselines/`, docs/fleet.md)"
+                } else {
+                    ""
+                };
+                Some(format!(
+                    "the job that runs pull-request code must hold no token: take GITHUB_TOKEN out of the step's env:, check out with persist-credentials: false, and post from a separate job with `utilgate publish` (docs/github.md){store}; pass --trusted only when every harness this run starts is code you trust"
+                ))
+            }
             GithubError::RunMismatch { .. } => Some(
                 "nothing was posted for it; publish the run measured for this pull request and commit (`utilgate runs list`), or measure that commit".to_owned(),
             ),

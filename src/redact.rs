@@ -13,8 +13,8 @@ use std::sync::{PoisonError, RwLock};
 /// every message, and they are removed from the harness's environment (a suite's
 /// `env_passthrough` lists those its harness needs). GitHub (the job token, the `gh` CLI's,
 /// Enterprise), GitHub Actions (the OIDC token request, the runtime, cache and results
-/// services), GitLab CI and Buildkite.
-pub const CREDENTIAL_VARS: [&str; 15] = [
+/// services), GitLab CI, Buildkite, and libpq's password (the `PostgreSQL` store's).
+pub const CREDENTIAL_VARS: [&str; 16] = [
     "GITHUB_TOKEN",
     "GH_TOKEN",
     "GH_ENTERPRISE_TOKEN",
@@ -30,6 +30,7 @@ pub const CREDENTIAL_VARS: [&str; 15] = [
     "CI_JOB_JWT_V2",
     "CI_REGISTRY_PASSWORD",
     "BUILDKITE_AGENT_ACCESS_TOKEN",
+    "PGPASSWORD",
 ];
 
 /// What a redacted secret is replaced with.

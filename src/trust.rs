@@ -2,11 +2,14 @@
 //! pull-request code and a stored run away from the wrong pull request. Pure: the environment,
 //! git's config and the stored run's facts arrive as values; nothing here reads or posts.
 //!
-//! - [`credentials`]: the GitHub credentials a process started now could read: a token in
+//! - [`credentials`]: the credentials a process started now could read: a GitHub token in
 //!   utilgate's own environment (a harness can read `/proc/<utilgate>/environ`, so removing it
-//!   from the harness's environment is not enough), or one that `actions/checkout` persisted
-//!   in the checkout's git config. `utilgate run` refuses to start a harness while any is
-//!   found, unless told the job is trusted.
+//!   from the harness's environment is not enough), one that `actions/checkout` persisted in
+//!   the checkout's git config, or the password of a `PostgreSQL` store (`PGPASSWORD`, or a
+//!   `postgres://` URL that carries one, in the environment or on the command line). With the
+//!   store's password a pull request's harness could rewrite the shared history and its
+//!   baselines. `utilgate run` refuses to start a harness while any is found, unless told the
+//!   job is trusted.
 //! - [`check_target`]: a stored run is published only for the pull request and head commit it
 //!   was measured for.
 //! - [`CheckConclusion`]: what the conclusion of a pull-request check lets the publishing
@@ -25,6 +28,9 @@ pub const TOKEN_VARIABLES: &[&str] = &[
     "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
 ];
 
+/// Variables that hold a database password by name (libpq's, which the `PostgreSQL` store reads).
+pub const PASSWORD_VARIABLES: &[&str] = &["PGPASSWORD"];
+
 /// The prefixes GitHub gives its tokens (personal, OAuth, user-to-server, installation,
 /// refresh, fine-grained): a value shaped like one counts whatever the variable is called.
 pub const TOKEN_PREFIXES: &[&str] = &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"];
@@ -39,6 +45,23 @@ pub enum Credential {
     /// A git config key that sends an `Authorization` header (what `actions/checkout` leaves
     /// unless `persist-credentials: false`).
     GitConfig(String),
+    /// A variable whose value is a `postgres://` URL with a password in it.
+    PasswordUrl(String),
+    /// The store this command was given (`--db` or the config's `[store] url`) is a
+    /// `postgres://` URL with a password in it.
+    StorePassword,
+}
+
+impl Credential {
+    /// A database password rather than a GitHub credential.
+    #[must_use]
+    pub fn is_database(&self) -> bool {
+        match self {
+            Credential::PasswordUrl(_) | Credential::StorePassword => true,
+            Credential::Variable(name) => PASSWORD_VARIABLES.contains(&name.as_str()),
+            Credential::TokenShaped(_) | Credential::GitConfig(_) => false,
+        }
+    }
 }
 
 impl fmt::Display for Credential {
@@ -51,15 +74,29 @@ impl fmt::Display for Credential {
             Credential::GitConfig(key) => {
                 write!(f, "git config {key} sends the checkout's token")
             }
+            Credential::PasswordUrl(name) => {
+                write!(
+                    f,
+                    "${name} in utilgate's environment holds a database URL with its password"
+                )
+            }
+            Credential::StorePassword => {
+                write!(
+                    f,
+                    "the store's URL (--db or [store] url) carries its password"
+                )
+            }
         }
     }
 }
 
-/// The credentials in an environment (name, value pairs) and in the output of
+/// The credentials in an environment (name, value pairs), in the store location this command
+/// was given (a path or a URL, `None` when it names none), and in the output of
 /// `git config --get-regexp '^http\..*\.extraheader$'` (one `key value` per line).
 #[must_use]
 pub fn credentials<'a>(
     env: impl IntoIterator<Item = (&'a str, &'a str)>,
+    store: Option<&str>,
     git_extraheaders: &str,
 ) -> Vec<Credential> {
     let mut found = Vec::new();
@@ -68,11 +105,16 @@ pub fn credentials<'a>(
         if value.is_empty() {
             continue;
         }
-        if TOKEN_VARIABLES.contains(&name) {
+        if TOKEN_VARIABLES.contains(&name) || PASSWORD_VARIABLES.contains(&name) {
             found.push(Credential::Variable(name.to_owned()));
         } else if TOKEN_PREFIXES.iter().any(|p| value.starts_with(p)) {
             found.push(Credential::TokenShaped(name.to_owned()));
+        } else if url_password(value).is_some() {
+            found.push(Credential::PasswordUrl(name.to_owned()));
         }
+    }
+    if store.and_then(url_password).is_some() {
+        found.push(Credential::StorePassword);
     }
     for line in git_extraheaders.lines() {
         let (key, value) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
@@ -83,6 +125,34 @@ pub fn credentials<'a>(
     found.sort_by_key(ToString::to_string);
     found.dedup();
     found
+}
+
+/// The password a `postgres://` (or `postgresql://`) URL carries, in its user information
+/// (`USER:PASSWORD@`) or as a `password=` query parameter; `None` for any other text or a URL
+/// without one. Pure; the value is returned only to be masked, never shown.
+#[must_use]
+pub fn url_password(value: &str) -> Option<&str> {
+    let rest = value
+        .strip_prefix("postgres://")
+        .or_else(|| value.strip_prefix("postgresql://"))?;
+    let (authority, query) = match rest.find(['/', '?', '#']) {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let from_userinfo = authority
+        .rsplit_once('@')
+        .and_then(|(userinfo, _)| userinfo.split_once(':'))
+        .map(|(_, password)| password)
+        .filter(|p| !p.is_empty());
+    let from_query = || {
+        let query = query.split_once('?')?.1;
+        let query = query.split('#').next().unwrap_or(query);
+        query
+            .split('&')
+            .find_map(|pair| pair.strip_prefix("password="))
+            .filter(|p| !p.is_empty())
+    };
+    from_userinfo.or_else(from_query)
 }
 
 /// Where a stored run says it was measured.
@@ -219,7 +289,7 @@ mod tests {
             ("HF_TOKEN", "hf_model_hub_read"),
             ("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "eyJ0eXAi"),
         ];
-        let found = credentials(env, "");
+        let found = credentials(env, None, "");
         assert_eq!(
             found,
             vec![
@@ -235,7 +305,7 @@ mod tests {
                 "{text}"
             );
         }
-        assert!(credentials([("HOME", "/root")], "").is_empty());
+        assert!(credentials([("HOME", "/root")], None, "").is_empty());
     }
 
     #[test]
@@ -243,12 +313,68 @@ mod tests {
         let git = "http.https://github.com/.extraheader AUTHORIZATION: basic eC1hY2Nlc3M=\n\
                    http.https://example.com/.extraheader X-Trace: 1\n";
         assert_eq!(
-            credentials([], git),
+            credentials([], None, git),
             vec![Credential::GitConfig(
                 "http.https://github.com/.extraheader".into()
             )]
         );
-        assert!(credentials([], "").is_empty());
+        assert!(credentials([], None, "").is_empty());
+    }
+
+    #[test]
+    fn a_database_password_counts_by_name_in_a_url_or_in_the_store_given() {
+        let env = [
+            ("PGPASSWORD", "hunter2-long"),
+            (
+                "UTILGATE_DB",
+                "postgres://gate:s3cret-pw@db.internal:5432/perf",
+            ),
+            (
+                "DATABASE_URL",
+                "postgresql://gate@db/perf?sslmode=require&password=qwerty12",
+            ),
+            ("PGHOST", "db.internal"),
+            ("OTHER_DB", "postgres://gate@db.internal/perf"),
+        ];
+        let found = credentials(env, Some("postgres://u:pw@localhost/db"), "");
+        assert_eq!(
+            found,
+            vec![
+                Credential::PasswordUrl("DATABASE_URL".into()),
+                Credential::Variable("PGPASSWORD".into()),
+                Credential::PasswordUrl("UTILGATE_DB".into()),
+                Credential::StorePassword,
+            ]
+        );
+        for f in &found {
+            let text = f.to_string();
+            for secret in ["hunter2", "s3cret", "qwerty12", ":pw@"] {
+                assert!(!text.contains(secret), "{text}");
+            }
+        }
+        // A store without a password, a file path, or a password-less URL holds none.
+        for store in [
+            "postgres://gate@db/perf",
+            "/var/lib/utilgate/store.db",
+            "perf.db",
+        ] {
+            assert!(credentials([], Some(store), "").is_empty(), "{store}");
+        }
+    }
+
+    #[test]
+    fn url_password_reads_userinfo_and_query_only_of_postgres_urls() {
+        assert_eq!(url_password("postgres://u:p%40ss@h/db"), Some("p%40ss"));
+        assert_eq!(url_password("postgresql://u:pw@h:5432"), Some("pw"));
+        assert_eq!(
+            url_password("postgres://u@h/db?password=x1&sslmode=require"),
+            Some("x1")
+        );
+        // An `@` in the path is not user information.
+        assert_eq!(url_password("postgres://h/db@x:y"), None);
+        assert_eq!(url_password("postgres://u:@h/db"), None);
+        assert_eq!(url_password("https://u:pw@proxy:3128"), None);
+        assert_eq!(url_password("store.db"), None);
     }
 
     fn pr_run(pr: Option<u64>, head: Option<&str>) -> RunFacts<'_> {

@@ -24,7 +24,8 @@ pub struct AbArgs {
     /// Further pairs for a suspect case (default: `[ab] confirm_pairs`, 30; 0 disables).
     #[arg(long)]
     pub confirm_pairs: Option<usize>,
-    /// Start harnesses even though a GitHub credential is in the environment.
+    /// Start harnesses even though a GitHub credential or a database password is in the
+    /// environment.
     #[arg(long)]
     pub trusted: bool,
     #[command(flatten)]
@@ -83,7 +84,8 @@ pub struct RunArgs {
     pub yes: bool,
     /// Every harness this run starts is trusted code: start them even though utilgate holds
     /// a GitHub credential (`GITHUB_TOKEN`, `GH_TOKEN`, a token-shaped value, a token kept in
-    /// the checkout's git config). Without it, `run` refuses: a harness could read them.
+    /// the checkout's git config) or a database password (`PGPASSWORD`, a `postgres://` URL
+    /// with one). Without it, `run` refuses: a harness could read them.
     #[arg(long)]
     pub trusted: bool,
     /// Record a profiler trace of every case in one extra repeat after the timed ones (as a
@@ -125,7 +127,8 @@ pub struct BisectArgs {
     /// for `git bisect run`. Nothing is stored.
     #[arg(long, requires = "case")]
     pub run: bool,
-    /// The harness is trusted code: start it although utilgate holds a GitHub credential.
+    /// The harness is trusted code: start it although utilgate holds a GitHub credential or a
+    /// database password.
     #[arg(long)]
     pub trusted: bool,
 }

@@ -104,8 +104,9 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
     let head = crate::config::load(&args.config.config)?;
     let base = crate::config::load(&base_config_path(&args.base, &args.config.config))?;
     if !args.trusted {
-        crate::commands::credentials::refuse_near_harness(&head.dir)?;
-        crate::commands::credentials::refuse_near_harness(&base.dir)?;
+        let db = args.config.db.as_deref();
+        crate::commands::credentials::refuse_near_harness(&head, db)?;
+        crate::commands::credentials::refuse_near_harness(&base, db)?;
     }
     let config = &head.config;
     let suites = crate::commands::select_suites(&head, &args.suites)?;

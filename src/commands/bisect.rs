@@ -247,7 +247,7 @@ fn measure_case(config: &Path, key: &CaseKey, trusted: bool) -> Result<Vec<Vec<f
     use crate::commands::run::{CasePlan, Measured, Runner};
     let loaded = crate::config::load(config)?;
     if !trusted {
-        crate::commands::credentials::refuse_near_harness(&loaded.dir)?;
+        crate::commands::credentials::refuse_near_harness(&loaded, None)?;
     }
     let suites = crate::commands::select_suites(&loaded, std::slice::from_ref(&key.suite))?;
     let Some(suite) = suites.into_iter().find(|s| s.case_keys().contains(key)) else {

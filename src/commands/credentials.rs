@@ -1,10 +1,12 @@
-//! The edge of [`crate::trust::credentials`]: read utilgate's own environment and the
-//! checkout's git config, and refuse to go on while a GitHub credential is there. A harness
-//! can read `/proc/<utilgate>/environ` and `.git/config`, so keeping the token out of the
-//! harness's own environment is not enough (DESIGN.md §13). Does I/O (environment, git).
+//! The edge of [`crate::trust::credentials`]: read utilgate's own environment, the store it
+//! was given and the checkout's git config, and refuse to go on while a GitHub token or the
+//! store's password is there. A harness can read `/proc/<utilgate>/environ`, its command line
+//! and `.git/config`, so keeping a secret out of the harness's own environment is not enough
+//! (DESIGN.md §13). Does I/O (environment, git).
 
 use std::path::Path;
 
+use crate::config::LoadedConfig;
 use crate::error::Error;
 use crate::github::GithubError;
 use crate::trust;
@@ -27,9 +29,12 @@ fn git_extraheaders(checkout: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// Refuse to start a harness while utilgate holds a GitHub credential in its environment or
-/// the checkout at `checkout` kept one. Names what it found, never a value.
-pub fn refuse_near_harness(checkout: &Path) -> Result<(), Error> {
+/// Refuse to start a harness of `loaded`'s checkout while utilgate holds a GitHub credential
+/// or a database password in its environment, the store it was given (`db`, else the
+/// config's) carries a password, or the checkout kept a token. Names what it found, never a
+/// value.
+pub fn refuse_near_harness(loaded: &LoadedConfig, db: Option<&Path>) -> Result<(), Error> {
+    let store = loaded.store_path(db);
     // Every variable a harness could read from utilgate's environment.
     let vars: Vec<(String, String)> = std::env::vars_os()
         .map(|(k, v)| {
@@ -41,12 +46,14 @@ pub fn refuse_near_harness(checkout: &Path) -> Result<(), Error> {
         .collect();
     let found = trust::credentials(
         vars.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        &git_extraheaders(checkout),
+        Some(&store.to_string_lossy()),
+        &git_extraheaders(&loaded.dir),
     );
     if found.is_empty() {
         return Ok(());
     }
     Err(GithubError::CredentialNearHarness {
+        database: found.iter().any(trust::Credential::is_database),
         found: found.iter().map(ToString::to_string).collect(),
     }
     .into())

@@ -81,7 +81,7 @@ pub fn group_report(
         });
     }
     let notes = shard_notes(&runs);
-    let report = RunReport::merged(members).ok_or_else(|| Error::Argument {
+    let report = RunReport::merged(group, members).ok_or_else(|| Error::Argument {
         arg: format!("--group {group}"),
         problem: "no stored run belongs to this group".into(),
         fix: "store the shards with `utilgate run --shard K/N --run-group ID` (under Actions \

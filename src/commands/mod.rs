@@ -96,6 +96,13 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
             .iter()
             .filter_map(|name| env(name)),
     );
+    // And the password of a store URL given in the environment (`UTILGATE_DB`).
+    crate::redact::register_secrets(
+        env("UTILGATE_DB")
+            .as_deref()
+            .and_then(crate::trust::url_password)
+            .map(str::to_owned),
+    );
     match &cli.command {
         Command::Run(args) => run::run(args),
         Command::Floor(args) => floor::floor(args),

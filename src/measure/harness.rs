@@ -444,6 +444,16 @@ fn shell_command(spec: &Shell<'_>, scope: Option<&cgroup::Scope>) -> Command {
             command.env_remove(name);
         }
     }
+    // Nor the store's password in a URL (`UTILGATE_DB=postgres://user:PASSWORD@...`).
+    for (name, value) in std::env::vars_os() {
+        if value
+            .to_str()
+            .and_then(crate::trust::url_password)
+            .is_some()
+        {
+            command.env_remove(name);
+        }
+    }
     for (name, value) in spec.extra_env {
         command.env(name, value);
     }

@@ -44,6 +44,17 @@ pub struct RunInfo {
     pub gpu_sku: String,
     pub host: Option<String>,
     pub utilgate_version: String,
+    /// A merged group's report (`report|publish --group`): the group and the stored runs it
+    /// counted, oldest first (`id` is then the latest of them). Absent for one run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<GroupInfo>,
+}
+
+/// The run group a merged report covers.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupInfo {
+    pub id: String,
+    pub runs: Vec<i64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -271,6 +282,7 @@ impl RunReport {
                 gpu_sku: run.summary.gpu_sku.clone(),
                 host: run.host.clone(),
                 utilgate_version: run.utilgate_version.clone(),
+                group: None,
             },
             gate: GateInfo {
                 passed: !crate::compare::gate_failed(verdicts.iter().copied(), fail_on),

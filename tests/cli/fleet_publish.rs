@@ -76,6 +76,9 @@ fn publish_group_posts_one_comment_and_one_status_over_every_shard() {
     assert_eq!(comments.len(), 1, "one sticky comment for the group");
     let text = comments[0]["body"].as_str().expect("body");
     assert!(text.contains("All 8 cases pass on h100-sxm"), "{text}");
+    // The footer names the group and the shards' runs (3 and 4, after main's 1 and 2), not
+    // only the last of them.
+    assert!(text.contains("group `pr` (runs 3, 4)"), "{text}");
     assert!(!stderr(&out).contains("::error"), "{}", stderr(&out));
     let statuses = matching(&requests, "POST", "/statuses/");
     assert_eq!(statuses.len(), 1, "one status for the group");

@@ -153,7 +153,7 @@ fn an_unknown_template_variable_is_named() {
 }
 
 /// A harness that reports every credential-looking variable it can see.
-const ENV_SPY: &str = r"env | grep -E '^(GH_|GITHUB_TOKEN|ACTIONS_|CI_JOB_TOKEN)' | sed 's/=.*//' | sort > seen-vars; sh harness.sh";
+const ENV_SPY: &str = r"env | grep -E '^(GH_|GITHUB_TOKEN|ACTIONS_|CI_JOB_TOKEN|PGPASSWORD|DATABASE_URL)' | sed 's/=.*//' | sort > seen-vars; sh harness.sh";
 
 #[test]
 fn known_credential_variables_never_reach_the_harness_unless_passed_through() {
@@ -170,6 +170,12 @@ fn known_credential_variables_never_reach_the_harness_unless_passed_through() {
         ),
         ("ACTIONS_RUNTIME_TOKEN", "runtime-secret-value"),
         ("CI_JOB_TOKEN", "gitlab-job-secret"),
+        ("PGPASSWORD", "postgres-store-password"),
+        // A store URL with its password, under a name utilgate does not know.
+        (
+            "DATABASE_URL",
+            "postgres://gate:store-pw-in-url@db.internal/perf",
+        ),
     ];
     let out = run_trusted(&env, &creds);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

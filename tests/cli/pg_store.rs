@@ -1,6 +1,7 @@
 //! The `PostgreSQL` store through the binary (issue #18): a run stored in and read from a real
 //! server (a throwaway cluster, `tests/support/pg_cluster.rs`), and its faults: the server
-//! killed mid-run, a wrong password, an unreachable host, a database at a newer schema.
+//! killed mid-run, a wrong password, an unreachable host, a database at a newer schema. Each
+//! `run` passes `--trusted`: it refuses to start a harness beside the store's password otherwise.
 
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
@@ -20,8 +21,15 @@ fn logging_env() -> TestEnv {
 
 fn run_on(env: &TestEnv, url: &str, extra: &[(&str, &str)]) -> Output {
     let mut cmd = env.cmd();
-    cmd.args(["run", "--branch", "main", "--git-sha", "0123456789abcdef"])
-        .env("UTILGATE_DB", url);
+    cmd.args([
+        "run",
+        "--trusted",
+        "--branch",
+        "main",
+        "--git-sha",
+        "0123456789abcdef",
+    ])
+    .env("UTILGATE_DB", url);
     for (k, v) in extra {
         cmd.env(k, v);
     }
@@ -64,10 +72,17 @@ fn the_server_killed_mid_run_stores_nothing_and_the_next_run_works() {
     let url = cluster.url(&cluster.new_database());
     let env = logging_env();
     let mut cmd = env.std_cmd();
-    cmd.args(["run", "--branch", "main", "--git-sha", "0123456789abcdef"])
-        .env("UTILGATE_DB", &url)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args([
+        "run",
+        "--trusted",
+        "--branch",
+        "main",
+        "--git-sha",
+        "0123456789abcdef",
+    ])
+    .env("UTILGATE_DB", &url)
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let child = cmd.spawn().expect("starts");
     let started = || std::fs::read_to_string(env.path().join("started.log")).unwrap_or_default();
     let end = Instant::now() + Duration::from_secs(60);

@@ -178,6 +178,53 @@ fn publish_posts_the_verdicts_and_gate_stored_with_the_run_not_a_rejudgement() {
     assert!(body.contains("fails on regressed, invalid"), "{body}");
 }
 
+/// A pull request's harness beside the shared store's password could rewrite its history and
+/// baselines: `run` refuses as it does for a token, before it opens the store.
+#[test]
+fn run_refuses_to_start_a_harness_beside_a_database_password() {
+    let env = TestEnv::new();
+    // 127.0.0.1:9 has no server: a run that tried the store would fail on the connection.
+    let store = "postgres://gate:s3cret-store-pw@127.0.0.1:9/perf";
+    for (name, value, named) in [
+        ("PGPASSWORD", "hunter2-db-password", "$PGPASSWORD"),
+        ("UTILGATE_DB", store, "$UTILGATE_DB"),
+        ("DATABASE_URL", store, "$DATABASE_URL"),
+    ] {
+        let out = env
+            .cmd()
+            .args(["run", "--report-dir", "out"])
+            .env(name, value)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("refusing to start a harness"), "{err}");
+        assert!(err.contains(named), "{err}");
+        assert!(!err.contains("hunter2") && !err.contains("s3cret"), "{err}");
+        assert!(err.contains("--baselines baselines/"), "{err}");
+        assert!(!err.contains("connect"), "refused before the store: {err}");
+        assert!(!env.db().exists(), "nothing ran, nothing stored");
+    }
+    // On the command line, where a harness can read it from /proc/<pid>/cmdline.
+    let out = env
+        .cmd()
+        .args(["run", "--db", store])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("the store's URL"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+    // A URL without a password is no credential: the run goes on (to the store's own error).
+    let out = env
+        .cmd()
+        .args(["run", "--db", "postgres://gate@127.0.0.1:9/perf"])
+        .output()
+        .expect("runs");
+    let err = stderr(&out);
+    assert!(!err.contains("refusing to start a harness"), "{err}");
+}
+
 #[test]
 fn run_refuses_to_start_a_harness_while_it_holds_a_credential() {
     let env = TestEnv::new();

@@ -676,7 +676,7 @@ fn split_suites<'a>(
 ) -> Result<(Vec<&'a SuiteConfig>, Vec<&'a SuiteConfig>), Error> {
     let suites = crate::commands::select_suites(loaded, &args.suites)?;
     if !args.trusted {
-        crate::commands::credentials::refuse_near_harness(&loaded.dir)?;
+        crate::commands::credentials::refuse_near_harness(loaded, args.config.db.as_deref())?;
     }
     // Suites of kind = "serve" (commands/serve_suite.rs): alone, a service run; beside step
     // suites, measured first and stored in the same run.

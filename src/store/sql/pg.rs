@@ -91,6 +91,10 @@ impl PgTarget {
                 config.password(pw);
             }
         }
+        // Whatever is printed from here on masks the password, wherever it came from.
+        if let Some(pw) = config.get_password() {
+            crate::redact::register_secrets([String::from_utf8_lossy(pw).into_owned()]);
+        }
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
