@@ -87,6 +87,54 @@ fn weighted_var_factor(units: &[(f64, f64)], policy: &Policy) -> f64 {
     }
 }
 
+/// The variance the nights of the reference add to its level, beyond their processes' noise
+/// (log scale): whole nights differ (a quiet host, a lucky first night), and a reference of
+/// few nights carries its nights' own offsets. `nights` are the reference's runs with the
+/// weight of each of their processes, `var` the per-process noise variance.
+///
+/// The night-to-night variance `tau^2` is the nights' levels' spread beyond what their
+/// processes explain (method of moments, `nights - 1` degrees of freedom), combined with a
+/// prior of [`Policy::night_prior`] nights' weight that nights differ as much as processes
+/// do (`tau^2 = var`): one night cannot show how much nights differ, so a reference of one
+/// night is taken to be one night off by a process's noise, and the prior fades as nights
+/// accumulate. The reference level averages its nights with weights `W_j` (the sum of their
+/// processes' weights), so their offsets add `tau^2 sum W_j^2 / (sum W_j)^2` (`tau^2 / N` for
+/// N equal nights). Tonight's own night offset is left to the machine canary.
+fn night_variance(nights: &[(&Run, f64)], var: f64, policy: &Policy) -> f64 {
+    let prior = policy.night_prior.max(0.0);
+    let n = nights.len();
+    if n == 0 || prior + (n as f64 - 1.0) <= 0.0 {
+        return 0.0;
+    }
+    let scale = var.sqrt();
+    let levels: Vec<(f64, f64, f64)> = nights
+        .iter()
+        .map(|(run, w)| {
+            let k = run.units.len();
+            (
+                super::decide::level(&run.units, policy.estimator, scale),
+                super::decide::var_factor(k, policy.estimator),
+                w * k as f64,
+            )
+        })
+        .collect();
+    let measured = if n >= 2 {
+        let mean = levels.iter().map(|l| l.0).sum::<f64>() / n as f64;
+        let spread = levels.iter().map(|l| (l.0 - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
+        let explained = var * levels.iter().map(|l| l.1).sum::<f64>() / n as f64;
+        (spread - explained).max(0.0)
+    } else {
+        0.0
+    };
+    let tau2 = (prior * var + (n as f64 - 1.0) * measured) / (prior + n as f64 - 1.0);
+    let total: f64 = levels.iter().map(|l| l.2).sum();
+    let squares: f64 = levels.iter().map(|l| l.2 * l.2).sum();
+    if total <= 0.0 {
+        return 0.0;
+    }
+    tau2 * squares / (total * total)
+}
+
 /// One statistic's comparison: the test and the decision it yields alone.
 struct StatCase {
     stat: GateStat,
@@ -123,8 +171,13 @@ fn per_stat(
     let level_now = weighted_level(&now_w, policy, scale);
     let level_then = weighted_level(&reference, policy, scale);
     let est = level_now - level_then;
+    let mut nights: Vec<(&Run, f64)> = vec![(&base, r.baseline.weight)];
+    if policy.history_for_level {
+        nights.extend(hist.iter().map(|(h, w)| (h, *w)));
+    }
     let se = (var
-        * (weighted_var_factor(&now_w, policy) + weighted_var_factor(&reference, policy)))
+        * (weighted_var_factor(&now_w, policy) + weighted_var_factor(&reference, policy))
+        + night_variance(&nights, var, policy))
     .sqrt();
     let alpha_case = (policy.family_alpha / tests.max(1) as f64).clamp(f64::MIN_POSITIVE, 0.5);
     let (q, p_slower, p_faster) = match (df > 0).then(|| StudentsT::new(0.0, 1.0, df as f64)) {
@@ -146,6 +199,7 @@ fn per_stat(
         noise: scale,
     };
     let mut d = Decision::bare(Verdict::Pass);
+    d.gated_on = stat;
     let (step_then, step_now) = (level_then.exp(), level_now.exp());
     d.step_now_ms = Some(step_now);
     d.step_then_ms = Some(step_then);
@@ -314,8 +368,9 @@ pub fn decide_against(
             stat: other.stat,
             verdict: o.verdict,
             threshold_pct: policy.threshold_for(other.stat),
-            step_then_ms: o.step_then_ms,
-            step_now_ms: o.step_now_ms,
+            // The stall figure is a share of the typical step, not a step time.
+            step_then_ms: o.step_then_ms.filter(|_| other.stat != GateStat::Stall),
+            step_now_ms: o.step_now_ms.filter(|_| other.stat != GateStat::Stall),
             drop_pct: o.drop_pct,
             interval_pct: o.interval_pct,
             p_value: o.p_value,
@@ -391,6 +446,37 @@ mod tests {
         assert_eq!(d.verdict, Verdict::Pass, "{:?}", d.reasons);
         assert!(d.drop_pct.unwrap() < 1.0, "{:?}", d.drop_pct);
         assert_eq!(d.repeats_then, 27);
+    }
+
+    #[test]
+    fn one_lucky_night_alone_cannot_fail_a_case_but_a_converged_reference_can() {
+        // The pinned first night happened to be 3.5% fast; tonight's 9 fresh processes agree
+        // with each other to 1.2%. Against that one night the difference is "beyond the
+        // processes' noise", yet nothing shows how much whole nights differ.
+        let lucky = procs(&[5.80, 5.87, 5.73], 0);
+        let spread = [-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0];
+        let now: Vec<f64> = spread.iter().map(|s| 6.02 * (1.0 + 0.0085 * s)).collect();
+        let now = procs(&now, 0);
+        let pinned = reference(night(&lucky), &[], 10);
+        let nights_equal = Policy {
+            night_prior: 0.0,
+            ..Policy::default()
+        };
+        let d = decide_against(Some(&pinned), &ev(&now), None, &nights_equal, 1, None);
+        assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
+        let d = decide_against(Some(&pinned), &ev(&now), None, &Policy::default(), 1, None);
+        assert_eq!(d.verdict, Verdict::Inconclusive, "{:?}", d.reasons);
+        // Ten more nights that agree with one another: the prior has faded, and a 5% drop
+        // against them fails.
+        let agreeing: Vec<Vec<Vec<f64>>> = (0..10)
+            .map(|i| procs(&[6.0 + 0.02 * f64::from(i % 3 - 1), 6.07, 5.93], 0))
+            .collect();
+        let since: Vec<Night<'_>> = agreeing.iter().map(|n| night(n)).collect();
+        let converged = reference(night(&lucky), &since, 10);
+        let slower: Vec<f64> = spread.iter().map(|s| 6.32 * (1.0 + 0.0085 * s)).collect();
+        let slower = procs(&slower, 0);
+        let d = decide_against(Some(&converged), &ev(&slower), None, &Policy::default(), 1, None);
+        assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
     }
 
     #[test]
