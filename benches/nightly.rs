@@ -1,9 +1,10 @@
 //! The ten-minute nightly, simulated: planning plus sequential sampling
-//! (`utilgate::compare::budget`) against fixed sampling (every case 3 repeats, 9 confirm repeats
+//! (`utilgate::compare::budget`) against fixed sampling (every case 3 repeats, 12 confirm repeats
 //! for a suspect, as `utilgate run` does without a budget), on a 30-case grid with process noise
 //! from 1% to 6% and a 10-minute budget. Both judge every case with the same verdict
-//! (`utilgate::compare::decide`, default policy: family false-alarm level 1% per night, threshold
-//! 3%). Writes a Markdown table to stdout; no other I/O. Deterministic (fixed seeds).
+//! (`utilgate::compare::reference` and `decide_against`, as `utilgate run` judges, default
+//! policy: family false-alarm level 1% per night, threshold 3%; a confirmed case on its fresh
+//! processes only). Writes a Markdown table to stdout; no other I/O. Deterministic (fixed seeds).
 //! Run: `cargo bench --bench nightly` (docs/nightly.md has the numbers).
 //!
 //! # The simulated grid
@@ -109,7 +110,7 @@ fn judge(now: &[Vec<f64>], first: usize, reference: &[Vec<Vec<f64>>], policy: &P
 }
 
 /// Fixed sampling, as `utilgate run` without a budget: 3 repeats each, then every suspect
-/// re-measured in 9 fresh processes and judged on those, however long it takes.
+/// re-measured in `confirm_repeats` fresh processes and judged on those, however long it takes.
 fn fixed_night(
     cases: &[Case],
     refs: &[Vec<Vec<Vec<f64>>>],
@@ -184,8 +185,9 @@ fn planned_night(
         .map(|i| budget::repeat_cost_s(&costs[i], plan.cases[i].steps, WARMUP))
         .collect();
     let limit = BUDGET_S + GRACE_S;
-    let would_overrun =
-        |elapsed: f64, i: usize| budget::over_budget(elapsed, BUDGET_S, GRACE_S) || elapsed + repeat_s[i] > limit;
+    let would_overrun = |elapsed: f64, i: usize| {
+        budget::over_budget(elapsed, BUDGET_S, GRACE_S) || elapsed + repeat_s[i] > limit
+    };
     let confirm = u32::try_from(policy.confirm_repeats).unwrap_or(0);
     let mut elapsed = 0.0;
     let mut measured: Vec<Vec<Vec<f64>>> = Vec::with_capacity(CASES);
@@ -225,16 +227,34 @@ fn planned_night(
         measured.push(now);
         decisions.push(d);
     }
-    let mut verdicts = Vec::with_capacity(CASES);
-    for (i, case) in cases.iter().enumerate() {
+    // The suspects are confirmed clearest first (`budget::confirm_order`), as `run` does.
+    let suspects: Vec<budget::Suspect> = decisions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| {
+            d.as_ref()
+                .filter(|d| should_confirm(d))
+                .map(|d| budget::Suspect {
+                    index: i,
+                    p_value: d.p_value.filter(|_| d.drop_pct.is_some_and(|x| x > 0.0)),
+                    note: plan.cases[i].note,
+                })
+        })
+        .collect();
+    let order = budget::confirm_order(&suspects);
+    let mut verdicts: Vec<Verdict> = decisions
+        .iter()
+        .map(|d| d.as_ref().map_or(Verdict::Missing, |d| d.verdict))
+        .collect();
+    for i in order {
+        let case = &cases[i];
         let factor = if i == slow { 1.0 / (1.0 - DROP) } else { 1.0 };
         let Some(mut d) = decisions[i].take() else {
-            verdicts.push(Verdict::Missing);
             continue;
         };
         let now = &mut measured[i];
         let first = now.len();
-        if confirm > 0 && should_confirm(&d) {
+        if confirm > 0 {
             let mut fresh = 0;
             while fresh < confirm {
                 let next = NextRepeat {
@@ -261,7 +281,7 @@ fn planned_night(
                 d = judge(now, first, &refs[i], &policy);
             }
         }
-        verdicts.push(d.verdict);
+        verdicts[i] = d.verdict;
     }
     (
         Night {
@@ -385,7 +405,7 @@ fn main() -> std::io::Result<()> {
         "| sampling | detect 1-2.5% noise | 2.5-4% | 4-6% | all | false-alarm nights | within budget | mean time | max time |"
     )?;
     writeln!(out, "|---|---|---|---|---|---|---|---|---|")?;
-    writeln!(out, "{}", fixed.row("fixed: 3 repeats, 9 to confirm"))?;
+    writeln!(out, "{}", fixed.row("fixed: 3 repeats, 12 to confirm"))?;
     writeln!(out, "{}", planned.row("planned + sequential"))?;
     writeln!(
         out,

@@ -43,7 +43,9 @@ fn alarms(out: &mut impl Write, sc_id: u64, sc: &Scenario, rule: &Rule) -> std::
                 .enumerate()
                 .map(|(c, state)| {
                     let mut r = rng(seed(sc_id, 1, (p << 16 | night << 8 | c) as u64));
-                    gate::night(rule, state, &mut r, &sc.noise, host, &canary, &change, CASES)
+                    gate::night(
+                        rule, state, &mut r, &sc.noise, host, &canary, &change, CASES,
+                    )
                 })
                 .collect();
             let failed: Vec<&gate::Outcome> = outcomes
@@ -141,7 +143,10 @@ fn misses(
             state.nights.push(o.stored);
         }
     }
-    writeln!(out, "  {name}: verdicts {verdicts:?}; not re-measured {unconfirmed}")?;
+    writeln!(
+        out,
+        "  {name}: verdicts {verdicts:?}; not re-measured {unconfirmed}"
+    )?;
     for (label, v) in [
         ("noise %", &mut noise),
         ("resolution %", &mut res),

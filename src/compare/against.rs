@@ -357,11 +357,17 @@ pub fn decide_against(
         let o = other.decision;
         d.suspect |= o.suspect;
         d.untrusted |= o.untrusted;
-        if rank(o.verdict) > rank(d.verdict) {
+        // Worse only: a tail statistic that did not move (`pass`) leaves an improvement of
+        // the first one standing.
+        if rank(o.verdict) > rank(d.verdict) && rank(o.verdict) > rank(Verdict::Pass) {
             d.verdict = o.verdict;
             if let Some(first) = o.reasons.first() {
-                d.reasons
-                    .insert(0, format!("The {} step decides: {first}", other.stat));
+                let which = if other.stat == GateStat::Stall {
+                    "stall figure".to_owned()
+                } else {
+                    format!("{} step", other.stat)
+                };
+                d.reasons.insert(0, format!("The {which} decides: {first}"));
             }
         }
         d.tails.push(super::TailDecision {
@@ -475,7 +481,14 @@ mod tests {
         let converged = reference(night(&lucky), &since, 10);
         let slower: Vec<f64> = spread.iter().map(|s| 6.32 * (1.0 + 0.0085 * s)).collect();
         let slower = procs(&slower, 0);
-        let d = decide_against(Some(&converged), &ev(&slower), None, &Policy::default(), 1, None);
+        let d = decide_against(
+            Some(&converged),
+            &ev(&slower),
+            None,
+            &Policy::default(),
+            1,
+            None,
+        );
         assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
     }
 
@@ -495,7 +508,7 @@ mod tests {
     }
 
     #[test]
-    fn a_tail_stall_fails_through_the_mean_while_the_median_passes() {
+    fn a_tail_stall_fails_through_the_stall_figure_while_the_median_passes() {
         let base = procs(&[6.0, 6.01, 5.99], 0);
         let history: Vec<Vec<Vec<f64>>> = (0..5).map(|_| procs(&[6.0, 6.02, 5.98], 0)).collect();
         let since: Vec<Night<'_>> = history.iter().map(|n| night(n)).collect();
@@ -510,12 +523,23 @@ mod tests {
         let d = decide_against(Some(&r), &ev(&stalled), None, &Policy::default(), 100, None);
         assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
         assert!(
-            d.reasons[0].starts_with("The mean step decides"),
+            d.reasons[0].starts_with("The stall figure decides: The time lost to stalls"),
             "{:?}",
             d.reasons
         );
-        assert_eq!(d.tails[0].stat, GateStat::Mean);
-        assert!(d.tails[0].drop_pct.unwrap() > 5.0);
+        assert_eq!(d.tails[0].stat, GateStat::Stall);
+        // Five stalls of three medians each per 100 steps: 15% of the throughput.
+        assert!(d.tails[0].drop_pct.unwrap() > 12.0, "{:?}", d.tails[0]);
+        assert_eq!(d.tails[0].step_now_ms, None, "not a step time");
+        // The mean sees it too, with less of it (its trim leaves out two of the stalls).
+        let with_mean = Policy {
+            gate_on: vec![GateStat::Median, GateStat::Mean],
+            ..Policy::default()
+        };
+        let m = decide_against(Some(&r), &ev(&stalled), None, &with_mean, 100, None);
+        assert_eq!(m.verdict, Verdict::Regressed, "{:?}", m.reasons);
+        assert!(m.reasons[0].starts_with("The mean step decides"));
+        assert!(m.tails[0].drop_pct.unwrap() < d.tails[0].drop_pct.unwrap());
         // The figures shown stay the median's.
         assert_eq!(d.gated_on, GateStat::Median);
         assert!(d.drop_pct.unwrap().abs() < 1.0);
