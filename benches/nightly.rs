@@ -157,6 +157,11 @@ fn fixed_night(
 /// grid was measured): the planner from the history, `budget::may_start` before every repeat,
 /// `budget::decisive` after each, the confirm step from what is left of the budget (never the
 /// grace), a confirmed case judged on its fresh processes only.
+#[expect(
+    clippy::too_many_lines,
+    clippy::many_single_char_names,
+    reason = "the night in the order `run` goes through it"
+)]
 fn planned_night(
     cases: &[Case],
     refs: &[Vec<Vec<Vec<f64>>>],

@@ -17,7 +17,13 @@ fn q(v: &mut [f64], p: f64) -> f64 {
         return f64::NAN;
     }
     v.sort_by(f64::total_cmp);
-    v[((v.len() - 1) as f64 * p).round() as usize]
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a share of a length is a valid index"
+    )]
+    let i = ((v.len() - 1) as f64 * p).round() as usize;
+    v[i]
 }
 
 /// False alarms of one scenario's projects, by night.
@@ -120,14 +126,14 @@ fn misses(
             let mut o = gate::night(rule, &state, &mut r, &sc.noise, host, &canary, &ch, CASES);
             if last {
                 let dd = &o.decision;
-                let key = format!(
-                    "{}{}",
-                    dd.verdict,
-                    dd.tails
-                        .iter()
-                        .map(|t| format!("/{}:{}", t.stat, t.verdict))
-                        .collect::<String>()
-                );
+                let key = std::iter::once(dd.verdict.to_string())
+                    .chain(
+                        dd.tails
+                            .iter()
+                            .map(|t| format!("/{}:{}", t.stat, t.verdict)),
+                    )
+                    .collect::<Vec<String>>()
+                    .concat();
                 *verdicts.entry(key).or_default() += 1;
                 unconfirmed += usize::from(!o.confirmed);
                 noise.push(dd.noise_pct.unwrap_or(f64::NAN));

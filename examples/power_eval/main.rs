@@ -45,6 +45,7 @@ static DETECT_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBoo
 /// `--judge-all`: judge a confirmed case on every process (tuning only; `run` judges the fresh ones).
 static JUDGE_ALL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+#[must_use]
 pub fn judge_all() -> bool {
     JUDGE_ALL.load(std::sync::atomic::Ordering::Relaxed)
 }
@@ -54,11 +55,13 @@ fn divisor() -> usize {
 }
 
 /// Projects per scenario.
+#[must_use]
 pub fn projects() -> usize {
     FULL_PROJECTS / divisor()
 }
 
 /// Detection trials per cell.
+#[must_use]
 pub fn trials() -> usize {
     FULL_TRIALS / divisor()
 }

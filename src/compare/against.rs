@@ -141,6 +141,10 @@ struct StatCase {
     decision: Decision,
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one statistic's whole comparison, in the order its decision reads"
+)]
 fn per_stat(
     stat: GateStat,
     r: &Reference<'_>,
@@ -171,10 +175,13 @@ fn per_stat(
     let level_now = weighted_level(&now_w, policy, scale);
     let level_then = weighted_level(&reference, policy, scale);
     let est = level_now - level_then;
-    let mut nights: Vec<(&Run, f64)> = vec![(&base, r.baseline.weight)];
-    if policy.history_for_level {
-        nights.extend(hist.iter().map(|(h, w)| (h, *w)));
-    }
+    let nights: Vec<(&Run, f64)> = std::iter::once((&base, r.baseline.weight))
+        .chain(
+            hist.iter()
+                .filter(|_| policy.history_for_level)
+                .map(|(h, w)| (h, *w)),
+        )
+        .collect();
     let se = (var
         * (weighted_var_factor(&now_w, policy) + weighted_var_factor(&reference, policy))
         + night_variance(&nights, var, policy))

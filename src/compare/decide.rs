@@ -492,6 +492,23 @@ pub(super) fn apply_guard(d: &mut Decision, gpu_guard: Option<&str>) {
     }
 }
 
+/// The change sentence of the stall figure, which is 1 + the time lost to stalls per typical
+/// step, not a step time.
+fn stall_change(t: &Test, then: f64, now: f64) -> String {
+    let (way, by) = if t.est >= 0.0 {
+        ("fell", drop_of(t.est))
+    } else {
+        ("rose", pct((-t.est).exp_m1()))
+    };
+    format!(
+        "The time lost to stalls (steps over {}x their process's median) went from {:.1}% to \
+         {:.1}% of the typical step: throughput {way} {by:.1}%",
+        super::stat::STALL_FACTOR,
+        pct(then - 1.0),
+        pct(now - 1.0),
+    )
+}
+
 /// Sets the verdict and its main sentences from the test.
 pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
     let threshold = policy.max_drop_pct.clamp(0.0, 99.9);
@@ -503,20 +520,7 @@ pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
     let (step_then, step_now) = (d.step_then_ms.unwrap_or(0.0), d.step_now_ms.unwrap_or(0.0));
     let drop = drop_of(t.est);
     let change = if d.gated_on == GateStat::Stall {
-        // The stall figure is 1 + the time lost to stalls per typical step, not a step time.
-        format!(
-            "The time lost to stalls (steps over {}x their process's median) went from {:.1}% \
-             to {:.1}% of the typical step: throughput {} {:.1}%",
-            super::stat::STALL_FACTOR,
-            pct(step_then - 1.0),
-            pct(step_now - 1.0),
-            if t.est >= 0.0 { "fell" } else { "rose" },
-            if t.est >= 0.0 {
-                drop
-            } else {
-                pct((-t.est).exp_m1())
-            }
-        )
+        stall_change(t, step_then, step_now)
     } else if d.floor_changed {
         // Utilisations against different floors are not comparable: speak of step times.
         format!(
