@@ -1,9 +1,10 @@
 //! The ten-minute nightly, simulated: planning plus sequential sampling
-//! (`utilgate::compare::budget`) against fixed sampling (every case 3 repeats, 9 confirm repeats
+//! (`utilgate::compare::budget`) against fixed sampling (every case 3 repeats, 12 confirm repeats
 //! for a suspect, as `utilgate run` does without a budget), on a 30-case grid with process noise
 //! from 1% to 6% and a 10-minute budget. Both judge every case with the same verdict
-//! (`utilgate::compare::decide`, default policy: family false-alarm level 1% per night, threshold
-//! 3%). Writes a Markdown table to stdout; no other I/O. Deterministic (fixed seeds).
+//! (`utilgate::compare::reference` and `decide_against`, as `utilgate run` judges, default
+//! policy: family false-alarm level 1% per night, threshold 3%; a confirmed case on its fresh
+//! processes only). Writes a Markdown table to stdout; no other I/O. Deterministic (fixed seeds).
 //! Run: `cargo bench --bench nightly` (docs/nightly.md has the numbers).
 //!
 //! # The simulated grid
@@ -28,7 +29,10 @@ use utilgate::compare::budget::{
     self, CaseCost, CaseInput, NextRepeat, PlanPolicy, RepeatCost, cost_from_history,
     noise_from_history,
 };
-use utilgate::compare::{Decision, Evidence, Policy, decide};
+use utilgate::compare::{
+    self, Decision, Evidence, Night as RefNight, Policy, confirm_evidence, decide_against,
+    should_confirm,
+};
 
 const CASES: usize = 30;
 const NIGHTS: usize = 600;
@@ -80,19 +84,33 @@ struct Night {
     elapsed_s: f64,
 }
 
-fn judge(now: &[Vec<f64>], reference: &[Vec<Vec<f64>>], policy: &Policy) -> Decision {
-    fn ev(r: &[Vec<f64>]) -> Evidence<'_> {
-        Evidence {
-            repeats_ms: r,
-            floor_ms: FLOOR_MS,
+/// Judges a case as `utilgate run` does (`commands::judge::judge_case`): the pinned baseline
+/// (the first stored result) and the eligible nights since, weighted per process
+/// (`compare::reference`), through `compare::decide_against`; a confirmed case on the
+/// processes after its first `first` only (`compare::confirm_evidence`).
+fn judge(now: &[Vec<f64>], first: usize, reference: &[Vec<Vec<f64>>], policy: &Policy) -> Decision {
+    fn night(r: &[Vec<f64>]) -> RefNight<'_> {
+        RefNight {
+            evidence: Evidence {
+                repeats_ms: r,
+                floor_ms: FLOOR_MS,
+            },
+            eligible: true,
+            nominal_repeats: 3,
+            canary: None,
         }
     }
-    let base = ev(&reference[0]);
-    let history: Vec<Evidence<'_>> = reference[1..].iter().map(|r| ev(r)).collect();
-    decide(Some(&base), &ev(now), &history, policy, CASES, None)
+    let since: Vec<RefNight<'_>> = reference[1..].iter().map(|r| night(r)).collect();
+    let r = compare::reference(night(&reference[0]), &since, HISTORY);
+    let current = Evidence {
+        repeats_ms: confirm_evidence(now, first),
+        floor_ms: FLOOR_MS,
+    };
+    decide_against(Some(&r), &current, None, policy, CASES, None)
 }
 
-/// Fixed sampling: 3 repeats each, 9 more for a suspect, however long it takes.
+/// Fixed sampling, as `utilgate run` without a budget: 3 repeats each, then every suspect
+/// re-measured in `confirm_repeats` fresh processes and judged on those, however long it takes.
 fn fixed_night(
     cases: &[Case],
     refs: &[Vec<Vec<Vec<f64>>>],
@@ -101,7 +119,7 @@ fn fixed_night(
 ) -> Night {
     let policy = Policy::default();
     let mut elapsed = 0.0;
-    let mut verdicts = Vec::with_capacity(CASES);
+    let mut measured: Vec<Vec<Vec<f64>>> = Vec::with_capacity(CASES);
     for (i, case) in cases.iter().enumerate() {
         let factor = if i == slow { 1.0 / (1.0 - DROP) } else { 1.0 };
         let mut now = Vec::new();
@@ -110,14 +128,21 @@ fn fixed_night(
             now.push(s);
             elapsed += c;
         }
-        let mut d = judge(&now, &refs[i], &policy);
-        if d.suspect {
+        measured.push(now);
+    }
+    // The confirm step runs after the whole grid was measured and judged.
+    let mut verdicts = Vec::with_capacity(CASES);
+    for (i, case) in cases.iter().enumerate() {
+        let factor = if i == slow { 1.0 / (1.0 - DROP) } else { 1.0 };
+        let now = &mut measured[i];
+        let mut d = judge(now, 3, &refs[i], &policy);
+        if should_confirm(&d) {
             for _ in 0..policy.confirm_repeats {
                 let (s, c) = repeat(case, STEPS, factor, rng);
                 now.push(s);
                 elapsed += c;
             }
-            d = judge(&now, &refs[i], &policy);
+            d = judge(now, 3, &refs[i], &policy);
         }
         verdicts.push(d.verdict);
     }
@@ -127,8 +152,16 @@ fn fixed_night(
     }
 }
 
-/// Planned and sequential: the planner from the history, then `budget::may_start` before every
-/// repeat, exactly as `utilgate run --budget` does.
+/// Planned and sequential, step by step as `utilgate run --budget` does it
+/// (`commands::budget::Night::sample`, then `Night::confirm` for each suspect after the whole
+/// grid was measured): the planner from the history, `budget::may_start` before every repeat,
+/// `budget::decisive` after each, the confirm step from what is left of the budget (never the
+/// grace), a confirmed case judged on its fresh processes only.
+#[expect(
+    clippy::too_many_lines,
+    clippy::many_single_char_names,
+    reason = "the night in the order `run` goes through it"
+)]
 fn planned_night(
     cases: &[Case],
     refs: &[Vec<Vec<Vec<f64>>>],
@@ -153,45 +186,107 @@ fn planned_night(
     let plan_policy = PlanPolicy::new(BUDGET_S, policy.max_drop_pct, policy.family_alpha);
     let plan = budget::plan(&inputs, &plan_policy);
     let unresolved = plan.unresolved().count();
-    let min_cost = |i: usize| {
-        f64::from(plan_policy.min_repeats)
-            * budget::repeat_cost_s(&costs[i], plan.cases[i].steps, WARMUP)
+    let repeat_s: Vec<f64> = (0..CASES)
+        .map(|i| budget::repeat_cost_s(&costs[i], plan.cases[i].steps, WARMUP))
+        .collect();
+    let limit = BUDGET_S + GRACE_S;
+    let would_overrun = |elapsed: f64, i: usize| {
+        budget::over_budget(elapsed, BUDGET_S, GRACE_S) || elapsed + repeat_s[i] > limit
     };
+    let confirm = u32::try_from(policy.confirm_repeats).unwrap_or(0);
     let mut elapsed = 0.0;
-    let mut verdicts = Vec::with_capacity(CASES);
+    let mut measured: Vec<Vec<Vec<f64>>> = Vec::with_capacity(CASES);
+    let mut decisions: Vec<Option<Decision>> = Vec::with_capacity(CASES);
     for (i, case) in cases.iter().enumerate() {
         let factor = if i == slow { 1.0 / (1.0 - DROP) } else { 1.0 };
         let p = &plan.cases[i];
-        let remaining_min_s: f64 = (i + 1..CASES).map(min_cost).sum();
+        let remaining_min_s: f64 = (i + 1..CASES)
+            .map(|j| f64::from(plan_policy.min_repeats) * repeat_s[j])
+            .sum();
         let mut now: Vec<Vec<f64>> = Vec::new();
         let mut d: Option<Decision> = None;
+        let (mut decisive, mut beyond) = (false, false);
         loop {
             let next = NextRepeat {
                 done: u32::try_from(now.len()).unwrap_or(u32::MAX),
                 planned: p.repeats,
-                confirm: u32::try_from(policy.confirm_repeats).unwrap_or(0),
-                decisive: d.as_ref().is_some_and(|d| {
-                    budget::decisive(
-                        u32::try_from(now.len()).unwrap_or(u32::MAX),
-                        d.interval_pct,
-                        d.drop_pct,
-                        &plan_policy,
-                    )
-                }),
-                suspect: d.as_ref().is_some_and(|d| d.suspect),
-                repeat_s: Some(budget::repeat_cost_s(&costs[i], p.steps, WARMUP)),
+                confirm: 0,
+                decisive: decisive || beyond,
+                suspect: false,
+                repeat_s: Some(repeat_s[i]),
                 elapsed_s: elapsed,
                 remaining_min_s,
             };
-            if !budget::may_start(&next, &plan_policy, GRACE_S) {
+            if !budget::may_start(&next, &plan_policy, GRACE_S) || would_overrun(elapsed, i) {
                 break;
             }
             let (s, c) = repeat(case, p.steps, factor, rng);
             now.push(s);
             elapsed += c;
-            d = Some(judge(&now, &refs[i], &policy));
+            let done = u32::try_from(now.len()).unwrap_or(u32::MAX);
+            let j = judge(&now, now.len(), &refs[i], &policy);
+            decisive = budget::decisive(done, j.interval_pct, None, &plan_policy);
+            beyond = budget::decisive(done, None, j.drop_pct, &plan_policy);
+            d = Some(j);
         }
-        verdicts.push(d.map_or(Verdict::Error, |d| d.verdict));
+        measured.push(now);
+        decisions.push(d);
+    }
+    // The suspects are confirmed clearest first (`budget::confirm_order`), as `run` does.
+    let suspects: Vec<budget::Suspect> = decisions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| {
+            d.as_ref()
+                .filter(|d| should_confirm(d))
+                .map(|d| budget::Suspect {
+                    index: i,
+                    p_value: d.p_value.filter(|_| d.drop_pct.is_some_and(|x| x > 0.0)),
+                    note: plan.cases[i].note,
+                })
+        })
+        .collect();
+    let order = budget::confirm_order(&suspects);
+    let mut verdicts: Vec<Verdict> = decisions
+        .iter()
+        .map(|d| d.as_ref().map_or(Verdict::Missing, |d| d.verdict))
+        .collect();
+    for i in order {
+        let case = &cases[i];
+        let factor = if i == slow { 1.0 / (1.0 - DROP) } else { 1.0 };
+        let Some(mut d) = decisions[i].take() else {
+            continue;
+        };
+        let now = &mut measured[i];
+        let first = now.len();
+        if confirm > 0 {
+            let mut fresh = 0;
+            while fresh < confirm {
+                let next = NextRepeat {
+                    done: u32::try_from(now.len())
+                        .unwrap_or(u32::MAX)
+                        .max(plan_policy.min_repeats),
+                    planned: u32::try_from(first).unwrap_or(u32::MAX),
+                    confirm,
+                    decisive: false,
+                    suspect: true,
+                    repeat_s: Some(repeat_s[i]),
+                    elapsed_s: elapsed,
+                    remaining_min_s: 0.0,
+                };
+                if !budget::may_start(&next, &plan_policy, GRACE_S) || would_overrun(elapsed, i) {
+                    break;
+                }
+                let (s, c) = repeat(case, plan.cases[i].steps, factor, rng);
+                now.push(s);
+                elapsed += c;
+                fresh += 1;
+            }
+            if fresh > 0 {
+                d = judge(now, first, &refs[i], &policy);
+            }
+        }
+        verdicts[i] = d.verdict;
     }
     (
         Night {
@@ -315,7 +410,7 @@ fn main() -> std::io::Result<()> {
         "| sampling | detect 1-2.5% noise | 2.5-4% | 4-6% | all | false-alarm nights | within budget | mean time | max time |"
     )?;
     writeln!(out, "|---|---|---|---|---|---|---|---|---|")?;
-    writeln!(out, "{}", fixed.row("fixed: 3 repeats, 9 to confirm"))?;
+    writeln!(out, "{}", fixed.row("fixed: 3 repeats, 12 to confirm"))?;
     writeln!(out, "{}", planned.row("planned + sequential"))?;
     writeln!(
         out,

@@ -11,7 +11,7 @@ use utilgate::case::Verdict;
 use utilgate::compare::{Evidence, Policy, decide_ab, should_confirm};
 
 use crate::noise::{Change, FLOOR_MS, Noise, night_host, process, rng, seed};
-use crate::{CASES, TRIALS, wilson};
+use crate::{CASES, trials, wilson};
 
 /// Sessions (nights) of a 100-case grid for the false-alarm count.
 const SESSIONS: usize = 200;
@@ -122,7 +122,7 @@ pub fn report(out: &mut impl Write) -> std::io::Result<()> {
                         .iter()
                         .enumerate()
                         .map(|(d, drop)| {
-                            (th..TRIALS)
+                            (th..trials())
                                 .step_by(threads)
                                 .filter(|&i| {
                                     let mut r = rng(seed(91, d as u64, i as u64));
@@ -154,8 +154,10 @@ pub fn report(out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
         "{SESSIONS} sessions of {CASES} unchanged cases; {} ABBA pairs per case, suspects \
-         re-measured in {} more pairs; detection: {TRIALS} trials per cell.\n",
-        plan.pairs, policy.confirm_repeats
+         re-measured in {} more pairs; detection: {} trials per cell.\n",
+        plan.pairs,
+        policy.confirm_repeats,
+        trials()
     )?;
     writeln!(
         out,
@@ -167,8 +169,8 @@ pub fn report(out: &mut impl Write) -> std::io::Result<()> {
         "| `utilgate ab` (paired, Huber, grid-corrected) | {} | {:.2} | {} | {} | {} |",
         wilson(alarms, SESSIONS),
         confirms as f64 / SESSIONS as f64,
-        wilson(detected[0], TRIALS),
-        wilson(detected[1], TRIALS),
-        wilson(detected[2], TRIALS)
+        wilson(detected[0], trials()),
+        wilson(detected[1], trials()),
+        wilson(detected[2], trials())
     )
 }

@@ -5,7 +5,7 @@
 use rand::rngs::SmallRng;
 use utilgate::case::Verdict;
 use utilgate::compare::{
-    Canary, Evidence, Night, Policy, confirm_evidence, decide, decide_against, eligible,
+    Canary, Decision, Evidence, Night, Policy, confirm_evidence, decide, decide_against, eligible,
     promotable, reference, should_confirm,
 };
 
@@ -85,6 +85,8 @@ fn as_night(s: &Stored) -> Night<'_> {
 pub struct Outcome {
     pub stored: Stored,
     pub confirmed: bool,
+    /// The final decision (after the confirm step when there was one).
+    pub decision: Decision,
 }
 
 /// The night's canary reading, shared by every case of the night's run.
@@ -122,6 +124,7 @@ pub fn night(
                 canary,
             },
             confirmed: false,
+            decision: d,
         };
     };
     let judge = |repeats: &[Vec<f64>]| match rule {
@@ -190,6 +193,7 @@ pub fn night(
         // As `utilgate run` judges it: 0.1 on every process, now on the fresh ones only.
         d = match rule {
             Rule::Lineage { .. } => judge(&repeats),
+            Rule::Converging { .. } if crate::judge_all() => judge(&repeats),
             Rule::Converging { .. } => judge(confirm_evidence(&repeats, REPEATS)),
         };
         confirmed = true;
@@ -204,6 +208,7 @@ pub fn night(
             canary,
         },
         confirmed,
+        decision: d,
     }
 }
 

@@ -20,6 +20,7 @@
 //! (judged as one case of a 100-case grid).
 
 mod ab;
+mod diag;
 mod gate;
 mod noise;
 
@@ -31,9 +32,39 @@ use crate::gate::{CaseState, HISTORY, Rule};
 use crate::noise::{Change, Noise, night_host, rng, seed};
 
 const CASES: usize = 100;
-const PROJECTS: usize = 16;
+const FULL_PROJECTS: usize = 16;
 const NIGHTS: usize = 26;
-const TRIALS: usize = 300;
+const FULL_TRIALS: usize = 300;
+/// `--quick` divides the projects and trials by this (for tuning; the figures the docs quote
+/// are from full runs).
+static DIVISOR: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+
+/// `--detect`: the detection trials only, no false-alarm projects (tuning only).
+static DETECT_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--judge-all`: judge a confirmed case on every process (tuning only; `run` judges the fresh ones).
+static JUDGE_ALL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+#[must_use]
+pub fn judge_all() -> bool {
+    JUDGE_ALL.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn divisor() -> usize {
+    DIVISOR.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Projects per scenario.
+#[must_use]
+pub fn projects() -> usize {
+    FULL_PROJECTS / divisor()
+}
+
+/// Detection trials per cell.
+#[must_use]
+pub fn trials() -> usize {
+    FULL_TRIALS / divisor()
+}
 /// The night of a project on which the host shifts (scenario "host shift").
 const SHIFT_NIGHT: usize = NIGHTS / 2;
 
@@ -223,11 +254,16 @@ fn evaluate(sc_id: u64, sc: &Scenario, rule: &Rule) -> Tally {
                         detected: vec![0; sc.detect.len()],
                         ..Tally::default()
                     };
-                    for p in (th..PROJECTS).step_by(threads) {
+                    let projects = if DETECT_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+                        0
+                    } else {
+                        projects()
+                    };
+                    for p in (th..projects).step_by(threads) {
                         project(sc_id, sc, rule, p, &mut t);
                     }
                     for d in 0..sc.detect.len() {
-                        for i in (th..TRIALS).step_by(threads) {
+                        for i in (th..trials()).step_by(threads) {
                             t.detected[d] += usize::from(trial(sc_id, sc, rule, d, i));
                         }
                     }
@@ -268,22 +304,56 @@ pub fn wilson(k: usize, n: usize) -> String {
 }
 
 fn main() -> std::io::Result<()> {
-    let rules = gate::rules();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--quick") {
+        DIVISOR.store(4, std::sync::atomic::Ordering::Relaxed);
+    }
+    // `--policy JSON`: the default rule with these policy fields changed (tuning only).
+    let tuned: Option<utilgate::compare::Policy> = args
+        .iter()
+        .position(|a| a == "--policy")
+        .and_then(|i| args.get(i + 1))
+        .map(|json| serde_json::from_str(json).expect("--policy takes a Policy as JSON"));
+    if args.iter().any(|a| a == "--judge-all") {
+        JUDGE_ALL.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    if args.iter().any(|a| a == "--detect") {
+        DETECT_ONLY.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    let mut rules = gate::rules();
+    if let Some(policy) = tuned {
+        rules.push(gate::Rule::Converging {
+            label: "tuned: converging reference + canary",
+            policy,
+            canary: true,
+        });
+    }
+    // `--default`: the default rule alone (tuning).
+    if args.iter().any(|a| a == "--default") {
+        rules.drain(..rules.len() - 1);
+    }
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "Projects of {CASES} cases x {} repeats x {} steps, {NIGHTS} nights each ({PROJECTS} \
-         projects: {} judged nights); detection: {TRIALS} trials per cell after {HISTORY} \
+        "Projects of {CASES} cases x {} repeats x {} steps, {NIGHTS} nights each ({} \
+         projects: {} judged nights); detection: {} trials per cell after {HISTORY} \
          unchanged nights. Percentages with 95% Wilson intervals.",
         gate::REPEATS,
         noise::STEPS,
-        PROJECTS * (NIGHTS - 1)
+        projects(),
+        projects() * (NIGHTS - 1),
+        trials()
     )?;
     // `power_eval 0 4`: only those scenarios (by index), and no A/B table.
-    let only: Vec<usize> = std::env::args()
-        .skip(1)
+    let only: Vec<usize> = args
+        .iter()
+        .filter(|a| !a.starts_with('{'))
         .filter_map(|a| a.parse().ok())
         .collect();
+    if args.iter().any(|a| a == "--diag") {
+        let rule = rules.last().expect("a rule");
+        return diag::report(&mut out, &scenarios(), &only, rule);
+    }
     for (i, sc) in scenarios().iter().enumerate() {
         if !only.is_empty() && !only.contains(&i) {
             continue;
@@ -314,7 +384,7 @@ fn main() -> std::io::Result<()> {
             } else {
                 String::new()
             };
-            let det: Vec<String> = t.detected.iter().map(|&k| wilson(k, TRIALS)).collect();
+            let det: Vec<String> = t.detected.iter().map(|&k| wilson(k, trials())).collect();
             writeln!(
                 out,
                 "| {} | {} |{shift} {:.1}% | {:.2} | {} |",

@@ -87,12 +87,64 @@ fn weighted_var_factor(units: &[(f64, f64)], policy: &Policy) -> f64 {
     }
 }
 
+/// The variance the nights of the reference add to its level, beyond their processes' noise
+/// (log scale): whole nights differ (a quiet host, a lucky first night), and a reference of
+/// few nights carries its nights' own offsets. `nights` are the reference's runs with the
+/// weight of each of their processes, `var` the per-process noise variance.
+///
+/// The night-to-night variance `tau^2` is the nights' levels' spread beyond what their
+/// processes explain (method of moments, `nights - 1` degrees of freedom), combined with a
+/// prior of [`Policy::night_prior`] nights' weight that nights differ as much as processes
+/// do (`tau^2 = var`): one night cannot show how much nights differ, so a reference of one
+/// night is taken to be one night off by a process's noise, and the prior fades as nights
+/// accumulate. The reference level averages its nights with weights `W_j` (the sum of their
+/// processes' weights), so their offsets add `tau^2 sum W_j^2 / (sum W_j)^2` (`tau^2 / N` for
+/// N equal nights). Tonight's own night offset is left to the machine canary.
+fn night_variance(nights: &[(&Run, f64)], var: f64, policy: &Policy) -> f64 {
+    let prior = policy.night_prior.max(0.0);
+    let n = nights.len();
+    if n == 0 || prior + (n as f64 - 1.0) <= 0.0 {
+        return 0.0;
+    }
+    let scale = var.sqrt();
+    let levels: Vec<(f64, f64, f64)> = nights
+        .iter()
+        .map(|(run, w)| {
+            let k = run.units.len();
+            (
+                super::decide::level(&run.units, policy.estimator, scale),
+                super::decide::var_factor(k, policy.estimator),
+                w * k as f64,
+            )
+        })
+        .collect();
+    let measured = if n >= 2 {
+        let mean = levels.iter().map(|l| l.0).sum::<f64>() / n as f64;
+        let spread = levels.iter().map(|l| (l.0 - mean).powi(2)).sum::<f64>() / (n as f64 - 1.0);
+        let explained = var * levels.iter().map(|l| l.1).sum::<f64>() / n as f64;
+        (spread - explained).max(0.0)
+    } else {
+        0.0
+    };
+    let tau2 = (prior * var + (n as f64 - 1.0) * measured) / (prior + n as f64 - 1.0);
+    let total: f64 = levels.iter().map(|l| l.2).sum();
+    let squares: f64 = levels.iter().map(|l| l.2 * l.2).sum();
+    if total <= 0.0 {
+        return 0.0;
+    }
+    tau2 * squares / (total * total)
+}
+
 /// One statistic's comparison: the test and the decision it yields alone.
 struct StatCase {
     stat: GateStat,
     decision: Decision,
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one statistic's whole comparison, in the order its decision reads"
+)]
 fn per_stat(
     stat: GateStat,
     r: &Reference<'_>,
@@ -123,8 +175,16 @@ fn per_stat(
     let level_now = weighted_level(&now_w, policy, scale);
     let level_then = weighted_level(&reference, policy, scale);
     let est = level_now - level_then;
+    let nights: Vec<(&Run, f64)> = std::iter::once((&base, r.baseline.weight))
+        .chain(
+            hist.iter()
+                .filter(|_| policy.history_for_level)
+                .map(|(h, w)| (h, *w)),
+        )
+        .collect();
     let se = (var
-        * (weighted_var_factor(&now_w, policy) + weighted_var_factor(&reference, policy)))
+        * (weighted_var_factor(&now_w, policy) + weighted_var_factor(&reference, policy))
+        + night_variance(&nights, var, policy))
     .sqrt();
     let alpha_case = (policy.family_alpha / tests.max(1) as f64).clamp(f64::MIN_POSITIVE, 0.5);
     let (q, p_slower, p_faster) = match (df > 0).then(|| StudentsT::new(0.0, 1.0, df as f64)) {
@@ -146,6 +206,7 @@ fn per_stat(
         noise: scale,
     };
     let mut d = Decision::bare(Verdict::Pass);
+    d.gated_on = stat;
     let (step_then, step_now) = (level_then.exp(), level_now.exp());
     d.step_now_ms = Some(step_now);
     d.step_then_ms = Some(step_then);
@@ -303,19 +364,26 @@ pub fn decide_against(
         let o = other.decision;
         d.suspect |= o.suspect;
         d.untrusted |= o.untrusted;
-        if rank(o.verdict) > rank(d.verdict) {
+        // Worse only: a tail statistic that did not move (`pass`) leaves an improvement of
+        // the first one standing.
+        if rank(o.verdict) > rank(d.verdict) && rank(o.verdict) > rank(Verdict::Pass) {
             d.verdict = o.verdict;
             if let Some(first) = o.reasons.first() {
-                d.reasons
-                    .insert(0, format!("The {} step decides: {first}", other.stat));
+                let which = if other.stat == GateStat::Stall {
+                    "stall figure".to_owned()
+                } else {
+                    format!("{} step", other.stat)
+                };
+                d.reasons.insert(0, format!("The {which} decides: {first}"));
             }
         }
         d.tails.push(super::TailDecision {
             stat: other.stat,
             verdict: o.verdict,
             threshold_pct: policy.threshold_for(other.stat),
-            step_then_ms: o.step_then_ms,
-            step_now_ms: o.step_now_ms,
+            // The stall figure is a share of the typical step, not a step time.
+            step_then_ms: o.step_then_ms.filter(|_| other.stat != GateStat::Stall),
+            step_now_ms: o.step_now_ms.filter(|_| other.stat != GateStat::Stall),
             drop_pct: o.drop_pct,
             interval_pct: o.interval_pct,
             p_value: o.p_value,
@@ -394,6 +462,44 @@ mod tests {
     }
 
     #[test]
+    fn one_lucky_night_alone_cannot_fail_a_case_but_a_converged_reference_can() {
+        // The pinned first night happened to be 3.5% fast; tonight's 9 fresh processes agree
+        // with each other to 1.2%. Against that one night the difference is "beyond the
+        // processes' noise", yet nothing shows how much whole nights differ.
+        let lucky = procs(&[5.80, 5.87, 5.73], 0);
+        let spread = [-2.0, -1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0];
+        let now: Vec<f64> = spread.iter().map(|s| 6.02 * (1.0 + 0.0085 * s)).collect();
+        let now = procs(&now, 0);
+        let pinned = reference(night(&lucky), &[], 10);
+        let nights_equal = Policy {
+            night_prior: 0.0,
+            ..Policy::default()
+        };
+        let d = decide_against(Some(&pinned), &ev(&now), None, &nights_equal, 1, None);
+        assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
+        let d = decide_against(Some(&pinned), &ev(&now), None, &Policy::default(), 1, None);
+        assert_eq!(d.verdict, Verdict::Inconclusive, "{:?}", d.reasons);
+        // Ten more nights that agree with one another: the prior has faded, and a 5% drop
+        // against them fails.
+        let agreeing: Vec<Vec<Vec<f64>>> = (0..10)
+            .map(|i| procs(&[6.0 + 0.02 * f64::from(i % 3 - 1), 6.07, 5.93], 0))
+            .collect();
+        let since: Vec<Night<'_>> = agreeing.iter().map(|n| night(n)).collect();
+        let converged = reference(night(&lucky), &since, 10);
+        let slower: Vec<f64> = spread.iter().map(|s| 6.32 * (1.0 + 0.0085 * s)).collect();
+        let slower = procs(&slower, 0);
+        let d = decide_against(
+            Some(&converged),
+            &ev(&slower),
+            None,
+            &Policy::default(),
+            1,
+            None,
+        );
+        assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
+    }
+
+    #[test]
     fn a_re_measured_night_weighs_as_much_as_a_normal_one() {
         let base = procs(&[6.0, 6.0, 6.0], 0);
         // One slow-looking night re-measured to 12 processes at +6%.
@@ -409,7 +515,7 @@ mod tests {
     }
 
     #[test]
-    fn a_tail_stall_fails_through_the_mean_while_the_median_passes() {
+    fn a_tail_stall_fails_through_the_stall_figure_while_the_median_passes() {
         let base = procs(&[6.0, 6.01, 5.99], 0);
         let history: Vec<Vec<Vec<f64>>> = (0..5).map(|_| procs(&[6.0, 6.02, 5.98], 0)).collect();
         let since: Vec<Night<'_>> = history.iter().map(|n| night(n)).collect();
@@ -424,12 +530,23 @@ mod tests {
         let d = decide_against(Some(&r), &ev(&stalled), None, &Policy::default(), 100, None);
         assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
         assert!(
-            d.reasons[0].starts_with("The mean step decides"),
+            d.reasons[0].starts_with("The stall figure decides: The time lost to stalls"),
             "{:?}",
             d.reasons
         );
-        assert_eq!(d.tails[0].stat, GateStat::Mean);
-        assert!(d.tails[0].drop_pct.unwrap() > 5.0);
+        assert_eq!(d.tails[0].stat, GateStat::Stall);
+        // Five stalls of three medians each per 100 steps: 15% of the throughput.
+        assert!(d.tails[0].drop_pct.unwrap() > 12.0, "{:?}", d.tails[0]);
+        assert_eq!(d.tails[0].step_now_ms, None, "not a step time");
+        // The mean sees it too, with less of it (its trim leaves out two of the stalls).
+        let with_mean = Policy {
+            gate_on: vec![GateStat::Median, GateStat::Mean],
+            ..Policy::default()
+        };
+        let m = decide_against(Some(&r), &ev(&stalled), None, &with_mean, 100, None);
+        assert_eq!(m.verdict, Verdict::Regressed, "{:?}", m.reasons);
+        assert!(m.reasons[0].starts_with("The mean step decides"));
+        assert!(m.tails[0].drop_pct.unwrap() < d.tails[0].drop_pct.unwrap());
         // The figures shown stay the median's.
         assert_eq!(d.gated_on, GateStat::Median);
         assert!(d.drop_pct.unwrap().abs() < 1.0);

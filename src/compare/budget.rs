@@ -87,6 +87,10 @@ pub struct PlanPolicy {
     pub reserve_fraction: f64,
     /// The floor of the per-process noise, as [`super::Policy::min_noise_pct`] (percent).
     pub min_noise_pct: f64,
+    /// How much longer than its estimate (a median) a repeat is allowed to take when checking
+    /// whether it still fits in the budget (a fraction): process starts vary from night to
+    /// night, and a repeat that fits only at its median time overruns half the time.
+    pub cost_margin: f64,
 }
 
 impl PlanPolicy {
@@ -103,6 +107,7 @@ impl PlanPolicy {
             max_repeats: 30,
             reserve_fraction: 0.15,
             min_noise_pct: 0.25,
+            cost_margin: 0.25,
         }
     }
 }
@@ -377,12 +382,43 @@ pub fn may_start(next: &NextRepeat, policy: &PlanPolicy, grace_s: f64) -> bool {
     if next.done < policy.min_repeats {
         return true;
     }
-    let fits =
-        next.elapsed_s + next.repeat_s.unwrap_or(0.0) + next.remaining_min_s <= policy.budget_s;
+    let fits = next.elapsed_s
+        + next.repeat_s.unwrap_or(0.0) * (1.0 + policy.cost_margin.max(0.0))
+        + next.remaining_min_s
+        <= policy.budget_s;
     if next.suspect {
         return fits && next.done < next.planned.max(policy.min_repeats) + next.confirm;
     }
     !next.decisive && fits && next.done < next.planned
+}
+
+/// A suspect waiting for the confirm step of a budgeted night.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Suspect {
+    /// Its position in the night's plan.
+    pub index: usize,
+    /// The one-sided p-value of a slowdown its first repeats gave (`None`: unknown).
+    pub p_value: Option<f64>,
+    /// Its plan's note: a case planned as too noisy to resolve cannot be resolved by the
+    /// confirm step either.
+    pub note: PlanNote,
+}
+
+/// The order in which a budgeted night confirms its suspects. The confirm step draws on what
+/// the grid left of the budget, which rarely covers every suspect; taking them in grid order
+/// spent it on whichever came first (usually unchanged cases that merely looked slow at
+/// `confirm_alpha`). The clearest suspects go first (lowest p-value of a slowdown), and those
+/// the plan named too noisy to resolve go last, since a few fresh processes cannot settle
+/// them.
+#[must_use]
+pub fn confirm_order(suspects: &[Suspect]) -> Vec<usize> {
+    let mut order: Vec<&Suspect> = suspects.iter().collect();
+    order.sort_by(|a, b| {
+        let key = |s: &Suspect| (s.note == PlanNote::TooNoisy, s.p_value.unwrap_or(1.0));
+        let (ka, kb) = (key(a), key(b));
+        ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1))
+    });
+    order.into_iter().map(|s| s.index).collect()
 }
 
 /// The time one repeat took, as the run records it in the result's summary (`"cost"`).

@@ -99,6 +99,10 @@ pub struct Policy {
     /// Thresholds per statistic (percent); a statistic not listed uses
     /// [`Policy::threshold_for`]'s default.
     pub stat_max_drop_pct: BTreeMap<GateStat, f64>,
+    /// The weight, in nights, of the prior that whole nights differ as much as processes do,
+    /// before a reference's own nights show how much they differ (see
+    /// `super::decide_against`); 0 treats nights as never differing.
+    pub night_prior: f64,
 }
 
 impl Policy {
@@ -118,14 +122,15 @@ impl Policy {
     }
 
     /// The practical threshold of one statistic: as configured, else `max_drop_pct` for the
-    /// median and the mean, and three times it for the p99 (a tail is noisier).
+    /// median, the mean and the stall loss (each a throughput fall), and three times it for
+    /// the p99 (a tail is noisier).
     #[must_use]
     pub fn threshold_for(&self, stat: GateStat) -> f64 {
         self.stat_max_drop_pct
             .get(&stat)
             .copied()
             .unwrap_or(match stat {
-                GateStat::Median | GateStat::Mean => self.max_drop_pct,
+                GateStat::Median | GateStat::Mean | GateStat::Stall => self.max_drop_pct,
                 GateStat::P99 => 3.0 * self.max_drop_pct,
             })
     }
@@ -138,12 +143,13 @@ impl Default for Policy {
             family_alpha: 0.01,
             min_noise_pct: 0.25,
             confirm_alpha: 0.1,
-            confirm_repeats: 9,
+            confirm_repeats: 12,
             history_for_level: true,
             estimator: Estimator::Huber,
             floor_tolerance_pct: 0.1,
-            gate_on: vec![GateStat::Median, GateStat::Mean],
+            gate_on: vec![GateStat::Median, GateStat::Stall],
             stat_max_drop_pct: BTreeMap::new(),
+            night_prior: 1.0,
         }
     }
 }
@@ -486,6 +492,23 @@ pub(super) fn apply_guard(d: &mut Decision, gpu_guard: Option<&str>) {
     }
 }
 
+/// The change sentence of the stall figure, which is 1 + the time lost to stalls per typical
+/// step, not a step time.
+fn stall_change(t: &Test, then: f64, now: f64) -> String {
+    let (way, by) = if t.est >= 0.0 {
+        ("fell", drop_of(t.est))
+    } else {
+        ("rose", pct((-t.est).exp_m1()))
+    };
+    format!(
+        "The time lost to stalls (steps over {}x their process's median) went from {:.1}% to \
+         {:.1}% of the typical step: throughput {way} {by:.1}%",
+        super::stat::STALL_FACTOR,
+        pct(then - 1.0),
+        pct(now - 1.0),
+    )
+}
+
 /// Sets the verdict and its main sentences from the test.
 pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
     let threshold = policy.max_drop_pct.clamp(0.0, 99.9);
@@ -496,7 +519,9 @@ pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
     let (util_then, util_now) = (d.util_then.unwrap_or(0.0), d.util_now.unwrap_or(0.0));
     let (step_then, step_now) = (d.step_then_ms.unwrap_or(0.0), d.step_now_ms.unwrap_or(0.0));
     let drop = drop_of(t.est);
-    let change = if d.floor_changed {
+    let change = if d.gated_on == GateStat::Stall {
+        stall_change(t, step_then, step_now)
+    } else if d.floor_changed {
         // Utilisations against different floors are not comparable: speak of step times.
         format!(
             "The step took {:.1}% {} ({step_then:.4} ms then, {step_now:.4} ms now)",

@@ -245,7 +245,7 @@ pub struct GateConfig {
     /// Older good results of a case used to estimate its process-to-process noise.
     #[serde(default = "default_history_runs")]
     pub history_runs: usize,
-    /// The statistics of each case's steps that are gated (median, mean, p99), each with the
+    /// The statistics of each case's steps that are gated (median, stall, mean, p99), each with the
     /// same two-level rule; the first one's figures are shown.
     #[serde(default = "default_gate_on")]
     pub gate_on: Vec<crate::compare::GateStat>,
@@ -280,7 +280,7 @@ fn default_fail_on() -> Vec<Verdict> {
     vec![Verdict::Regressed, Verdict::Invalid]
 }
 fn default_confirm_repeats() -> u32 {
-    9
+    12
 }
 fn default_family_alpha() -> f64 {
     0.01

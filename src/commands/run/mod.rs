@@ -395,10 +395,31 @@ impl Judging<'_> {
         if extra == 0 {
             return Ok(());
         }
-        for case in cases
-            .iter_mut()
-            .filter(|c| compare::should_confirm(&c.judgement.decision))
-        {
+        // Under a budget the clearest suspects go first (`budget::confirm_order`): what the grid
+        // left of the budget rarely covers them all.
+        let suspects: Vec<compare::budget::Suspect> = cases
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| compare::should_confirm(&c.judgement.decision))
+            .map(|(i, c)| {
+                let d = &c.judgement.decision;
+                compare::budget::Suspect {
+                    index: i,
+                    p_value: d.p_value.filter(|_| d.drop_pct.is_some_and(|x| x > 0.0)),
+                    note: match (night.as_deref(), c.record.night) {
+                        (Some(n), Some(k)) => n.night.plan.cases[k].note,
+                        _ => compare::budget::PlanNote::Resolved,
+                    },
+                }
+            })
+            .collect();
+        let order = if night.is_some() {
+            compare::budget::confirm_order(&suspects)
+        } else {
+            suspects.iter().map(|s| s.index).collect()
+        };
+        for i in order {
+            let case = &mut cases[i];
             let moved = case.judgement.decision.drop_pct.map_or_else(
                 || "noise".to_owned(),
                 |d| {

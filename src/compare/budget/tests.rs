@@ -212,3 +212,47 @@ fn costs_and_noise_from_stored_repeats() {
     assert_eq!(n.reference_repeats, 4);
     assert_eq!(noise_from_history(&[&[vec![1.0]][..]], 1), None);
 }
+
+#[test]
+fn suspects_are_confirmed_clearest_first_and_the_too_noisy_last() {
+    let s = |index, p: Option<f64>, note| Suspect {
+        index,
+        p_value: p,
+        note,
+    };
+    let suspects = [
+        s(0, Some(0.08), PlanNote::Resolved),
+        s(1, Some(1e-6), PlanNote::TooNoisy),
+        s(2, Some(1e-4), PlanNote::OverBudget),
+        s(3, None, PlanNote::Resolved),
+        s(4, Some(0.01), PlanNote::Resolved),
+    ];
+    // Grid order spent the budget on case 0, which merely looked slow.
+    assert_eq!(confirm_order(&suspects), vec![2, 4, 0, 3, 1]);
+    assert!(confirm_order(&[]).is_empty());
+}
+
+#[test]
+fn a_repeat_fits_only_with_room_for_its_time_to_vary() {
+    let policy = PlanPolicy::new(600.0, 3.0, 0.01);
+    let next = NextRepeat {
+        done: 3,
+        planned: 3,
+        confirm: 12,
+        decisive: false,
+        suspect: true,
+        repeat_s: Some(10.0),
+        elapsed_s: 589.0,
+        remaining_min_s: 0.0,
+    };
+    // At its median time it would end at 599 s; one start 25% slower ends past the budget.
+    assert!(!may_start(&next, &policy, 30.0));
+    assert!(may_start(
+        &NextRepeat {
+            elapsed_s: 587.0,
+            ..next
+        },
+        &policy,
+        30.0
+    ));
+}
