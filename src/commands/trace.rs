@@ -9,7 +9,7 @@ use crate::cli::{ConfigArgs, Format, TraceDiffArgs, TraceShowArgs};
 use crate::commands::Outcome;
 use crate::error::Error;
 use crate::evidence::nsight::{ncu_diff, nsys_diff};
-use crate::evidence::{Analysis, Options, analyse, diagnose, diff};
+use crate::evidence::{Analysis, Options, diagnose, diff};
 use crate::output;
 use crate::report::evidence::{analysis_json, analysis_text, diff_json, diff_text};
 use crate::report::nsight::{
@@ -55,11 +55,8 @@ fn analysis_of(
             })?;
         return Ok((format!("run {run_id} {case}"), analysis));
     }
-    let (file, trace) = crate::evidence::load(what)?;
-    Ok((
-        file.display().to_string(),
-        analyse(&trace, &Options::default()),
-    ))
+    let (file, analysis, _) = crate::evidence::analyse_file(what, &Options::default())?;
+    Ok((file.display().to_string(), analysis))
 }
 
 /// What a file holds, recognised by its content (not only its extension).
