@@ -82,17 +82,25 @@ fn kind_of(path: &Path) -> Result<Kind, Error> {
     if path.is_dir() {
         return Ok(Kind::Kineto);
     }
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+    let io = |source| Error::Io {
         path: path.to_owned(),
         source,
-    })?;
-    if bytes.starts_with(crate::evidence::nsys_sqlite::SQLITE_MAGIC) {
+    };
+    // Sniff the head only: a trace is streamed later and never read whole here.
+    let mut head = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open(path).map_err(io)?, 4096),
+        &mut head,
+    )
+    .map_err(io)?;
+    if head.starts_with(crate::evidence::nsys_sqlite::SQLITE_MAGIC) {
         return Ok(Kind::Nsys);
     }
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if matches!(first, Some(b'{' | 0x1f) | None) {
+    let first = head.iter().find(|b| !b.is_ascii_whitespace());
+    if matches!(first, Some(b'{' | 0x1f) | None) && (first.is_some() || head.len() < 4096) {
         return Ok(Kind::Kineto);
     }
+    let bytes = std::fs::read(path).map_err(io)?;
     match String::from_utf8(bytes) {
         Ok(text) if crate::evidence::ncu::looks_like(&text) => Ok(Kind::Ncu(text)),
         _ => Ok(Kind::Kineto),

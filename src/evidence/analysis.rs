@@ -210,13 +210,12 @@ impl StepFinder {
     #[must_use]
     pub fn plan(self, opts: &Options) -> Plan {
         let (step_source, mut steps) = if self.profiler.is_empty() {
-            match self.annotated.into_iter().max_by_key(|(_, v)| v.len()) {
-                Some((name, v)) => (name, v),
-                None => {
-                    let (ts, end) = (self.first_ts, self.last_end);
-                    let whole = (ts.is_finite() && end >= ts).then_some(Step { ts, end });
-                    ("whole trace".to_owned(), whole.into_iter().collect())
-                }
+            if let Some((name, v)) = self.annotated.into_iter().max_by_key(|(_, v)| v.len()) {
+                (name, v)
+            } else {
+                let (ts, end) = (self.first_ts, self.last_end);
+                let whole = (ts.is_finite() && end >= ts).then_some(Step { ts, end });
+                ("whole trace".to_owned(), whole.into_iter().collect())
             }
         } else {
             ("ProfilerStep".to_owned(), self.profiler)
@@ -419,14 +418,14 @@ impl<'o> Analyser<'o> {
                     }
                 }
             }
-            CpuKind::Operator | CpuKind::Annotation => {
-                if step.is_some() && !names.get(op.name).starts_with("ProfilerStep#") {
-                    self.operators.entry(op.name).or_default().add(Stat {
-                        count: 1,
-                        total: op.dur,
-                        category: None,
-                    });
-                }
+            CpuKind::Operator | CpuKind::Annotation
+                if step.is_some() && !names.get(op.name).starts_with("ProfilerStep#") =>
+            {
+                self.operators.entry(op.name).or_default().add(Stat {
+                    count: 1,
+                    total: op.dur,
+                    category: None,
+                });
             }
             _ => {}
         }

@@ -345,6 +345,10 @@ mod tests {
 
     /// Every real trace in the fixtures streams to the numbers of the in-memory analysis.
     #[test]
+    #[expect(
+        clippy::print_stderr,
+        reason = "shows which window each real layout needed (with --nocapture)"
+    )]
     fn every_fixture_streams_to_the_in_memory_numbers() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
         let mut seen = 0;
