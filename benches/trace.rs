@@ -1,11 +1,14 @@
 //! Trace-analysis benchmark: writes a Kineto-format trace of a decode loop (ProfilerStep#N
 //! annotations, `cpu_op`, `cudaLaunchKernel` with correlations, kernels on a stream, flow events),
-//! then reads and analyses it the way `utilgate trace show` does, and prints MB/s, events/s and
-//! the process's peak resident memory. Writes a temporary file; prints on stdout.
+//! then analyses it the way `utilgate run` and `utilgate trace show` do (`analyse_file`: two
+//! streaming passes) and prints MB/s, events/s, what the analysis held at most and the process's
+//! peak resident memory. Writes a temporary file; prints on stdout.
 //!
 //! `cargo bench --bench trace` writes 1,000,000+ events. `cargo bench --bench trace -- EVENTS`
 //! changes the size; `UTILGATE_BENCH_TRACE=PATH` keeps the generated file there (to run
-//! `scripts/bench-hta.py` on the same trace).
+//! `scripts/bench-hta.py` on the same trace). `-- EVENTS --hta` then also loads the whole trace
+//! and prints the HTA-equivalent breakdowns (`evidence::hta`) to compare with HTA's, timed
+//! separately and after the streaming figures (it holds the trace, so its memory is not bounded).
 #![expect(
     clippy::disallowed_methods,
     reason = "a benchmark reads its settings from the environment"
@@ -17,8 +20,8 @@ use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use utilgate::evidence::hta::Frame;
-use utilgate::evidence::{Options, analyse};
+use utilgate::evidence::hta::{CONSECUTIVE_KERNEL_DELAY, Frame};
+use utilgate::evidence::{Options, analyse_file};
 
 const KERNELS: [(&str, u64); 6] = [
     (
@@ -44,6 +47,9 @@ const KERNELS: [(&str, u64); 6] = [
     ("Memcpy DtoD (Device -> Device)", 2),
 ];
 
+/// Kernels (each with its `cpu_op`, launch and flow event) per step.
+const KERNELS_PER_STEP: u64 = 200;
+
 /// Writes `events` (rounded up to whole steps) and returns the number written.
 fn write_trace(path: &PathBuf, events: u64) -> std::io::Result<u64> {
     let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
@@ -51,7 +57,7 @@ fn write_trace(path: &PathBuf, events: u64) -> std::io::Result<u64> {
         w,
         r#"{{"schemaVersion": 1, "distributedInfo": {{"rank": 0}}, "traceEvents": ["#
     )?;
-    let per_step = 4 * 200 + 1;
+    let per_step = 4 * KERNELS_PER_STEP + 1;
     let steps = events.div_ceil(per_step);
     let mut n = 0u64;
     let mut corr = 1u64;
@@ -72,7 +78,7 @@ fn write_trace(path: &PathBuf, events: u64) -> std::io::Result<u64> {
         )?;
         n += 1;
         let mut gpu_t = t0 + 50;
-        for i in 0..200u64 {
+        for i in 0..KERNELS_PER_STEP {
             let (name, dur) = KERNELS[(i % 6) as usize];
             let host = t0 + 10 + i * 90;
             let cat = if name.starts_with("Memcpy") {
@@ -122,10 +128,12 @@ fn peak_rss_mib() -> Option<f64> {
 }
 
 fn main() -> std::io::Result<()> {
-    let events: u64 = std::env::args()
-        .skip(1)
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let events: u64 = args
+        .iter()
         .find_map(|a| a.parse().ok())
         .unwrap_or(1_000_000);
+    let hta = args.iter().any(|a| a == "--hta");
     let dir = tempfile::tempdir()?;
     let path = std::env::var("UTILGATE_BENCH_TRACE")
         .map_or_else(|_| dir.path().join("bench.pt.trace.json"), PathBuf::from);
@@ -134,42 +142,76 @@ fn main() -> std::io::Result<()> {
     let rss_before = peak_rss_mib();
 
     let start = Instant::now();
-    let (_, trace) = utilgate::evidence::load(&path).map_err(std::io::Error::other)?;
-    let read_s = start.elapsed().as_secs_f64();
-    let a = analyse(&trace, &Options::default());
+    let (_, a, stats) = analyse_file(&path, &Options::default()).map_err(std::io::Error::other)?;
     let analyse_s = start.elapsed().as_secs_f64();
-    let t = Frame::new(&trace).temporal();
-    let total_s = start.elapsed().as_secs_f64();
+    let rss_after = peak_rss_mib();
     let mb = bytes as f64 / 1e6;
     println!(
         "trace: {written} events, {mb:.1} MB, {} steps",
         a.steps_found
     );
     println!(
-        "read {read_s:.2} s ({:.0} MB/s), + per-step analysis {:.2} s, + HTA temporal breakdown {:.2} s",
-        mb / read_s,
-        analyse_s - read_s,
-        total_s - analyse_s
-    );
-    println!(
-        "analysis throughput: {:.0} MB/s, {:.2} M events/s (read + analyse)",
+        "analysis throughput: {:.0} MB/s, {:.2} M events/s ({analyse_s:.2} s, {} passes over the file, window {:?})",
         mb / analyse_s,
-        written as f64 / analyse_s / 1e6
+        written as f64 / analyse_s / 1e6,
+        stats.passes,
+        stats.window,
     );
     println!(
-        "peak RSS: {:.0} MiB before reading, {:.0} MiB after (file {mb:.0} MB)",
+        "held at most {} GPU-work and launch records (one step is {} events)",
+        stats.retained.high_water,
+        4 * KERNELS_PER_STEP + 1
+    );
+    println!(
+        "peak RSS: {:.0} MiB before analysing, {:.0} MiB after (file {mb:.0} MB)",
         rss_before.unwrap_or(f64::NAN),
-        peak_rss_mib().unwrap_or(f64::NAN)
+        rss_after.unwrap_or(f64::NAN)
     );
     println!(
-        "temporal breakdown: idle {:.0} us, compute {:.0} us, non-compute {:.0} us, kernel time {:.0} us",
-        t.idle_us, t.compute_us, t.non_compute_us, t.kernel_time_us
-    );
-    println!(
-        "per step: {:.1} kernels, GPU busy {:.1} us, idle {:.1}%",
+        "per step: {:.1} kernels, GPU busy {:.1} us, idle {:.1}%, host wait {:.1} us",
         a.step.kernels,
         a.step.gpu_busy_us,
-        100.0 * a.step.gpu_idle_share
+        100.0 * a.step.gpu_idle_share,
+        a.step.host_wait_us
     );
+    if hta {
+        let start = Instant::now();
+        let (_, trace) = utilgate::evidence::load(&path).map_err(std::io::Error::other)?;
+        let frame = Frame::new(&trace);
+        let t = frame.temporal();
+        let kinds = frame.kernel_types();
+        let idle = frame.idle(CONSECUTIVE_KERNEL_DELAY);
+        let hta_s = start.elapsed().as_secs_f64();
+        println!(
+            "HTA-equivalent breakdowns (whole trace in memory): {hta_s:.2} s, {:.0} MB/s, peak RSS {:.0} MiB",
+            mb / hta_s,
+            peak_rss_mib().unwrap_or(f64::NAN)
+        );
+        println!(
+            "temporal breakdown: idle {:.0} us, compute {:.0} us, non-compute {:.0} us, kernel time {:.0} us ({:.2}% idle, {:.2}% compute, {:.2}% non-compute)",
+            t.idle_us,
+            t.compute_us,
+            t.non_compute_us,
+            t.kernel_time_us,
+            t.idle_pct,
+            t.compute_pct,
+            t.non_compute_pct
+        );
+        for k in kinds {
+            println!(
+                "kernel type {}: {:.0} us, {:.1}%",
+                k.kernel_type, k.sum_us, k.percentage
+            );
+        }
+        for r in idle {
+            println!(
+                "idle stream {} {}: {:.2} us, ratio {:?}",
+                r.stream,
+                r.category.label(),
+                r.idle_us,
+                r.ratio
+            );
+        }
+    }
     Ok(())
 }

@@ -12,7 +12,7 @@ use crate::case::CaseKey;
 use crate::config::EvidenceConfig;
 use crate::error::Error;
 use crate::evidence::classify::RuleError;
-use crate::evidence::{Analysis, Category, Classifier, Options, analyse, source};
+use crate::evidence::{Analysis, Category, Classifier, Options, source};
 use crate::report::RunReport;
 use crate::report::evidence::case_evidence;
 use crate::store::{NewEvidence, Store};
@@ -78,8 +78,8 @@ pub fn capture(
         analysis: None,
         warning: None,
     };
-    let (file, trace) = match source::load(&path) {
-        Ok(loaded) => loaded,
+    let (file, analysis, _) = match source::analyse_file(&path, options) {
+        Ok(analysed) => analysed,
         Err(e) => {
             evidence.warning = Some(format!("trace not analysed: {e}"));
             return evidence;
@@ -88,8 +88,6 @@ pub fn capture(
     if let Some(name) = file.file_name() {
         evidence.name = name.to_string_lossy().into_owned();
     }
-    let analysis = analyse(&trace, options);
-    drop(trace);
     if !analysis.has_gpu && analysis.operators.is_empty() {
         evidence.warning = Some("the trace holds no GPU rows and no host operators".into());
     }

@@ -9,7 +9,7 @@ use crate::cli::{ConfigArgs, Format, TraceDiffArgs, TraceShowArgs};
 use crate::commands::Outcome;
 use crate::error::Error;
 use crate::evidence::nsight::{ncu_diff, nsys_diff};
-use crate::evidence::{Analysis, Options, analyse, diagnose, diff};
+use crate::evidence::{Analysis, Options, diagnose, diff};
 use crate::output;
 use crate::report::evidence::{analysis_json, analysis_text, diff_json, diff_text};
 use crate::report::nsight::{
@@ -55,11 +55,8 @@ fn analysis_of(
             })?;
         return Ok((format!("run {run_id} {case}"), analysis));
     }
-    let (file, trace) = crate::evidence::load(what)?;
-    Ok((
-        file.display().to_string(),
-        analyse(&trace, &Options::default()),
-    ))
+    let (file, analysis, _) = crate::evidence::analyse_file(what, &Options::default())?;
+    Ok((file.display().to_string(), analysis))
 }
 
 /// What a file holds, recognised by its content (not only its extension).
@@ -85,17 +82,25 @@ fn kind_of(path: &Path) -> Result<Kind, Error> {
     if path.is_dir() {
         return Ok(Kind::Kineto);
     }
-    let bytes = std::fs::read(path).map_err(|source| Error::Io {
+    let io = |source| Error::Io {
         path: path.to_owned(),
         source,
-    })?;
-    if bytes.starts_with(crate::evidence::nsys_sqlite::SQLITE_MAGIC) {
+    };
+    // Sniff the head only: a trace is streamed later and never read whole here.
+    let mut head = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open(path).map_err(io)?, 4096),
+        &mut head,
+    )
+    .map_err(io)?;
+    if head.starts_with(crate::evidence::nsys_sqlite::SQLITE_MAGIC) {
         return Ok(Kind::Nsys);
     }
-    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
-    if matches!(first, Some(b'{' | 0x1f) | None) {
+    let first = head.iter().find(|b| !b.is_ascii_whitespace());
+    if matches!(first, Some(b'{' | 0x1f) | None) && (first.is_some() || head.len() < 4096) {
         return Ok(Kind::Kineto);
     }
+    let bytes = std::fs::read(path).map_err(io)?;
     match String::from_utf8(bytes) {
         Ok(text) if crate::evidence::ncu::looks_like(&text) => Ok(Kind::Ncu(text)),
         _ => Ok(Kind::Kineto),

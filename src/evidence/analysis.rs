@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::classify::{Category, Classifier};
 use super::hta::{CONSECUTIVE_KERNEL_DELAY, merge};
-use super::model::{CpuKind, CpuOp, GpuKind, GpuOp, Trace};
+use super::kineto::Record;
+use super::model::{CpuKind, CpuOp, GpuKind, GpuOp, NameId, Names, Trace};
 
 /// Version of the serialised [`Analysis`].
 pub const ANALYSIS_SCHEMA: u32 = 1;
@@ -141,23 +142,58 @@ fn is_sync_call(name: &str) -> bool {
     )
 }
 
-fn find_steps(trace: &Trace, opts: &Options) -> (String, Vec<Step>) {
-    let mut profiler: Vec<Step> = Vec::new();
-    let mut annotated: BTreeMap<String, Vec<Step>> = BTreeMap::new();
-    for op in &trace.cpu {
-        if !matches!(
-            op.kind,
-            CpuKind::Annotation | CpuKind::Operator | CpuKind::Other
-        ) {
-            continue;
+/// Pass 1 of an analysis: finds the step spans (and whether the trace has GPU work) from every
+/// record, keeping only the candidate spans: memory grows with the number of steps, not events.
+#[derive(Debug)]
+pub struct StepFinder {
+    profiler: Vec<Step>,
+    annotated: BTreeMap<String, Vec<Step>>,
+    first_ts: f64,
+    last_end: f64,
+    has_gpu: bool,
+}
+
+impl Default for StepFinder {
+    fn default() -> Self {
+        StepFinder {
+            profiler: Vec::new(),
+            annotated: BTreeMap::new(),
+            first_ts: f64::INFINITY,
+            last_end: f64::NEG_INFINITY,
+            has_gpu: false,
         }
-        let name = trace.cpu_name(op);
+    }
+}
+
+impl StepFinder {
+    /// Takes one record, in any order.
+    pub fn record(&mut self, names: &Names, record: &Record, opts: &Options) {
+        let (ts, end) = match record {
+            Record::Gpu(op) => {
+                self.has_gpu |= op.kind.is_work();
+                (op.ts, op.end())
+            }
+            Record::Cpu(op) => {
+                if matches!(
+                    op.kind,
+                    CpuKind::Annotation | CpuKind::Operator | CpuKind::Other
+                ) {
+                    self.candidate(names.get(op.name), op, opts);
+                }
+                (op.ts, op.end())
+            }
+        };
+        self.first_ts = self.first_ts.min(ts);
+        self.last_end = self.last_end.max(end);
+    }
+
+    fn candidate(&mut self, name: &str, op: &CpuOp, opts: &Options) {
         let step = Step {
             ts: op.ts,
             end: op.end(),
         };
         if name.starts_with("ProfilerStep#") {
-            profiler.push(step);
+            self.profiler.push(step);
         } else if opts.step_annotation.is_match(name) {
             let key = name
                 .split(['#', '[', '('])
@@ -165,43 +201,118 @@ fn find_steps(trace: &Trace, opts: &Options) -> (String, Vec<Step>) {
                 .unwrap_or(name)
                 .trim()
                 .to_owned();
-            annotated.entry(key).or_default().push(step);
+            self.annotated.entry(key).or_default().push(step);
         }
     }
-    let (source, mut steps) = if profiler.is_empty() {
-        match annotated.into_iter().max_by_key(|(_, v)| v.len()) {
-            Some((name, v)) => (name, v),
-            None => (
-                "whole trace".to_owned(),
-                whole_trace(trace).into_iter().collect(),
-            ),
+
+    /// The steps: `ProfilerStep#N` when present, else the annotation seen most often, else the
+    /// whole trace as one step; the first `warmup_steps` dropped when more remain.
+    #[must_use]
+    pub fn plan(self, opts: &Options) -> Plan {
+        let (step_source, mut steps) = if self.profiler.is_empty() {
+            if let Some((name, v)) = self.annotated.into_iter().max_by_key(|(_, v)| v.len()) {
+                (name, v)
+            } else {
+                let (ts, end) = (self.first_ts, self.last_end);
+                let whole = (ts.is_finite() && end >= ts).then_some(Step { ts, end });
+                ("whole trace".to_owned(), whole.into_iter().collect())
+            }
+        } else {
+            ("ProfilerStep".to_owned(), self.profiler)
+        };
+        steps.sort_by(|a, b| a.ts.total_cmp(&b.ts));
+        let steps_found = steps.len();
+        let drop = if steps_found > opts.warmup_steps + 1 {
+            opts.warmup_steps
+        } else {
+            0
+        };
+        steps.drain(..drop);
+        Plan {
+            step_source,
+            steps_found,
+            steps,
+            has_gpu: self.has_gpu,
         }
-    } else {
-        ("ProfilerStep".to_owned(), profiler)
-    };
-    steps.sort_by(|a, b| a.ts.total_cmp(&b.ts));
-    (source, steps)
+    }
 }
 
-fn whole_trace(trace: &Trace) -> Option<Step> {
-    let starts = trace
-        .cpu
-        .iter()
-        .map(|o| o.ts)
-        .chain(trace.gpu.iter().map(|o| o.ts));
-    let ends = trace
-        .cpu
-        .iter()
-        .map(CpuOp::end)
-        .chain(trace.gpu.iter().map(GpuOp::end));
-    let ts = starts.fold(f64::INFINITY, f64::min);
-    let end = ends.fold(f64::NEG_INFINITY, f64::max);
-    (ts.is_finite() && end >= ts).then_some(Step { ts, end })
+/// The steps an analysis uses (after warm-up), from pass 1.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    step_source: String,
+    steps_found: usize,
+    steps: Vec<Step>,
+    has_gpu: bool,
 }
 
-fn step_index(steps: &[Step], t: f64) -> Option<usize> {
-    let i = steps.partition_point(|s| s.ts <= t).checked_sub(1)?;
-    (t < steps[i].end).then_some(i)
+impl Plan {
+    /// Steps analysed.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// The step whose span holds `t`.
+    fn step_of(&self, t: f64) -> Option<usize> {
+        let i = self.slot_of(t).checked_sub(1)?;
+        (t < self.steps[i].end).then_some(i)
+    }
+
+    /// How many steps start at or before `t`: slot `k` runs from step `k - 1`'s start to step
+    /// `k`'s (slot 0 is before the first step).
+    fn slot_of(&self, t: f64) -> usize {
+        self.steps.partition_point(|s| s.ts <= t)
+    }
+}
+
+/// How many steps pass 2 keeps open at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// At most this many steps' GPU work and launch records are held: a step is analysed and
+    /// dropped as soon as GPU work of a step this many places later arrives. Exact when the file
+    /// delivers each step's GPU work within the window (as torch.profiler writes, in time order);
+    /// any record that arrives later makes the pass report [`Overflow`] instead of a number.
+    Steps(usize),
+    /// Every GPU record and launch is held to the end (the in-memory analysis; never overflows).
+    All,
+}
+
+/// A windowed pass met a record its window had already dropped; the numbers would be wrong, so
+/// the caller reruns with a wider window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overflow(pub &'static str);
+
+/// What a pass 2 held at most, to check the memory bound.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retained {
+    /// Most GPU-work and launch records held at once (each about 80 bytes).
+    pub high_water: usize,
+    /// Records fed to the pass.
+    pub records: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Launch {
+    ts: f64,
+    slot: usize,
+    /// Whether a GPU record has taken this launch's time (a later record with the same
+    /// correlation would then change an answer already given).
+    used: bool,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct GpuRec {
+    op: GpuOp,
+    /// Position among the trace's GPU work, so a step's records are analysed in file order
+    /// whatever order they were resolved in.
+    seq: u64,
+    launch: Option<f64>,
 }
 
 #[derive(Default, Clone, Copy)]
@@ -219,39 +330,83 @@ impl Stat {
     }
 }
 
-#[derive(Default)]
-struct Acc {
-    summary: StepSummary,
+/// Pass 2 of an analysis: takes every record in file order, counts host events into their step
+/// at once, and holds GPU work only until its step is complete (see [`Window`]). Per-name
+/// aggregates grow with the number of distinct names; per-step scalars with the number of steps.
+pub struct Analyser<'o> {
+    opts: &'o Options,
+    plan: Plan,
+    window: Window,
+    summaries: Vec<StepSummary>,
+    operators: HashMap<NameId, Stat>,
+    kernels: HashMap<NameId, Stat>,
     categories: BTreeMap<Category, f64>,
-    kernels: HashMap<u32, Stat>,
-    operators: HashMap<u32, Stat>,
+    launches: HashMap<i64, Launch>,
+    /// GPU work of steps not yet analysed, by step.
+    open: BTreeMap<usize, Vec<GpuRec>>,
+    /// GPU work whose launch has not been seen yet, by correlation (`Window::All`: all of it).
+    pending: HashMap<i64, Vec<GpuRec>>,
+    /// Steps `0..finalized` are analysed and their records dropped.
+    finalized: usize,
+    /// Lowest and highest correlation of the launch records dropped so far.
+    dropped: Option<(i64, i64)>,
+    seq: u64,
+    held: usize,
+    retained: Retained,
+    overflow: Option<Overflow>,
 }
 
-/// Analyses `trace`. Never fails: a trace without steps is analysed as one step, a trace without
-/// GPU rows reports `has_gpu = false` and its host operators.
-#[must_use]
-pub fn analyse(trace: &Trace, opts: &Options) -> Analysis {
-    let (step_source, all_steps) = find_steps(trace, opts);
-    let steps_found = all_steps.len();
-    let drop = if steps_found > opts.warmup_steps + 1 {
-        opts.warmup_steps
-    } else {
-        0
-    };
-    let steps: Vec<Step> = all_steps[drop..].to_vec();
-    let mut acc: Vec<Acc> = (0..steps.len()).map(|_| Acc::default()).collect();
+impl<'o> Analyser<'o> {
+    #[must_use]
+    pub fn new(opts: &'o Options, plan: Plan, window: Window) -> Self {
+        let n = plan.len();
+        Analyser {
+            opts,
+            plan,
+            window,
+            summaries: vec![StepSummary::default(); n],
+            operators: HashMap::new(),
+            kernels: HashMap::new(),
+            categories: BTreeMap::new(),
+            launches: HashMap::new(),
+            open: BTreeMap::new(),
+            pending: HashMap::new(),
+            finalized: 0,
+            dropped: None,
+            seq: 0,
+            held: 0,
+            retained: Retained::default(),
+            overflow: None,
+        }
+    }
 
-    let mut launch_ts: HashMap<i64, f64> = HashMap::new();
-    for op in &trace.cpu {
-        let step = step_index(&steps, op.ts);
+    /// Takes the next record in file order.
+    pub fn record(&mut self, names: &Names, record: &Record) {
+        self.retained.records += 1;
+        if self.overflow.is_some() {
+            return;
+        }
+        match record {
+            Record::Cpu(op) => self.cpu(names, op),
+            Record::Gpu(op) => self.gpu(names, op),
+        }
+        self.retained.high_water = self.retained.high_water.max(self.held);
+    }
+
+    fn overflow(&mut self, why: &'static str) {
+        self.overflow.get_or_insert(Overflow(why));
+    }
+
+    fn cpu(&mut self, names: &Names, op: &CpuOp) {
+        let step = self.plan.step_of(op.ts);
         match op.kind {
             CpuKind::Runtime | CpuKind::Driver => {
                 if op.correlation >= 0 {
-                    launch_ts.insert(op.correlation, op.ts);
+                    self.launch(names, op.correlation, op.ts);
                 }
                 if let Some(i) = step {
-                    let name = trace.cpu_name(op);
-                    let s = &mut acc[i].summary;
+                    let name = names.get(op.name);
+                    let s = &mut self.summaries[i];
                     if is_launch(name) {
                         s.launches += 1.0;
                         if name.contains("GraphLaunch") {
@@ -263,97 +418,292 @@ pub fn analyse(trace: &Trace, opts: &Options) -> Analysis {
                     }
                 }
             }
-            CpuKind::Operator | CpuKind::Annotation => {
-                if let Some(i) = step
-                    && !trace.cpu_name(op).starts_with("ProfilerStep#")
-                {
-                    acc[i].operators.entry(op.name).or_default().add(Stat {
-                        count: 1,
-                        total: op.dur,
-                        category: None,
-                    });
+            CpuKind::Operator | CpuKind::Annotation
+                if step.is_some() && !names.get(op.name).starts_with("ProfilerStep#") =>
+            {
+                self.operators.entry(op.name).or_default().add(Stat {
+                    count: 1,
+                    total: op.dur,
+                    category: None,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// A host record with a correlation: the launch time of the GPU work it links to (the last
+    /// such record in the file wins, as in the in-memory analysis).
+    fn launch(&mut self, names: &Names, correlation: i64, ts: f64) {
+        let slot = self.plan.slot_of(ts);
+        if self.window != Window::All {
+            if self.finalized > 0 && slot <= self.finalized {
+                return self.overflow("a launch arrived after its step was analysed");
+            }
+            if self
+                .dropped
+                .is_some_and(|(lo, hi)| (lo..=hi).contains(&correlation))
+            {
+                return self.overflow("a correlation id arrived out of order");
+            }
+        }
+        let new = Launch {
+            ts,
+            slot,
+            used: false,
+        };
+        match self.launches.insert(correlation, new) {
+            Some(old) if old.used => {
+                return self.overflow("a second launch record for a correlation already used");
+            }
+            Some(_) => {}
+            None => self.held += 1,
+        }
+        if self.window != Window::All
+            && let Some(waiting) = self.pending.remove(&correlation)
+        {
+            self.held -= waiting.len();
+            if let Some(l) = self.launches.get_mut(&correlation) {
+                l.used = true;
+            }
+            for mut rec in waiting {
+                rec.launch = Some(ts);
+                self.place(names, rec, ts);
+            }
+        }
+    }
+
+    fn gpu(&mut self, names: &Names, op: &GpuOp) {
+        if !op.kind.is_work() {
+            return;
+        }
+        let rec = GpuRec {
+            op: *op,
+            seq: self.seq,
+            launch: None,
+        };
+        self.seq += 1;
+        if self.window == Window::All {
+            self.pending.entry(op.correlation).or_default().push(rec);
+            self.held += 1;
+            return;
+        }
+        if op.correlation < 0 {
+            return self.place(names, rec, op.ts);
+        }
+        if let Some(l) = self.launches.get_mut(&op.correlation) {
+            l.used = true;
+            let ts = l.ts;
+            self.place(
+                names,
+                GpuRec {
+                    launch: Some(ts),
+                    ..rec
+                },
+                ts,
+            );
+        } else {
+            // Its launch may come later in the file (torch.profiler often writes the kernel
+            // first), or never (then its own start places it, at the end).
+            self.pending.entry(op.correlation).or_default().push(rec);
+            self.held += 1;
+        }
+    }
+
+    /// Puts GPU work into the step whose span holds `t` (its launch's time, else its own).
+    fn place(&mut self, names: &Names, rec: GpuRec, t: f64) {
+        let Some(i) = self.plan.step_of(t) else {
+            return; // launched outside the analysed steps
+        };
+        if i < self.finalized {
+            return self.overflow("GPU work arrived after its step was analysed");
+        }
+        self.open.entry(i).or_default().push(rec);
+        self.held += 1;
+        if let Window::Steps(lag) = self.window
+            && i + 1 > self.finalized + lag
+        {
+            self.finalize_until(names, i + 1 - lag);
+        }
+    }
+
+    /// Analyses steps `finalized..k` and drops their records and launches.
+    fn finalize_until(&mut self, names: &Names, k: usize) {
+        for i in self.finalized..k {
+            let mut ops = self.open.remove(&i).unwrap_or_default();
+            self.held -= ops.len();
+            ops.sort_by_key(|r| r.seq);
+            self.step_gpu(names, i, &ops);
+        }
+        self.finalized = self.finalized.max(k);
+        let before = self.launches.len();
+        let mut dropped = self.dropped;
+        self.launches.retain(|&corr, l| {
+            let keep = l.slot > k;
+            if !keep {
+                dropped =
+                    Some(dropped.map_or((corr, corr), |(lo, hi)| (lo.min(corr), hi.max(corr))));
+            }
+            keep
+        });
+        self.dropped = dropped;
+        self.held -= before - self.launches.len();
+    }
+
+    fn step_gpu(&mut self, names: &Names, i: usize, ops: &[GpuRec]) {
+        let step = self.plan.steps[i];
+        let options = self.opts;
+        let s = &mut self.summaries[i];
+        let merged = merge(ops.iter().map(|r| (r.op.ts, r.op.end())).collect());
+        let busy: f64 = merged.iter().map(|(start, end)| end - start).sum();
+        let window_end = merged.last().map_or(step.end, |m| m.1.max(step.end));
+        let window = window_end - step.ts;
+        s.wall_us = step.end - step.ts;
+        s.gpu_busy_us = busy;
+        s.gpu_idle_share = if window > 0.0 {
+            (1.0 - busy / window).clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let mut categories: BTreeMap<Category, f64> = BTreeMap::new();
+        let mut kernels: HashMap<NameId, Stat> = HashMap::new();
+        let mut by_stream: BTreeMap<i64, Vec<&GpuRec>> = BTreeMap::new();
+        for rec in ops {
+            let op = &rec.op;
+            let name = names.get(op.name);
+            match op.kind {
+                GpuKind::Kernel => s.kernels += 1.0,
+                GpuKind::Memcpy if name.contains("DtoH") => s.syncs += 1.0,
+                GpuKind::Memcpy if name.contains("HtoD") && name.contains("Pageable") => {
+                    s.pageable_htod_copies += 1.0;
+                }
+                _ => {}
+            }
+            let cat = options.classifier.classify(op.kind, name);
+            *categories.entry(cat).or_default() += op.dur;
+            kernels.entry(op.name).or_default().add(Stat {
+                count: 1,
+                total: op.dur,
+                category: Some(cat),
+            });
+            by_stream.entry(op.stream).or_default().push(rec);
+        }
+        for list in by_stream.values_mut() {
+            list.sort_by(|a, b| a.op.ts.total_cmp(&b.op.ts));
+            for w in list.windows(2) {
+                let prev_end = w[0].op.end();
+                let gap = (w[1].op.ts - prev_end).max(0.0);
+                if w[1].launch.is_some_and(|l| l > prev_end) {
+                    s.host_wait_us += gap;
+                } else if gap < options.kernel_wait_us {
+                    s.kernel_wait_us += gap;
+                } else {
+                    s.other_idle_us += gap;
                 }
             }
-            _ => {}
+        }
+        let n = self.plan.len().max(1) as f64;
+        for (c, t) in categories {
+            *self.categories.entry(c).or_default() += t / n;
+        }
+        for (k, st) in kernels {
+            self.kernels.entry(k).or_default().add(st);
         }
     }
 
-    let mut per_step_ops: Vec<Vec<(&GpuOp, Option<f64>)>> = vec![Vec::new(); steps.len()];
-    for op in &trace.gpu {
-        if !op.kind.is_work() {
-            continue;
+    /// Ends the pass: places GPU work whose launch never came by its own start, analyses the
+    /// steps still open and summarises. `Err` when the window was too narrow for this file.
+    pub fn finish(mut self, names: &Names) -> Result<(Analysis, Retained), Overflow> {
+        let pending: Vec<(i64, Vec<GpuRec>)> = self.pending.drain().collect();
+        for (correlation, recs) in pending {
+            self.held -= recs.len();
+            let launch = match self.window {
+                Window::All => self.launches.get(&correlation).map(|l| l.ts),
+                Window::Steps(_) => {
+                    if self
+                        .dropped
+                        .is_some_and(|(lo, hi)| (lo..=hi).contains(&correlation))
+                    {
+                        self.overflow("GPU work arrived after its launch was dropped");
+                    }
+                    None
+                }
+            };
+            for rec in recs {
+                let t = launch.unwrap_or(rec.op.ts);
+                self.place(names, GpuRec { launch, ..rec }, t);
+            }
         }
-        let launch = launch_ts.get(&op.correlation).copied();
-        if let Some(i) = step_index(&steps, launch.unwrap_or(op.ts)) {
-            per_step_ops[i].push((op, launch));
+        if let Some(o) = self.overflow {
+            return Err(o);
+        }
+        self.finalize_until(names, self.plan.len());
+        let retained = self.retained;
+        Ok((self.summarise(names), retained))
+    }
+
+    fn summarise(self, names: &Names) -> Analysis {
+        let n = self.plan.len().max(1) as f64;
+        let mut step = StepSummary::default();
+        for s in &self.summaries {
+            step.wall_us += s.wall_us / n;
+            step.gpu_busy_us += s.gpu_busy_us / n;
+            step.gpu_idle_share += s.gpu_idle_share / n;
+            step.kernels += s.kernels / n;
+            step.launches += s.launches / n;
+            step.graph_launches += s.graph_launches / n;
+            step.syncs += s.syncs / n;
+            step.pageable_htod_copies += s.pageable_htod_copies / n;
+            step.host_wait_us += s.host_wait_us / n;
+            step.kernel_wait_us += s.kernel_wait_us / n;
+            step.other_idle_us += s.other_idle_us / n;
+        }
+        Analysis {
+            schema_version: ANALYSIS_SCHEMA,
+            step_source: self.plan.step_source,
+            steps_found: self.plan.steps_found,
+            steps_used: self.plan.steps.len(),
+            has_gpu: self.plan.has_gpu,
+            step,
+            categories: self.categories,
+            kernels: top(names, self.kernels, n),
+            operators: top(names, self.operators, n),
+            step_walls_us: self.plan.steps.iter().map(|s| s.end - s.ts).collect(),
         }
     }
-    for (i, ops) in per_step_ops.iter().enumerate() {
-        step_gpu(trace, opts, steps[i], ops, &mut acc[i]);
-    }
-    summarise(trace, step_source, steps_found, &steps, acc)
 }
 
-fn step_gpu(
-    trace: &Trace,
-    options: &Options,
-    step: Step,
-    ops: &[(&GpuOp, Option<f64>)],
-    acc: &mut Acc,
-) {
-    let s = &mut acc.summary;
-    let merged = merge(ops.iter().map(|(o, _)| (o.ts, o.end())).collect());
-    let busy: f64 = merged.iter().map(|(start, end)| end - start).sum();
-    let window_end = merged.last().map_or(step.end, |m| m.1.max(step.end));
-    let window = window_end - step.ts;
-    s.wall_us = step.end - step.ts;
-    s.gpu_busy_us = busy;
-    s.gpu_idle_share = if window > 0.0 {
-        (1.0 - busy / window).clamp(0.0, 1.0)
-    } else {
-        0.0
+/// Analyses `trace` in memory. Never fails: a trace without steps is analysed as one step, a
+/// trace without GPU rows reports `has_gpu = false` and its host operators. A trace on disk is
+/// better analysed with `source::analyse_file`, which streams it in bounded memory.
+#[must_use]
+pub fn analyse(trace: &Trace, opts: &Options) -> Analysis {
+    let records = || {
+        trace
+            .cpu
+            .iter()
+            .map(|op| Record::Cpu(*op))
+            .chain(trace.gpu.iter().map(|op| Record::Gpu(*op)))
     };
-    let mut by_stream: BTreeMap<i64, Vec<(&GpuOp, Option<f64>)>> = BTreeMap::new();
-    for &(op, launch) in ops {
-        let name = trace.gpu_name(op);
-        match op.kind {
-            GpuKind::Kernel => s.kernels += 1.0,
-            GpuKind::Memcpy if name.contains("DtoH") => s.syncs += 1.0,
-            GpuKind::Memcpy if name.contains("HtoD") && name.contains("Pageable") => {
-                s.pageable_htod_copies += 1.0;
-            }
-            _ => {}
-        }
-        let cat = options.classifier.classify(op.kind, name);
-        *acc.categories.entry(cat).or_default() += op.dur;
-        acc.kernels.entry(op.name).or_default().add(Stat {
-            count: 1,
-            total: op.dur,
-            category: Some(cat),
-        });
-        by_stream.entry(op.stream).or_default().push((op, launch));
+    let mut finder = StepFinder::default();
+    for r in records() {
+        finder.record(&trace.names, &r, opts);
     }
-    for list in by_stream.values_mut() {
-        list.sort_by(|a, b| a.0.ts.total_cmp(&b.0.ts));
-        for w in list.windows(2) {
-            let prev_end = w[0].0.end();
-            let gap = (w[1].0.ts - prev_end).max(0.0);
-            if w[1].1.is_some_and(|l| l > prev_end) {
-                s.host_wait_us += gap;
-            } else if gap < options.kernel_wait_us {
-                s.kernel_wait_us += gap;
-            } else {
-                s.other_idle_us += gap;
-            }
-        }
+    let mut analyser = Analyser::new(opts, finder.plan(opts), Window::All);
+    for r in records() {
+        analyser.record(&trace.names, &r);
     }
+    // Invariant: `Window::All` holds every record to the end, so nothing overflows.
+    analyser
+        .finish(&trace.names)
+        .expect("an unwindowed pass never overflows")
+        .0
 }
 
-fn top(trace: &Trace, map: HashMap<u32, Stat>, n: f64) -> Vec<NameStat> {
+fn top(names: &Names, map: HashMap<NameId, Stat>, n: f64) -> Vec<NameStat> {
     let mut rows: Vec<NameStat> = map
         .into_iter()
         .map(|(id, st)| NameStat {
-            name: trace.names.get(id).to_owned(),
+            name: names.get(id).to_owned(),
             category: st.category,
             count: f64::from(st.count) / n,
             total_us: st.total / n,
@@ -374,53 +724,4 @@ fn top(trace: &Trace, map: HashMap<u32, Stat>, n: f64) -> Vec<NameStat> {
         });
     }
     rows
-}
-
-fn summarise(
-    trace: &Trace,
-    step_source: String,
-    steps_found: usize,
-    steps: &[Step],
-    acc: Vec<Acc>,
-) -> Analysis {
-    let n = steps.len().max(1) as f64;
-    let mut step = StepSummary::default();
-    let mut categories: BTreeMap<Category, f64> = BTreeMap::new();
-    let mut kernels: HashMap<u32, Stat> = HashMap::new();
-    let mut operators: HashMap<u32, Stat> = HashMap::new();
-    for a in acc {
-        let s = a.summary;
-        step.wall_us += s.wall_us / n;
-        step.gpu_busy_us += s.gpu_busy_us / n;
-        step.gpu_idle_share += s.gpu_idle_share / n;
-        step.kernels += s.kernels / n;
-        step.launches += s.launches / n;
-        step.graph_launches += s.graph_launches / n;
-        step.syncs += s.syncs / n;
-        step.pageable_htod_copies += s.pageable_htod_copies / n;
-        step.host_wait_us += s.host_wait_us / n;
-        step.kernel_wait_us += s.kernel_wait_us / n;
-        step.other_idle_us += s.other_idle_us / n;
-        for (c, t) in a.categories {
-            *categories.entry(c).or_default() += t / n;
-        }
-        for (k, st) in a.kernels {
-            kernels.entry(k).or_default().add(st);
-        }
-        for (k, st) in a.operators {
-            operators.entry(k).or_default().add(st);
-        }
-    }
-    Analysis {
-        schema_version: ANALYSIS_SCHEMA,
-        step_source,
-        steps_found,
-        steps_used: steps.len(),
-        has_gpu: trace.gpu.iter().any(|o| o.kind.is_work()),
-        step,
-        categories,
-        kernels: top(trace, kernels, n),
-        operators: top(trace, operators, n),
-        step_walls_us: steps.iter().map(|s| s.end - s.ts).collect(),
-    }
 }

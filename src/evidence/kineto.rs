@@ -3,8 +3,9 @@
 //! file (see `source.rs`).
 //!
 //! Each element of `traceEvents` is deserialised into a typed event with only the fields the model
-//! needs and dropped at once, so memory holds the compact records, never the JSON (a whole-file
-//! `serde_json::Value` parses about 6x slower; shared/CRATES.md). Accepted variations: `pid`/`tid`
+//! needs, handed to a sink as a compact [`Record`] and dropped at once: [`stream`] holds one event,
+//! never the JSON (a whole-file `serde_json::Value` parses about 6x slower; shared/CRATES.md);
+//! [`read`] collects the records into a [`Trace`]. Accepted variations: `pid`/`tid`
 //! as strings or integers, ids above `i64::MAX`, integer or fractional timestamps, a bare JSON
 //! array instead of the `{"traceEvents": [...]}` object.
 
@@ -14,7 +15,7 @@ use std::io::Read;
 use serde::Deserialize;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::model::{CpuKind, CpuOp, GpuKind, GpuOp, Trace};
+use super::model::{CpuKind, CpuOp, GpuKind, GpuOp, Names, Trace};
 
 /// Why a trace could not be read. The position is the reader's line and column.
 #[derive(Debug, thiserror::Error)]
@@ -73,28 +74,75 @@ impl From<serde_json::Error> for KinetoError {
     }
 }
 
-/// Reads a whole trace from `input` (already decompressed).
+/// One record of the evidence model, as the reader hands it to a sink.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Record {
+    Gpu(GpuOp),
+    Cpu(CpuOp),
+}
+
+/// What the reader learnt about the file besides its records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Meta {
+    /// Whether any timestamp was written with a fraction (see [`Trace::float_timestamps`]).
+    pub float_timestamps: bool,
+    /// `distributedInfo.rank`, when present.
+    pub rank: Option<i64>,
+    /// Events seen in `traceEvents`, including those the model does not keep.
+    pub events_seen: u64,
+}
+
+/// Reads a whole trace from `input` (already decompressed) into memory.
 pub fn read(input: impl Read) -> Result<Trace, KinetoError> {
+    let mut trace = Trace::default();
+    let mut gpu = Vec::new();
+    let mut cpu = Vec::new();
+    let meta = stream(input, &mut trace.names, |_, record| match record {
+        Record::Gpu(op) => gpu.push(op),
+        Record::Cpu(op) => cpu.push(op),
+    })?;
+    trace.gpu = gpu;
+    trace.cpu = cpu;
+    trace.float_timestamps = meta.float_timestamps;
+    trace.rank = meta.rank;
+    trace.events_seen = meta.events_seen;
+    Ok(trace)
+}
+
+/// Streams `input` (already decompressed): each complete event becomes a [`Record`] handed to
+/// `sink` in file order and is not kept; names are interned into `names` (which the sink can
+/// read). Memory: the parser's buffer, one event and the name table.
+pub fn stream<F: FnMut(&Names, Record)>(
+    input: impl Read,
+    names: &mut Names,
+    sink: F,
+) -> Result<Meta, KinetoError> {
     let reader = std::io::BufReader::with_capacity(1 << 16, input);
     let mut de = serde_json::Deserializer::from_reader(reader);
-    let mut builder = Builder::default();
+    let mut builder = Builder {
+        names,
+        sink,
+        meta: Meta::default(),
+        saw_events: false,
+    };
     TopSeed(&mut builder).deserialize(&mut de)?;
     de.end()?;
     if !builder.saw_events {
         return Err(KinetoError::NoEvents);
     }
-    Ok(builder.trace)
+    Ok(builder.meta)
 }
 
-#[derive(Default)]
-struct Builder {
-    trace: Trace,
+struct Builder<'n, F> {
+    names: &'n mut Names,
+    sink: F,
+    meta: Meta,
     saw_events: bool,
 }
 
-impl Builder {
+impl<F: FnMut(&Names, Record)> Builder<'_, F> {
     fn push(&mut self, ev: RawEvent<'_>) {
-        self.trace.events_seen += 1;
+        self.meta.events_seen += 1;
         let (Some(ts), Some(dur)) = (ev.ts, ev.dur) else {
             return;
         };
@@ -107,12 +155,12 @@ impl Builder {
             return; // the profiler's own span
         }
         if ts.float || dur.float {
-            self.trace.float_timestamps = true;
+            self.meta.float_timestamps = true;
         }
-        let name = self.trace.names.intern(ev.name.as_deref().unwrap_or(""));
+        let name = self.names.intern(ev.name.as_deref().unwrap_or(""));
         let args = ev.args.unwrap_or_default();
         let correlation = args.correlation.and_then(Id::into_i64).unwrap_or(-1);
-        if let Some(stream) = args.stream.and_then(Id::into_i64) {
+        let record = if let Some(stream) = args.stream.and_then(Id::into_i64) {
             let kind = match cat {
                 "kernel" | "Kernel" => GpuKind::Kernel,
                 "gpu_memcpy" | "Memcpy" => GpuKind::Memcpy,
@@ -120,7 +168,7 @@ impl Builder {
                 "cuda_sync" => GpuKind::Sync,
                 _ => GpuKind::Other,
             };
-            self.trace.gpu.push(GpuOp {
+            Record::Gpu(GpuOp {
                 ts: ts.value,
                 dur: dur.value,
                 name,
@@ -129,7 +177,7 @@ impl Builder {
                 device: args.device.and_then(Id::into_i64).unwrap_or(-1),
                 correlation,
                 bytes: args.bytes.and_then(Id::into_u64),
-            });
+            })
         } else {
             let kind = match cat {
                 "cpu_op" | "Operator" => CpuKind::Operator,
@@ -140,28 +188,29 @@ impl Builder {
                 "python_function" => CpuKind::Python,
                 _ => CpuKind::Other,
             };
-            self.trace.cpu.push(CpuOp {
+            Record::Cpu(CpuOp {
                 ts: ts.value,
                 dur: dur.value,
                 name,
                 kind,
                 correlation,
-            });
-        }
+            })
+        };
+        (self.sink)(self.names, record);
     }
 }
 
 /// The top level: an object with `traceEvents` (and `distributedInfo`), or a bare event array.
-struct TopSeed<'b>(&'b mut Builder);
+struct TopSeed<'b, 'n, F>(&'b mut Builder<'n, F>);
 
-impl<'de> DeserializeSeed<'de> for TopSeed<'_> {
+impl<'de, F: FnMut(&Names, Record)> DeserializeSeed<'de> for TopSeed<'_, '_, F> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for TopSeed<'_> {
+impl<'de, F: FnMut(&Names, Record)> Visitor<'de> for TopSeed<'_, '_, F> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a trace object with traceEvents, or an array of trace events")
@@ -176,7 +225,7 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
                 }
                 "distributedInfo" => {
                     let info: DistributedInfo = map.next_value()?;
-                    self.0.trace.rank = info.rank.and_then(Id::into_i64);
+                    self.0.meta.rank = info.rank.and_then(Id::into_i64);
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;
@@ -192,16 +241,16 @@ impl<'de> Visitor<'de> for TopSeed<'_> {
     }
 }
 
-struct EventsSeed<'b>(&'b mut Builder);
+struct EventsSeed<'b, 'n, F>(&'b mut Builder<'n, F>);
 
-impl<'de> DeserializeSeed<'de> for EventsSeed<'_> {
+impl<'de, F: FnMut(&Names, Record)> DeserializeSeed<'de> for EventsSeed<'_, '_, F> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_seq(self)
     }
 }
 
-impl<'de> Visitor<'de> for EventsSeed<'_> {
+impl<'de, F: FnMut(&Names, Record)> Visitor<'de> for EventsSeed<'_, '_, F> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an array of trace events")

@@ -20,10 +20,10 @@ mod analysis_tests;
 #[cfg(test)]
 mod hta_golden;
 
-pub use analysis::{Analysis, NameStat, Options, StepSummary, analyse};
+pub use analysis::{Analysis, NameStat, Options, StepSummary, Window, analyse};
 pub use classify::{Category, Classifier};
 pub use diagnosis::{attention_growth, diagnose};
 pub use diff::{Change, TraceDiff, diff};
 pub use kineto::KinetoError;
 pub use model::{CpuKind, CpuOp, GpuKind, GpuOp, NameId, Names, Trace};
-pub use source::{TraceFileError, load};
+pub use source::{StreamStats, TraceFileError, analyse_file, load};

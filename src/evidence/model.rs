@@ -2,8 +2,9 @@
 //! (kernels, copies, memsets, syncs on a device stream) and host-side operations (operators,
 //! annotations, runtime calls), with times in microseconds as the profiler wrote them.
 //!
-//! Records are compact (about 40 bytes) so a trace of millions of events costs a fraction of its
-//! file size; the JSON text itself is never kept.
+//! Records are compact (about 40 bytes); the JSON text itself is never kept. A whole [`Trace`] grows
+//! with the file; the analysis of a file on disk streams its records instead
+//! (`source::analyse_file`) and holds about one step of them.
 
 use std::collections::HashMap;
 
