@@ -157,8 +157,19 @@ timeout_s = 20
 
     /// `utilgate run` on a branch with the given harness environment.
     pub fn run(&self, branch: &str, envs: &[(&str, &str)]) -> Output {
+        self.run_with(&[], branch, envs)
+    }
+
+    /// [`TestEnv::run`] with `--trusted`: for a store URL that holds its password, beside
+    /// which `run` refuses to start an untrusted harness.
+    pub fn run_trusted(&self, branch: &str, envs: &[(&str, &str)]) -> Output {
+        self.run_with(&["--trusted"], branch, envs)
+    }
+
+    fn run_with(&self, flags: &[&str], branch: &str, envs: &[(&str, &str)]) -> Output {
         let mut cmd = self.cmd();
-        cmd.args(["run", "--branch", branch, "--git-sha", "0123456789abcdef"]);
+        cmd.arg("run").args(flags);
+        cmd.args(["--branch", branch, "--git-sha", "0123456789abcdef"]);
         for (k, v) in envs {
             cmd.env(k, v);
         }

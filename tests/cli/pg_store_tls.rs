@@ -99,7 +99,7 @@ fn make_server_cert(dir: &Path, ca: &str) {
 }
 
 fn run_on(env: &TestEnv, url: &str) -> Output {
-    env.run("main", &[("UTILGATE_DB", url)])
+    env.run_trusted("main", &[("UTILGATE_DB", url)])
 }
 
 #[test]
