@@ -93,8 +93,7 @@ pub fn find_on(program: &str, path: Option<&OsString>) -> Option<PathBuf> {
     std::env::split_paths(path?)
         .map(|dir| dir.join(program))
         .find(|p| {
-            std::fs::metadata(p)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
 }
 

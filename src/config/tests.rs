@@ -348,9 +348,7 @@ fn nsight_keys_parse_and_a_bad_ncu_table_names_the_field_and_fix() {
     let ctx = ValidationContext {
         known_models: &names,
     };
-    let text = format!(
-        "{EXAMPLE}nsys = true\nncu = {{ kernel_regex = \"gemm|gemv\" }}\n"
-    );
+    let text = format!("{EXAMPLE}nsys = true\nncu = {{ kernel_regex = \"gemm|gemv\" }}\n");
     let config = parse(&text, Path::new("u.toml")).expect("parses");
     let suite = &config.suites[0];
     assert!(suite.nsys);
@@ -362,8 +360,15 @@ fn nsight_keys_parse_and_a_bad_ncu_table_names_the_field_and_fix() {
     let config = parse(&text, Path::new("u.toml")).expect("parses");
     let problems = validate(&config, &ctx);
     let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
-    assert_eq!(keys, vec!["suite[0].ncu.kernel_regex", "suite[0].ncu.count"]);
-    assert!(problems[0].message.contains("not a regular expression"), "{}", problems[0]);
+    assert_eq!(
+        keys,
+        vec!["suite[0].ncu.kernel_regex", "suite[0].ncu.count"]
+    );
+    assert!(
+        problems[0].message.contains("not a regular expression"),
+        "{}",
+        problems[0]
+    );
     assert!(problems[1].hint.contains("count = 5"), "{}", problems[1]);
     let text = format!("{EXAMPLE}ncu = {{ kernel_regex = \" \" }}\n");
     let config = parse(&text, Path::new("u.toml")).expect("parses");

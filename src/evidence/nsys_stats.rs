@@ -385,7 +385,10 @@ Total,Operations,Average,Minimum,Maximum,Operation\n\
         assert_eq!(r[0].report, "cuda_gpu_kern_sum");
         assert_eq!(r[0].rows.len(), 2);
         let k = &r[0].rows[0];
-        assert_eq!((k.count, k.total, k.median, k.stddev), (3, 300_000.0, 100_000.0, 10_000.0));
+        assert_eq!(
+            (k.count, k.total, k.median, k.stddev),
+            (3, 300_000.0, 100_000.0, 10_000.0)
+        );
         assert_eq!(k.share_pct, 75.0);
         assert_eq!(r[1].report, "nvtx_sum");
         assert_eq!(r[1].rows[0].name, "decode_step");
@@ -401,14 +404,23 @@ Total,Operations,Average,Minimum,Maximum,Operation\n\
         assert_eq!(r[0].report, "cuda_gpu_kern_sum");
         assert_eq!(r[0].written_as, "gpukernsum");
         let k = &r[0].rows[0];
-        assert_eq!((k.name.as_str(), k.count, k.avg, k.min, k.max), ("gemv_kernel", 3, 200.0, 100.0, 300.0));
+        assert_eq!(
+            (k.name.as_str(), k.count, k.avg, k.min, k.max),
+            ("gemv_kernel", 3, 200.0, 100.0, 300.0)
+        );
         assert!(k.median.is_nan() && k.stddev.is_nan(), "missing, not zero");
         assert_eq!(r[1].report, "cuda_gpu_mem_size_sum");
         let m = &r[1].rows[0];
         assert_eq!(m.total, 2048.0 * 1024.0, "KiB in bytes");
         assert_eq!(m.share_pct, 100.0);
         let s = summary(&r);
-        assert!(s.notes.iter().any(|n| n.contains("gpukernsum read as cuda_gpu_kern_sum")), "{:?}", s.notes);
+        assert!(
+            s.notes
+                .iter()
+                .any(|n| n.contains("gpukernsum read as cuda_gpu_kern_sum")),
+            "{:?}",
+            s.notes
+        );
     }
 
     #[test]
@@ -418,13 +430,22 @@ Total,Operations,Average,Minimum,Maximum,Operation\n\
         let r = parse(bare, Some("out/run_cuda_api_sum.csv")).expect("named by file");
         assert_eq!(r[0].report, "cuda_api_sum");
         let r = parse(bare, Some("run_cudaapisum.csv")).expect("older name in file");
-        assert_eq!((r[0].report, r[0].written_as.as_str()), ("cuda_api_sum", "cudaapisum"));
+        assert_eq!(
+            (r[0].report, r[0].written_as.as_str()),
+            ("cuda_api_sum", "cudaapisum")
+        );
         let err = parse(bare, None).expect_err("no name anywhere");
         assert!(err.to_string().contains("name"), "{err}");
         let err = parse(bare, Some("run_osrt_sum.csv")).expect_err("not a summary read here");
-        assert!(err.to_string().contains("name") || err.to_string().contains("osrt"), "{err}");
-        let err = parse("Time (%),Total Time (ns),Widgets\n1,2,3\n", Some("x_nvtx_sum.csv"))
-            .expect_err("no name column");
+        assert!(
+            err.to_string().contains("name") || err.to_string().contains("osrt"),
+            "{err}"
+        );
+        let err = parse(
+            "Time (%),Total Time (ns),Widgets\n1,2,3\n",
+            Some("x_nvtx_sum.csv"),
+        )
+        .expect_err("no name column");
         assert!(matches!(err, StatsCsvError::MissingColumn { .. }), "{err}");
         assert!(parse("hello\nworld\n", None).is_err());
         let bad = "Time (%),Total Time (ns),Instances,Name\n1.0,lots,1,k\n";

@@ -173,7 +173,11 @@ pub fn analyse_export(e: &Export, opts: &Options) -> NsysSteps {
 fn nccl_overlap(trace: &Trace, a: &Analysis, opts: &Options) -> NcclOverlap {
     let step_ranges: Vec<(f64, f64)> = if a.step_source == "whole trace" {
         // As the analysis's whole-trace step: from the first host or GPU event to the last end.
-        let starts = trace.cpu.iter().map(|o| o.ts).chain(trace.gpu.iter().map(|o| o.ts));
+        let starts = trace
+            .cpu
+            .iter()
+            .map(|o| o.ts)
+            .chain(trace.gpu.iter().map(|o| o.ts));
         let ends = trace
             .cpu
             .iter()
@@ -276,8 +280,7 @@ mod tests {
         let mut corr = 1;
         for s in 0..3_i64 {
             let t0 = 1_000_000 + s * 100_000;
-            e.nvtx
-                .push(span("decode_step", t0, t0 + 100_000, None));
+            e.nvtx.push(span("decode_step", t0, t0 + 100_000, None));
             e.runtime.push(span(
                 "cudaLaunchKernel_v7000",
                 t0 + 1_000,
@@ -322,7 +325,10 @@ mod tests {
         // GEMM 5..45 and NCCL 35..65 merge to 60 µs busy.
         assert!((a.step.gpu_busy_us - 60.0).abs() < 1e-9, "{:?}", a.step);
         assert!((a.step.launches - 2.0).abs() < 1e-9);
-        assert!((a.step.syncs - 1.0).abs() < 1e-9, "versioned sync call counted");
+        assert!(
+            (a.step.syncs - 1.0).abs() < 1e-9,
+            "versioned sync call counted"
+        );
         assert!((a.categories[&Category::Gemm] - 40.0).abs() < 1e-9);
         assert!((a.categories[&Category::Communication] - 30.0).abs() < 1e-9);
         assert!((steps.nccl.nccl_us - 30.0).abs() < 1e-9, "{:?}", steps.nccl);

@@ -128,7 +128,11 @@ impl ProtocolError {
             }
             ProtocolErrorKind::ProfileNotString { key, .. } => format!(
                 "write the file as {{\"{key}\": \"path/to/report.{}\"}}",
-                if *key == "nsys" { "nsys-rep" } else { "ncu-rep" }
+                if *key == "nsys" {
+                    "nsys-rep"
+                } else {
+                    "ncu-rep"
+                }
             ),
         }
     }

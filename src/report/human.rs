@@ -220,7 +220,11 @@ fn details(out: &mut String, c: &CaseReport) {
             let _ = writeln!(out, "  {what}: warning: {w}");
         }
         if !ev.diff_lines.is_empty() {
-            let _ = writeln!(out, "  {} diff against the baseline's ({}):", ev.kind, ev.file);
+            let _ = writeln!(
+                out,
+                "  {} diff against the baseline's ({}):",
+                ev.kind, ev.file
+            );
             for line in &ev.diff_lines {
                 let _ = writeln!(out, "    {line}");
             }

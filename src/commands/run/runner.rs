@@ -242,13 +242,7 @@ impl Runner<'_> {
             wrap: Some(&wrap),
         };
         let mut profiled = Measured::default();
-        self.measure_with(
-            plan,
-            repeat..repeat + 1,
-            &mut profiled,
-            Some(&extra),
-            None,
-        )?;
+        self.measure_with(plan, repeat..repeat + 1, &mut profiled, Some(&extra), None)?;
         let reported = if kind == "nsys" {
             profiled.nsys.last()
         } else {
