@@ -438,7 +438,7 @@ mod tests {
         let nsys = Profiler::Nsys.wrap(Path::new("/opt/nsys"), Path::new("/tmp/d/case"), cmd);
         assert_eq!(
             nsys,
-            r#"'/opt/nsys' profile -t cuda,nvtx,osrt --capture-range=cudaProfilerApi --capture-range-end=stop --force-overwrite true -o '/tmp/d/case' sh -c 'cd bench && python3 run.py --name '\''a b'\'''"#
+            r"'/opt/nsys' profile -t cuda,nvtx,osrt --capture-range=cudaProfilerApi --capture-range-end=stop --force-overwrite true -o '/tmp/d/case' sh -c 'cd bench && python3 run.py --name '\''a b'\'''"
         );
         let ncu = Profiler::Ncu {
             kernel_regex: "gemm|gemv".into(),

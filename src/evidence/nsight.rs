@@ -220,6 +220,10 @@ pub const KEEP_ROWS: usize = 200;
 /// later run is diffed against once the raw file is pruned.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per stored file, built once and serialised"
+)]
 pub enum NsightSummary {
     Nsys {
         schema_version: u32,

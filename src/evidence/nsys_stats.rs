@@ -343,6 +343,7 @@ pub fn summary(reports: &[StatsReport]) -> Summary {
 }
 
 #[cfg(test)]
+#[expect(clippy::float_cmp, reason = "figures parsed exactly from text")]
 mod tests {
     use super::*;
 

@@ -215,6 +215,10 @@ pub fn parse_with(text: &str, range: StepRange) -> Result<HarnessReport, Protoco
     Ok(report)
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one match per known key of the protocol, in the order they are documented"
+)]
 fn parse_line(
     content: &str,
     report: &mut HarnessReport,

@@ -2,7 +2,7 @@
 //! extra repeat under the profiler after the timed ones. No GPU here, so `nsys` and `ncu` are
 //! stand-in scripts first on PATH: real child processes that parse the real command line, run
 //! the harness command they were given and write what the real tools write, from real captured
-//! files (pipit's CloverLeaf export, with NVTX `decode_step` ranges added here; microgpusim's
+//! files (pipit's `CloverLeaf` export, with NVTX `decode_step` ranges added here; microgpusim's
 //! `ncu --csv` of vecAdd). The stored evidence and every report's Nsight section are asserted;
 //! so are harness-reported files (`{"nsys": path}`), the missing-profiler warning and bad input.
 
@@ -22,7 +22,7 @@ fn fixture(path: &str) -> PathBuf {
 
 /// Stand-in `nsys`: `profile [options] -o OUT CMD...` logs its arguments, runs CMD and writes
 /// OUT.nsys-rep (unless `NSYS_CRASH=1`: it dies like a crashed profiler); `export ... --output
-/// OUT REP` copies `$NSYS_EXPORT_SRC` (a real SQLite export) to OUT.
+/// OUT REP` copies `$NSYS_EXPORT_SRC` (a real `SQLite` export) to OUT.
 const FAKE_NSYS: &str = r#"#!/bin/sh
 echo "nsys $*" >> "$PROFILER_LOG"
 cmd="$1"; shift
@@ -80,7 +80,7 @@ fn write_exe(path: &Path, text: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
-/// The CloverLeaf export with eight NVTX `decode_step` push/pop ranges over its activity (and,
+/// The `CloverLeaf` export with eight NVTX `decode_step` push/pop ranges over its activity (and,
 /// with `slow`, every `par_ranged2d_kernel` twice as long): the "then" and "now" of a run.
 fn export_with_steps(dir: &Path, name: &str, slow: bool) -> PathBuf {
     let gz = std::fs::read(fixture("nsight_systems/cloverleaf.sqlite.gz")).expect("fixture");
@@ -213,6 +213,10 @@ fn stored_blobs(env: &TestEnv) -> Vec<(String, String, i64)> {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end story: runs, then every report and the store"
+)]
 fn nsys_runs_one_extra_repeat_and_the_regressed_case_shows_the_nvtx_step_diff() {
     let p = profiled_env("nsys = true");
     let then = export_with_steps(p.env.path(), "then.sqlite", false);
@@ -373,6 +377,10 @@ fn ncu_profiles_the_named_kernels_and_reports_them_with_the_reading_guide() {
 }
 
 #[test]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end story: runs, then every report and the store"
+)]
 fn a_file_the_harness_reports_is_attached_and_bad_files_are_warnings() {
     let env = TestEnv::new();
     let export = export_with_steps(env.path(), "mine.sqlite", false);

@@ -241,12 +241,12 @@ impl Runner<'_> {
             env: vec![(nsight::PROFILER_ENV.to_owned(), kind.to_owned())],
             wrap: Some(&wrap),
         };
-        let mut profiled = Measured::default();
-        self.measure_with(plan, repeat..repeat + 1, &mut profiled, Some(&extra), None)?;
+        let mut under = Measured::default();
+        self.measure_with(plan, repeat..repeat + 1, &mut under, Some(&extra), None)?;
         let reported = if kind == "nsys" {
-            profiled.nsys.last()
+            under.nsys.last()
         } else {
-            profiled.ncu.last()
+            under.ncu.last()
         };
         let file = reported.map_or_else(
             || profiler.report_file(&out),
@@ -267,7 +267,7 @@ impl Runner<'_> {
                 )),
             }
         };
-        if let Some(err) = profiled.error {
+        if let Some(err) = under.error {
             let first = format!(
                 "the {kind} repeat failed ({}): {err}",
                 profiler.wrap(&program, &out, "...")
