@@ -140,8 +140,10 @@ pub enum Command {
     /// exit 0 good, 1 bad, 125 skip.
     #[command(after_help = help::BISECT)]
     Bisect(BisectArgs),
-    /// Analyse profiler traces (torch.profiler / Kineto JSON, .json.gz, or a
-    /// `tensorboard_trace_handler` directory): per-step breakdown, diagnosis, and the diff of two.
+    /// Analyse profiler evidence (torch.profiler / Kineto JSON, .json.gz, or a
+    /// `tensorboard_trace_handler` directory; Nsight Systems .sqlite, .nsys-rep or `nsys stats`
+    /// CSV; Nsight Compute `ncu --csv` or .ncu-rep): per-step breakdown, diagnosis, and the diff
+    /// of two.
     #[command(after_help = help::TRACE, subcommand)]
     Trace(TraceCommand),
 }

@@ -135,6 +135,8 @@ pub enum Error {
     Trace(#[from] TraceFileError),
     #[error(transparent)]
     Nsys(#[from] crate::evidence::nsys_sqlite::NsysError),
+    #[error(transparent)]
+    NsightFile(#[from] crate::commands::nsight::NsightFileError),
     #[error("Nsight Compute file {}: {source}", path.display())]
     Ncu {
         path: PathBuf,
@@ -225,6 +227,7 @@ impl Error {
             Error::Serve(e) => e.hint(),
             Error::Trace(e) => e.hint(),
             Error::Nsys(e) => e.hint(),
+            Error::NsightFile(e) => e.hint(),
             Error::Ncu { source, .. } => source.hint(),
             Error::NoSuites { .. } => Some(
                 "add a [[suite]] table with name, command, models, precisions, phases, batches and contexts (`utilgate config default` shows one)".into(),

@@ -209,7 +209,9 @@ pub const BISECT: &str = plain!(
 
 pub const TRACE: &str = plain!(
     "  utilgate trace show traces/worker0.1733000000.pt.trace.json.gz
-  utilgate trace diff then.json.gz now.json.gz"
+  utilgate trace diff then.json.gz now.json.gz
+  utilgate trace show report.nsys-rep        # nsys export --type sqlite runs first
+  utilgate trace diff then.ncu.csv now.ncu.csv"
 );
 
 pub const TRACE_SHOW: &str = plain!(

@@ -92,7 +92,8 @@ pub enum TraceCommand {
 #[derive(Debug, Args)]
 pub struct TraceShowArgs {
     /// A trace file (.json or .json.gz), a directory holding *.pt.trace.json[.gz] (the newest
-    /// is read), or a stored run's id with `--case`.
+    /// is read), an Nsight file (.sqlite, .nsys-rep, nsys stats CSV, ncu CSV, .ncu-rep), or a
+    /// stored run's id with `--case`.
     pub trace: PathBuf,
     /// With a run id: the case key, as `runs show` prints it (suite/model/precision/phase/bN/cN).
     #[arg(long)]

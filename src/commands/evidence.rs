@@ -53,6 +53,22 @@ fn compressed(file: &Path) -> std::io::Result<Vec<u8>> {
     gz.finish()
 }
 
+/// The SHA-256 of compressed bytes, as the store keys them.
+fn content_address(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .fold(String::with_capacity(64), |mut acc, b| {
+            let _ = write!(acc, "{b:02x}");
+            acc
+        })
+}
+
+/// A file as the store keeps it: its content address and its gzip (kept as is when gzip).
+pub(crate) fn pack(file: &Path) -> std::io::Result<(String, Vec<u8>)> {
+    let bytes = compressed(file)?;
+    Ok((content_address(&bytes), bytes))
+}
+
 /// Reads, analyses and packs the trace a traced repeat wrote: the path it reported (relative to
 /// the harness's working directory), else the trace directory (its newest trace).
 #[must_use]
@@ -100,17 +116,50 @@ pub fn capture(
                 max_bytes as f64 / 1e6
             ));
         }
-        Ok(bytes) => {
-            let sha = Sha256::digest(&bytes);
-            let hex = sha.iter().fold(String::with_capacity(64), |mut acc, b| {
-                let _ = write!(acc, "{b:02x}");
-                acc
-            });
-            evidence.blob = Some((hex, bytes));
-        }
+        Ok(bytes) => evidence.blob = Some((content_address(&bytes), bytes)),
         Err(e) => evidence.warning = Some(format!("the trace could not be stored: {e}")),
     }
     evidence
+}
+
+/// The newest Nsight evidence of each kind of a case, diffed against the baseline's.
+fn nsight_of(
+    store: &Store,
+    run_id: i64,
+    case: &crate::report::CaseReport,
+) -> Vec<crate::report::nsight::NsightCaseEvidence> {
+    use crate::evidence::nsight::NsightSummary;
+    let newest = |run: i64, kind: &str| {
+        store
+            .evidence_for(run, &case.key)
+            .ok()?
+            .into_iter()
+            .find(|e| e.kind == kind)
+    };
+    let summary = |e: &crate::store::StoredEvidence| -> Option<NsightSummary> {
+        serde_json::from_value(e.analysis.clone()?).ok()
+    };
+    let mut out = Vec::new();
+    for kind in ["nsys", "ncu"] {
+        let Some(now) = newest(run_id, kind) else {
+            continue;
+        };
+        let then = case
+            .baseline
+            .as_ref()
+            .filter(|b| b.run_id != run_id)
+            .and_then(|b| newest(b.run_id, kind))
+            .as_ref()
+            .and_then(summary);
+        out.push(crate::report::nsight::case_nsight(
+            kind,
+            &now.name,
+            now.warning.clone(),
+            summary(&now).as_ref(),
+            then.as_ref(),
+        ));
+    }
+    out
 }
 
 fn first_analysis(
@@ -118,7 +167,11 @@ fn first_analysis(
     run_id: i64,
     key: &CaseKey,
 ) -> Option<(String, Option<String>, Option<Analysis>)> {
-    let ev = store.evidence_for(run_id, key).ok()?.into_iter().next()?;
+    let ev = store
+        .evidence_for(run_id, key)
+        .ok()?
+        .into_iter()
+        .find(|e| e.kind == "trace")?;
     let analysis = ev.analysis.and_then(|v| serde_json::from_value(v).ok());
     Some((ev.name, ev.warning, analysis))
 }
@@ -128,6 +181,7 @@ fn first_analysis(
 pub fn attach(store: &Store, report: &mut RunReport) {
     let run_id = report.run.id;
     for case in &mut report.cases {
+        case.nsight = nsight_of(store, run_id, case);
         let Some((name, warning, now)) = first_analysis(store, run_id, &case.key) else {
             continue;
         };

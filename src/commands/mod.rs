@@ -19,6 +19,7 @@ pub mod gpus;
 pub mod history;
 pub mod import;
 pub mod judge;
+pub mod nsight;
 pub mod probe;
 pub mod publish;
 pub mod publish_check;

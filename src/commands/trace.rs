@@ -1,5 +1,6 @@
 //! `utilgate trace show|diff`: reads trace files (torch.profiler/Kineto JSON, an Nsight Systems
-//! `SQLite` export or an `ncu --csv` file, recognised by content) or the analyses stored with a
+//! `SQLite` export or `.nsys-rep`, `nsys stats` CSVs, an `ncu --csv` file or `.ncu-rep`,
+//! recognised by content and extension) or the analyses stored with a
 //! run's results (I/O), analyses them with the pure evidence module and prints the renderings.
 
 use std::path::Path;
@@ -47,6 +48,7 @@ fn analysis_of(
         let stored = store.evidence_for(run_id, &key)?;
         let analysis = stored
             .iter()
+            .filter(|e| e.kind == "trace")
             .find_map(|e| e.analysis.clone())
             .and_then(|v| serde_json::from_value(v).ok())
             .ok_or_else(|| Error::NoTrace {
@@ -62,8 +64,12 @@ fn analysis_of(
 /// What a file holds, recognised by its content (not only its extension).
 enum Kind {
     Kineto,
+    /// An `SQLite` export, or a `.nsys-rep` exported with `nsys export` first.
     Nsys,
+    /// `ncu --csv` text (a `.ncu-rep` read through `ncu --import --csv`).
     Ncu(String),
+    /// `nsys stats --format csv` summaries.
+    NsysStats(String),
 }
 
 impl Kind {
@@ -72,6 +78,7 @@ impl Kind {
             Kind::Kineto => "a torch.profiler trace",
             Kind::Nsys => "an Nsight Systems export",
             Kind::Ncu(_) => "an Nsight Compute CSV",
+            Kind::NsysStats(_) => "an nsys stats CSV",
         }
     }
 }
@@ -79,8 +86,16 @@ impl Kind {
 /// Sniffs `path`: `SQLite` magic bytes mean an nsys export; a text with an `ncu --csv` header
 /// (after any program output) an ncu file; anything else (JSON, gzip, a directory) a trace.
 fn kind_of(path: &Path) -> Result<Kind, Error> {
+    use crate::commands::nsight;
     if path.is_dir() {
         return Ok(Kind::Kineto);
+    }
+    if nsight::is_nsys_report(path) {
+        return Ok(Kind::Nsys);
+    }
+    if nsight::is_ncu_report(path) {
+        let bin = nsight::find("ncu");
+        return Ok(Kind::Ncu(nsight::ncu_text(path, bin.as_deref())?));
     }
     let io = |source| Error::Io {
         path: path.to_owned(),
@@ -103,6 +118,7 @@ fn kind_of(path: &Path) -> Result<Kind, Error> {
     let bytes = std::fs::read(path).map_err(io)?;
     match String::from_utf8(bytes) {
         Ok(text) if crate::evidence::ncu::looks_like(&text) => Ok(Kind::Ncu(text)),
+        Ok(text) if crate::evidence::nsys_stats::looks_like(&text) => Ok(Kind::NsysStats(text)),
         _ => Ok(Kind::Kineto),
     }
 }
@@ -114,9 +130,23 @@ fn ncu_of(path: &Path, text: &str) -> Result<crate::evidence::ncu::NcuReport, Er
     })
 }
 
-fn nsys_of(path: &Path) -> Result<crate::evidence::nsys::Summary, Error> {
+/// The `nsys stats` summaries of an export (a `.nsys-rep` is exported beside itself first), or
+/// of an `nsys stats` CSV.
+fn nsys_of(path: &Path, kind: &Kind) -> Result<crate::evidence::nsys::Summary, Error> {
+    if let Kind::NsysStats(text) = kind {
+        let reports = crate::evidence::nsys_stats::parse(text, path.to_str()).map_err(|e| {
+            Error::Argument {
+                arg: path.display().to_string(),
+                problem: format!("not a readable nsys stats CSV: {e}"),
+                fix: "give the CSV `nsys stats --report cuda_gpu_kern_sum --format csv` printed or wrote, or the .sqlite export".into(),
+            }
+        })?;
+        return Ok(crate::evidence::nsys_stats::summary(&reports));
+    }
+    let nsys = crate::commands::nsight::find("nsys");
+    let sqlite = crate::commands::nsight::nsys_sqlite(path, nsys.as_deref(), None)?;
     Ok(crate::evidence::nsys::summarise(
-        &crate::evidence::nsys_sqlite::read(path)?,
+        &crate::evidence::nsys_sqlite::read(&sqlite)?,
     ))
 }
 
@@ -137,8 +167,8 @@ fn show_nsight(args: &TraceShowArgs, kind: &Kind) -> Result<Outcome, Error> {
     let text = match (kind, args.format.format) {
         (Kind::Ncu(t), Format::Human) => ncu_text(&source, &ncu_of(path, t)?, args.top),
         (Kind::Ncu(t), Format::Json) => format!("{:#}\n", ncu_json(&source, &ncu_of(path, t)?)),
-        (_, Format::Human) => nsys_text(&source, &nsys_of(path)?, args.top),
-        (_, Format::Json) => format!("{:#}\n", nsys_json(&source, &nsys_of(path)?)),
+        (_, Format::Human) => nsys_text(&source, &nsys_of(path, kind)?, args.top),
+        (_, Format::Json) => format!("{:#}\n", nsys_json(&source, &nsys_of(path, kind)?)),
     };
     output::emit(&text)?;
     Ok(Outcome::Passed)
@@ -148,9 +178,9 @@ fn diff_nsight(args: &TraceDiffArgs, then: &Kind, now: &Kind) -> Result<Outcome,
     let (tp, np) = (&args.then, &args.now);
     let (kind, changes) = match (then, now) {
         (Kind::Ncu(a), Kind::Ncu(b)) => ("ncu", ncu_diff(&ncu_of(tp, a)?, &ncu_of(np, b)?)),
-        (Kind::Nsys, Kind::Nsys) => (
+        (Kind::Nsys | Kind::NsysStats(_), Kind::Nsys | Kind::NsysStats(_)) => (
             "nsys",
-            nsys_diff(&nsys_of(tp)?.kernels, &nsys_of(np)?.kernels),
+            nsys_diff(&nsys_of(tp, then)?.kernels, &nsys_of(np, now)?.kernels),
         ),
         _ => {
             return Err(Error::Argument {

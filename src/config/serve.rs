@@ -83,6 +83,8 @@ pub(crate) fn validate_serve_suite(
         ("batches", !suite.batches.is_empty()),
         ("contexts", !suite.contexts.is_empty()),
         ("trace", suite.trace),
+        ("nsys", suite.nsys),
+        ("ncu", suite.ncu.is_some()),
         ("max_drop_pct", suite.max_drop_pct.is_some()),
         ("case", !suite.cases.is_empty()),
     ] {

@@ -341,3 +341,41 @@ fn status_names_must_tell_suites_apart() {
     assert_eq!(problems_for("utilgate/{model}", false).len(), 1);
     assert_eq!(problems_for(" ", false), vec!["is empty".to_owned()]);
 }
+
+#[test]
+fn nsight_keys_parse_and_a_bad_ncu_table_names_the_field_and_fix() {
+    let names = known(&["llama-3.1-8b"]);
+    let ctx = ValidationContext {
+        known_models: &names,
+    };
+    let text = format!("{EXAMPLE}nsys = true\nncu = {{ kernel_regex = \"gemm|gemv\" }}\n");
+    let config = parse(&text, Path::new("u.toml")).expect("parses");
+    let suite = &config.suites[0];
+    assert!(suite.nsys);
+    let ncu = suite.ncu.as_ref().expect("ncu");
+    assert_eq!((ncu.kernel_regex.as_str(), ncu.count), ("gemm|gemv", 5));
+    assert!(validate(&config, &ctx).is_empty());
+
+    let text = format!("{EXAMPLE}ncu = {{ kernel_regex = \"(gemm\", count = 0 }}\n");
+    let config = parse(&text, Path::new("u.toml")).expect("parses");
+    let problems = validate(&config, &ctx);
+    let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        vec!["suite[0].ncu.kernel_regex", "suite[0].ncu.count"]
+    );
+    assert!(
+        problems[0].message.contains("not a regular expression"),
+        "{}",
+        problems[0]
+    );
+    assert!(problems[1].hint.contains("count = 5"), "{}", problems[1]);
+    let text = format!("{EXAMPLE}ncu = {{ kernel_regex = \" \" }}\n");
+    let config = parse(&text, Path::new("u.toml")).expect("parses");
+    assert_eq!(validate(&config, &ctx)[0].message, "is empty");
+
+    // A misspelt key inside the table is an error, as everywhere.
+    let text = format!("{EXAMPLE}ncu = {{ kernel_regexp = \"gemm\" }}\n");
+    let err = parse(&text, Path::new("u.toml")).expect_err("unknown key");
+    assert!(err.to_string().contains("kernel_regexp"), "{err}");
+}

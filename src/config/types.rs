@@ -432,6 +432,13 @@ pub struct SuiteConfig {
     /// Record a profiler trace of each case in one extra repeat after the timed ones.
     #[serde(default)]
     pub trace: bool,
+    /// Record an Nsight Systems report of each case in one extra repeat after the timed ones
+    /// (`nsys profile -t cuda,nvtx,osrt --capture-range=cudaProfilerApi`; docs/nsight.md).
+    #[serde(default)]
+    pub nsys: bool,
+    /// Record Nsight Compute metrics of the kernels matching a pattern in one extra repeat
+    /// after the timed ones (`ncu --set full -k regex:PATTERN -c COUNT`; docs/nsight.md).
+    pub ncu: Option<NcuCapture>,
     /// Service suites: offered request rates (requests/s; `inf` sends all at once).
     #[serde(default)]
     pub request_rates: Vec<f64>,
@@ -457,6 +464,24 @@ pub struct SuiteConfig {
     /// default 5).
     pub max_change_pct: Option<f64>,
 }
+
+/// `ncu = { kernel_regex = "gemm", count = 5 }`: which kernels Nsight Compute profiles.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NcuCapture {
+    /// A regular expression over kernel names (`ncu -k regex:...`).
+    pub kernel_regex: String,
+    /// How many matching launches are profiled (`ncu -c`, default 5).
+    #[serde(default = "default_ncu_count")]
+    pub count: u32,
+}
+
+fn default_ncu_count() -> u32 {
+    5
+}
+
+/// The most launches `ncu.count` may ask for: each is replayed once per metric pass.
+pub const MAX_NCU_COUNT: u32 = 1000;
 
 /// What a suite measures.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -349,6 +349,9 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
         if let Some(pct) = suite.max_drop_pct {
             check_drop_pct(pct, &at("max_drop_pct"), &mut push);
         }
+        if let Some(ncu) = &suite.ncu {
+            check_ncu(ncu, &at("ncu"), &mut push);
+        }
         for (j, o) in suite.cases.iter().enumerate() {
             check_drop_pct(
                 o.max_drop_pct,
@@ -373,6 +376,47 @@ fn check_env_passthrough(i: usize, names: &[String], push: &mut impl FnMut(Strin
                 ),
             );
         }
+    }
+}
+
+/// `ncu = { kernel_regex, count }`: a pattern that compiles and matches something, a bounded
+/// count. ncu's own `regex:` syntax is ECMAScript-like; what the `regex` crate rejects (an
+/// unbalanced group) ncu rejects too, after the timed repeats, so it is caught here.
+fn check_ncu(
+    ncu: &super::types::NcuCapture,
+    key: &str,
+    push: &mut impl FnMut(String, String, &str),
+) {
+    let pattern = ncu.kernel_regex.trim();
+    if pattern.is_empty() {
+        push(
+            format!("{key}.kernel_regex"),
+            "is empty".into(),
+            "name the kernels to profile, e.g. kernel_regex = \"gemm\" (ncu -k regex:gemm)",
+        );
+    } else if has_control(pattern) {
+        push(
+            format!("{key}.kernel_regex"),
+            format!("{:?} holds a control character", ncu.kernel_regex),
+            "write a plain pattern such as \"gemm|gemv\"",
+        );
+    } else if let Err(e) = regex::Regex::new(pattern) {
+        push(
+            format!("{key}.kernel_regex"),
+            format!("{:?} is not a regular expression: {e}", ncu.kernel_regex),
+            "write a pattern such as \"gemm|gemv\" (no unbalanced brackets)",
+        );
+    }
+    if ncu.count == 0 || ncu.count > super::types::MAX_NCU_COUNT {
+        push(
+            format!("{key}.count"),
+            format!(
+                "{} is not between 1 and {}",
+                ncu.count,
+                super::types::MAX_NCU_COUNT
+            ),
+            "write count = 5: each profiled launch is replayed once per metric pass",
+        );
     }
 }
 

@@ -13,6 +13,8 @@ pub mod ncu;
 pub mod nsight;
 pub mod nsys;
 pub mod nsys_sqlite;
+pub mod nsys_stats;
+pub mod nsys_steps;
 pub mod source;
 
 #[cfg(test)]

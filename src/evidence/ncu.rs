@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 /// Which `ncu --csv` layout a file used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Page {
     Raw,
@@ -21,7 +21,7 @@ pub enum Page {
 }
 
 /// One profiled kernel launch.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct NcuKernel {
     /// The launch's `ID` column (ncu numbers the profiled launches from 0).
     pub id: String,
@@ -47,7 +47,7 @@ pub struct NcuKernel {
 }
 
 /// The kernels of one `ncu --csv` file, in file order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct NcuReport {
     pub page: Page,
     pub kernels: Vec<NcuKernel>,

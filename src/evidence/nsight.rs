@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::ncu::{NcuKernel, NcuReport};
-use super::nsys::Stat;
+use super::nsys::{Stat, Summary};
+use super::nsys_steps::NsysSteps;
 
 /// DRAM throughput (% of peak) from which a kernel counts as at the memory roof.
 pub const NEAR_PEAK_PCT: f64 = 80.0;
@@ -205,6 +206,74 @@ pub fn nsys_diff(then: &[Stat], now: &[Stat]) -> Vec<KernelChange> {
             .collect()
     };
     join(&side(then), &side(now))
+}
+
+/// Version of the serialised [`NsightSummary`].
+pub const NSIGHT_SCHEMA: u32 = 1;
+
+/// Rows kept per `nsys stats` table in a stored summary (largest total first), and kernel
+/// launches kept of an ncu file.
+pub const KEEP_ROWS: usize = 200;
+
+/// What the store keeps of one Nsight file with its result (small: the per-step analysis, the
+/// `nsys stats` tables cut to [`KEEP_ROWS`] rows, or the ncu per-kernel table): the "then" a
+/// later run is diffed against once the raw file is pruned.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "one value per stored file, built once and serialised"
+)]
+pub enum NsightSummary {
+    Nsys {
+        schema_version: u32,
+        summary: Summary,
+        steps: NsysSteps,
+    },
+    Ncu {
+        schema_version: u32,
+        report: NcuReport,
+    },
+}
+
+impl NsightSummary {
+    /// An export's summary, its tables cut to [`KEEP_ROWS`] rows.
+    #[must_use]
+    pub fn nsys(mut summary: Summary, steps: NsysSteps) -> Self {
+        for rows in [
+            &mut summary.kernels,
+            &mut summary.api,
+            &mut summary.mem_time,
+            &mut summary.mem_size,
+            &mut summary.nvtx,
+            &mut summary.syncs,
+        ] {
+            rows.truncate(KEEP_ROWS);
+        }
+        NsightSummary::Nsys {
+            schema_version: NSIGHT_SCHEMA,
+            summary,
+            steps,
+        }
+    }
+
+    #[must_use]
+    pub fn ncu(mut report: NcuReport) -> Self {
+        report.kernels.truncate(KEEP_ROWS);
+        NsightSummary::Ncu {
+            schema_version: NSIGHT_SCHEMA,
+            report,
+        }
+    }
+
+    /// "nsys" or "ncu": the evidence kind it is stored under.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            NsightSummary::Nsys { .. } => "nsys",
+            NsightSummary::Ncu { .. } => "ncu",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,8 @@ pub struct Kernel {
     pub end_ns: i64,
     pub device: i64,
     pub stream: i64,
+    /// Links the kernel to its runtime launch call (`correlationId`).
+    pub correlation: Option<i64>,
 }
 
 /// A named interval: a memory operation, a runtime call, a synchronisation or an NVTX range.
@@ -28,6 +30,12 @@ pub struct Span {
     pub end_ns: i64,
     /// Bytes moved or set (memory operations only).
     pub bytes: Option<i64>,
+    /// The device stream (memory operations and synchronisation).
+    pub stream: Option<i64>,
+    /// Links a runtime call and the GPU work it started (`correlationId`).
+    pub correlation: Option<i64>,
+    /// A copy from pageable host memory (`srcKind` 1, `ENUM_CUDA_MEM_KIND`).
+    pub pageable: bool,
 }
 
 /// What one export holds.

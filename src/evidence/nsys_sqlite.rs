@@ -164,7 +164,7 @@ fn read_table(db: &Connection, table: &str, e: &mut Export) -> rusqlite::Result<
     match table {
         "CUPTI_ACTIVITY_KIND_KERNEL" => run(
             db,
-            "SELECT k.start, k.end, k.deviceId, k.streamId, s.value, d.value
+            "SELECT k.start, k.end, k.deviceId, k.streamId, s.value, d.value, k.correlationId
              FROM CUPTI_ACTIVITY_KIND_KERNEL k
              LEFT JOIN StringIds s ON s.id = k.shortName
              LEFT JOIN StringIds d ON d.id = k.demangledName
@@ -180,54 +180,69 @@ fn read_table(db: &Connection, table: &str, e: &mut Export) -> rusqlite::Result<
                     end_ns: r.get(1)?,
                     device: r.get(2)?,
                     stream: r.get(3)?,
+                    correlation: r.get(6)?,
                 });
                 Ok(())
             },
         ),
         "CUPTI_ACTIVITY_KIND_MEMCPY" => run(
             db,
-            "SELECT start, end, copyKind, bytes FROM CUPTI_ACTIVITY_KIND_MEMCPY ORDER BY start",
+            "SELECT start, end, copyKind, bytes, streamId, correlationId, srcKind
+             FROM CUPTI_ACTIVITY_KIND_MEMCPY ORDER BY start",
             &mut |r| {
                 e.memory.push(Span {
                     name: memcpy_label(r.get(2)?),
                     start_ns: r.get(0)?,
                     end_ns: r.get(1)?,
                     bytes: r.get(3)?,
+                    stream: r.get(4)?,
+                    correlation: r.get(5)?,
+                    pageable: r.get::<_, Option<i64>>(6)? == Some(1),
                 });
                 Ok(())
             },
         ),
         "CUPTI_ACTIVITY_KIND_MEMSET" => run(
             db,
-            "SELECT start, end, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET ORDER BY start",
+            "SELECT start, end, bytes, streamId, correlationId
+             FROM CUPTI_ACTIVITY_KIND_MEMSET ORDER BY start",
             &mut |r| {
                 e.memory.push(Span {
                     name: "[CUDA memset]".into(),
                     start_ns: r.get(0)?,
                     end_ns: r.get(1)?,
                     bytes: r.get(2)?,
+                    stream: r.get(3)?,
+                    correlation: r.get(4)?,
+                    pageable: false,
                 });
                 Ok(())
             },
         ),
         "CUPTI_ACTIVITY_KIND_RUNTIME" => run(
             db,
-            "SELECT r.start, r.end, s.value FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+            "SELECT r.start, r.end, s.value, r.correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME r
              LEFT JOIN StringIds s ON s.id = r.nameId ORDER BY r.start",
             &mut |r| {
-                e.runtime.push(named_span(r, "(unnamed call)")?);
+                let mut span = named_span(r, "(unnamed call)")?;
+                span.correlation = r.get(3)?;
+                e.runtime.push(span);
                 Ok(())
             },
         ),
         "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION" => run(
             db,
-            "SELECT start, end, syncType FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ORDER BY start",
+            "SELECT start, end, syncType, streamId, correlationId
+             FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION ORDER BY start",
             &mut |r| {
                 e.syncs.push(Span {
                     name: sync_label(r.get(2)?),
                     start_ns: r.get(0)?,
                     end_ns: r.get(1)?,
                     bytes: None,
+                    stream: r.get(3)?,
+                    correlation: r.get(4)?,
+                    pageable: false,
                 });
                 Ok(())
             },
@@ -253,6 +268,9 @@ fn named_span(r: &rusqlite::Row<'_>, unnamed: &str) -> rusqlite::Result<Span> {
         start_ns: r.get(0)?,
         end_ns: r.get(1)?,
         bytes: None,
+        stream: None,
+        correlation: None,
+        pageable: false,
     })
 }
 

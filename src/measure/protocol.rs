@@ -1,6 +1,7 @@
 //! Harness protocol v1 (DESIGN.md §5): parses the JSON lines a harness appends to
-//! `$UTILGATE_OUT` into step times, warm-up times, environment versions and trace paths, and
-//! sanitises harness text before it can reach a terminal. Pure: the caller reads the file.
+//! `$UTILGATE_OUT` into step times, warm-up times, environment versions, trace and Nsight file
+//! paths, and sanitises harness text before it can reach a terminal. Pure: the caller reads the
+//! file.
 //!
 //! Each line is parsed on its own into a typed struct of the known keys (no `serde_json::Value`):
 //! serde skips unknown keys without building them, and every type error is reported by this
@@ -26,6 +27,10 @@ pub struct HarnessReport {
     pub env: BTreeMap<String, String>,
     /// Profiler trace paths, as written (relative paths are relative to the harness's cwd).
     pub traces: Vec<String>,
+    /// Nsight Systems files (`.nsys-rep` or an `SQLite` export), from `{"nsys": "path"}`.
+    pub nsys: Vec<String>,
+    /// Nsight Compute files (`.ncu-rep` or `ncu --csv` output), from `{"ncu": "path"}`.
+    pub ncu: Vec<String>,
 }
 
 /// A line of the results file that breaks protocol v1.
@@ -70,6 +75,11 @@ pub enum ProtocolErrorKind {
     EnvValue { key: String, found: &'static str },
     #[error("trace is {found}, not a path string")]
     TraceNotString { found: &'static str },
+    #[error("{key} is {found}, not a path string")]
+    ProfileNotString {
+        key: &'static str,
+        found: &'static str,
+    },
 }
 
 impl ProtocolError {
@@ -116,6 +126,14 @@ impl ProtocolError {
             ProtocolErrorKind::TraceNotString { .. } => {
                 "write the trace as {\"trace\": \"path/to/trace.json\"}".to_owned()
             }
+            ProtocolErrorKind::ProfileNotString { key, .. } => format!(
+                "write the file as {{\"{key}\": \"path/to/report.{}\"}}",
+                if *key == "nsys" {
+                    "nsys-rep"
+                } else {
+                    "ncu-rep"
+                }
+            ),
         }
     }
 }
@@ -197,6 +215,10 @@ pub fn parse_with(text: &str, range: StepRange) -> Result<HarnessReport, Protoco
     Ok(report)
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one match per known key of the protocol, in the order they are documented"
+)]
 fn parse_line(
     content: &str,
     report: &mut HarnessReport,
@@ -294,6 +316,21 @@ fn parse_line(
             return Err(ProtocolErrorKind::TraceNotString {
                 found: other.kind(),
             });
+        }
+    }
+    for (key, value, into) in [
+        ("nsys", parsed.nsys, &mut report.nsys),
+        ("ncu", parsed.ncu, &mut report.ncu),
+    ] {
+        match value {
+            Json::Absent => {}
+            Json::Str(path) => into.push(sanitize(&path)),
+            other => {
+                return Err(ProtocolErrorKind::ProfileNotString {
+                    key,
+                    found: other.kind(),
+                });
+            }
         }
     }
     Ok(())
@@ -484,6 +521,10 @@ struct Line<'a> {
     env: Json<'a>,
     #[serde(default, borrow)]
     trace: Json<'a>,
+    #[serde(default, borrow)]
+    nsys: Json<'a>,
+    #[serde(default, borrow)]
+    ncu: Json<'a>,
 }
 
 /// A JSON number as `serde_json` delivered it, so integers keep their exact text in `env`.

@@ -119,6 +119,10 @@ pub struct CaseReport {
     /// Always serialised (null without a trace): templates see the name defined.
     #[serde(default)]
     pub evidence: Option<super::evidence::CaseEvidence>,
+    /// What the case's Nsight Systems / Nsight Compute files say, each diffed against the
+    /// baseline's file of the same kind (empty without one).
+    #[serde(default)]
+    pub nsight: Vec<super::nsight::NsightCaseEvidence>,
 }
 
 /// One point of a case's history, for trend lines and charts.
@@ -259,6 +263,7 @@ impl RunReport {
                         .unwrap_or_default(),
                     trend: Vec::new(),
                     evidence: None,
+                    nsight: Vec::new(),
                 }
             })
             .collect();

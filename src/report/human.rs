@@ -214,6 +214,28 @@ fn details(out: &mut String, c: &CaseReport) {
             let _ = writeln!(out, "  trace: {d}");
         }
     }
+    for ev in &c.nsight {
+        let what = format!("{} {}", ev.kind, ev.file);
+        if let Some(w) = &ev.warning {
+            let _ = writeln!(out, "  {what}: warning: {w}");
+        }
+        if !ev.diff_lines.is_empty() {
+            let _ = writeln!(
+                out,
+                "  {} diff against the baseline's ({}):",
+                ev.kind, ev.file
+            );
+            for line in &ev.diff_lines {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+        if !ev.lines.is_empty() {
+            let _ = writeln!(out, "  {what}:");
+            for line in &ev.lines {
+                let _ = writeln!(out, "    {line}");
+            }
+        }
+    }
     // An error's reason already carries the harness's stderr tail.
 }
 

@@ -1,6 +1,7 @@
 //! Renderings of Nsight evidence (pure): an Nsight Compute file's per-kernel table with the
-//! reading guide, an Nsight Systems export's `nsys stats` summaries, and the per-kernel
-//! then-vs-now of two files of one kind, as terminal text and as JSON (`"schema_version": 1`).
+//! reading guide, an Nsight Systems export's `nsys stats` summaries and per-step breakdown, the
+//! per-kernel then-vs-now of two files of one kind, as terminal text and as JSON
+//! (`"schema_version": 1`), and a case's Nsight evidence as the run reports show it.
 
 use std::fmt::Write as _;
 
@@ -85,17 +86,25 @@ fn table(out: &mut String, title: &str, rows: &[Stat], top: usize, scale: f64, u
         out,
         "{title} (count, total, avg, median, min, max, stddev in {unit}; share):"
     );
+    // Older `nsys stats` CSVs lack the median and standard deviation (NaN): shown as missing.
+    let cell = |v: f64| {
+        if v.is_finite() {
+            format!("{:>10.2}", v / scale)
+        } else {
+            format!("{:>10}", "missing")
+        }
+    };
     for s in rows.iter().take(top) {
         let _ = writeln!(
             out,
-            "  {:>7} {:>12.1} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>10.2} {:>5.1}%  {}",
+            "  {:>7} {:>12.1} {} {} {} {} {} {:>5.1}%  {}",
             s.count,
             s.total / scale,
-            s.avg / scale,
-            s.median / scale,
-            s.min / scale,
-            s.max / scale,
-            s.stddev / scale,
+            cell(s.avg),
+            cell(s.median),
+            cell(s.min),
+            cell(s.max),
+            cell(s.stddev),
             s.share_pct,
             shorten_name(&s.name)
         );
@@ -211,4 +220,149 @@ pub fn kernel_diff_json(
     d: &[KernelChange],
 ) -> serde_json::Value {
     json!({"schema_version": 1, "kind": kind, "then": then, "now": now, "kernels": d})
+}
+
+/// What a case's Nsight file says, as every report shows it (`cases[].nsight[]` in JSON).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct NsightCaseEvidence {
+    /// "nsys" or "ncu".
+    pub kind: String,
+    /// The file's name.
+    pub file: String,
+    /// Why the evidence is partial or missing (the verdict stands regardless).
+    pub warning: Option<String>,
+    /// This run's headline figures: per step for nsys, per kernel with the reading guide for ncu.
+    pub lines: Vec<String>,
+    /// Then vs now against the baseline result's file of the same kind (empty without one).
+    pub diff_lines: Vec<String>,
+    /// The whole comparison, for JSON readers: the per-step diff and per-kernel changes.
+    pub diff: Option<serde_json::Value>,
+}
+
+fn nccl_line(n: &crate::evidence::nsys_steps::NcclOverlap) -> Option<String> {
+    let share = n.overlap_share()?;
+    Some(format!(
+        "NCCL {:.1} µs per step, {:.0}% of it overlapped with compute",
+        n.nccl_us,
+        100.0 * share
+    ))
+}
+
+fn nsys_lines(summary: &Summary, steps: &crate::evidence::nsys_steps::NsysSteps) -> Vec<String> {
+    let a = &steps.analysis;
+    let s = &a.step;
+    let mut out = vec![format!(
+        "per step ({}, {} of {} ranges): wall {:.1} µs, GPU busy {:.1} µs, idle {:.1}% (host wait {:.1} µs, kernel wait {:.1} µs, other {:.1} µs), kernels {:.1}, launches {:.1}, syncs {:.1}",
+        a.step_source,
+        a.steps_used,
+        a.steps_found,
+        s.wall_us,
+        s.gpu_busy_us,
+        100.0 * s.gpu_idle_share,
+        s.host_wait_us,
+        s.kernel_wait_us,
+        s.other_idle_us,
+        s.kernels,
+        s.launches,
+        s.syncs
+    )];
+    let total: f64 = a.categories.values().sum();
+    if total > 0.0 {
+        let cats: Vec<String> = a
+            .categories
+            .iter()
+            .map(|(c, t)| format!("{} {:.0}%", c.label(), 100.0 * t / total))
+            .collect();
+        out.push(format!("GPU time by category: {}", cats.join(", ")));
+    }
+    out.extend(nccl_line(&steps.nccl));
+    for k in summary.kernels.iter().take(3) {
+        out.push(format!(
+            "{} launches of {}: avg {:.2} µs, median {:.2} µs, {:.1}% of kernel time",
+            k.count,
+            shorten_name(&k.name),
+            k.avg / 1e3,
+            k.median / 1e3,
+            k.share_pct
+        ));
+    }
+    out
+}
+
+/// The evidence of one Nsight file of a case: `now` is this run's summary, `then` the baseline
+/// result's of the same kind.
+#[must_use]
+pub fn case_nsight(
+    kind: &str,
+    file: &str,
+    warning: Option<String>,
+    now: Option<&crate::evidence::nsight::NsightSummary>,
+    then: Option<&crate::evidence::nsight::NsightSummary>,
+) -> NsightCaseEvidence {
+    use crate::evidence::nsight::{NsightSummary, ncu_diff, nsys_diff};
+    let mut ev = NsightCaseEvidence {
+        kind: kind.to_owned(),
+        file: file.to_owned(),
+        warning,
+        lines: Vec::new(),
+        diff_lines: Vec::new(),
+        diff: None,
+    };
+    match (now, then) {
+        (Some(NsightSummary::Nsys { summary, steps, .. }), then) => {
+            ev.lines = nsys_lines(summary, steps);
+            if let Some(NsightSummary::Nsys {
+                summary: ts,
+                steps: tsteps,
+                ..
+            }) = then
+            {
+                let d = crate::evidence::diff(&tsteps.analysis, &steps.analysis);
+                ev.diff_lines = d.lines(crate::report::evidence::DIFF_LINES);
+                if tsteps.nccl.nccl_us > 0.0 || steps.nccl.nccl_us > 0.0 {
+                    ev.diff_lines.push(format!(
+                        "NCCL per step {:.1} -> {:.1} µs, overlapped with compute {} -> {}",
+                        tsteps.nccl.nccl_us,
+                        steps.nccl.nccl_us,
+                        tsteps
+                            .nccl
+                            .overlap_share()
+                            .map_or_else(|| "-".into(), |x| format!("{:.0}%", 100.0 * x)),
+                        steps
+                            .nccl
+                            .overlap_share()
+                            .map_or_else(|| "-".into(), |x| format!("{:.0}%", 100.0 * x))
+                    ));
+                }
+                ev.diff = Some(json!({
+                    "steps": d,
+                    "kernels": nsys_diff(&ts.kernels, &summary.kernels),
+                }));
+            }
+        }
+        (Some(NsightSummary::Ncu { report, .. }), then) => {
+            let mut by_time: Vec<&NcuKernel> = report.kernels.iter().collect();
+            by_time.sort_by(|a, b| {
+                b.duration_ns
+                    .unwrap_or(0.0)
+                    .total_cmp(&a.duration_ns.unwrap_or(0.0))
+            });
+            for k in by_time.into_iter().take(3) {
+                ev.lines.push(kernel_line(k));
+                ev.lines
+                    .extend(reading(k).into_iter().map(|r| format!("reading: {r}")));
+            }
+            if let Some(NsightSummary::Ncu { report: tr, .. }) = then {
+                let d = ncu_diff(tr, report);
+                ev.diff_lines = d
+                    .iter()
+                    .take(crate::report::evidence::DIFF_LINES)
+                    .map(|c| format!("{}: {}", shorten_name(&c.name), change(c)))
+                    .collect();
+                ev.diff = Some(json!({ "kernels": d }));
+            }
+        }
+        (None, _) => {}
+    }
+    ev
 }

@@ -30,6 +30,7 @@ mod lost;
 mod measurements;
 mod nightly_issue;
 mod nsight;
+mod nsight_capture;
 #[path = "../support/pg_cluster.rs"]
 mod pg_cluster;
 mod pg_store;

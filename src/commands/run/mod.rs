@@ -557,9 +557,7 @@ fn measure_all<'a>(
             let Some(measured) = n.measure(runner, i, &plan, progress)? else {
                 continue;
             };
-            if trace || plan.suite.trace {
-                evidence.extend(runner.trace_case(&plan, &measured, evidence_options)?);
-            }
+            evidence.extend(runner.trace_case(&plan, &measured, trace, evidence_options)?);
             journal.journal.append(&plan.key, &measured)?;
             measured
         } else {

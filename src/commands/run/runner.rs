@@ -1,5 +1,6 @@
 //! How `run` measures one case: the case's plan, the harness repeats it runs in fresh processes
-//! (through the guard), the step-count check, the traced repeat, and what the repeats measured.
+//! (through the guard), the step-count check, the traced and profiled (nsys, ncu) repeats, and
+//! what the repeats measured.
 //! Does I/O: starts harness processes and reads their results files.
 
 use std::collections::BTreeMap;
@@ -54,9 +55,22 @@ pub(crate) struct Measured {
     pub(crate) gpu_samples: Vec<GpuSample>,
     /// Trace paths the harness reported.
     pub(crate) traces: Vec<String>,
+    /// Nsight Systems and Nsight Compute files the harness reported (`{"nsys": path}`,
+    /// `{"ncu": path}`).
+    #[serde(default)]
+    pub(crate) nsys: Vec<String>,
+    #[serde(default)]
+    pub(crate) ncu: Vec<String>,
     /// What each repeat cost (wall time, steps), stored for the budget planner.
     #[serde(default)]
     pub(crate) costs: Vec<crate::compare::budget::RepeatCost>,
+}
+
+/// What a repeat after the timed ones adds: variables for the harness, and a profiler around
+/// its command.
+struct Extra<'p> {
+    env: Vec<(String, String)>,
+    wrap: Option<&'p dyn Fn(&str) -> String>,
 }
 
 /// How a budgeted night runs one repeat: its planned steps, and a harness timeout capped at
@@ -112,25 +126,21 @@ impl Runner<'_> {
             .map_or_else(|| self.loaded.dir.clone(), |c| self.loaded.dir.join(c))
     }
 
-    /// Measures a case afresh: its repeats (none when its floor failed), the traced repeat when
-    /// asked, and the case's error masked for secrets before anything prints or keeps it.
+    /// Measures a case afresh: its repeats (none when its floor failed), the traced and
+    /// profiled repeats when asked, and the case's error masked for secrets before anything
+    /// prints or keeps it.
     pub(crate) fn measure_case(
         &self,
         plan: &CasePlan<'_>,
         trace: bool,
         evidence_options: &crate::evidence::Options,
-    ) -> Result<(Measured, Option<crate::store::NewEvidence>), Error> {
+    ) -> Result<(Measured, Vec<crate::store::NewEvidence>), Error> {
         let mut measured = Measured::default();
         match &plan.floor {
             Err(message) => measured.error = Some(format!("floor: {message}")),
             Ok(_) => self.measure(plan, 0..plan.suite.repeats, &mut measured)?,
         }
-        let evidence =
-            if (trace || plan.suite.trace) && measured.error.is_none() && plan.floor.is_ok() {
-                Some(self.trace(plan, evidence_options)?)
-            } else {
-                None
-            };
+        let evidence = self.trace_case(plan, &measured, trace, evidence_options)?;
         if measured.error.is_none() && measured.repeats_ms.iter().all(Vec::is_empty) {
             measured.error = Some("the harness reported no counted steps".to_owned());
         }
@@ -140,17 +150,134 @@ impl Runner<'_> {
         Ok((measured, evidence))
     }
 
-    /// The traced extra repeat of a case measured by a budgeted night (when it measured).
+    /// The extra repeats of a measured case, after its timed ones, each when asked: the traced
+    /// one (`trace`), then Nsight Systems (`nsys`), then Nsight Compute (`ncu`). Without a
+    /// profiled repeat, a file the harness reported with `{"nsys": path}` or `{"ncu": path}`
+    /// in a timed repeat is attached instead. A case that did not measure gets none.
     pub(crate) fn trace_case(
         &self,
         plan: &CasePlan<'_>,
         measured: &Measured,
+        trace: bool,
         options: &crate::evidence::Options,
-    ) -> Result<Option<crate::store::NewEvidence>, Error> {
+    ) -> Result<Vec<crate::store::NewEvidence>, Error> {
+        use crate::commands::nsight::Profiler;
+        let mut out = Vec::new();
         if measured.error.is_some() || plan.floor.is_err() {
-            return Ok(None);
+            return Ok(out);
         }
-        self.trace(plan, options).map(Some)
+        let suite = plan.suite;
+        let mut repeat = suite.repeats + self.loaded.config.gate.confirm_repeats;
+        if trace || suite.trace {
+            out.push(self.trace(plan, repeat, options)?);
+            repeat += 1;
+        }
+        let ncu = suite.ncu.as_ref().map(|c| Profiler::Ncu {
+            kernel_regex: c.kernel_regex.trim().to_owned(),
+            count: c.count,
+        });
+        for (kind, profiler, reported) in [
+            ("nsys", suite.nsys.then_some(Profiler::Nsys), &measured.nsys),
+            ("ncu", ncu, &measured.ncu),
+        ] {
+            let evidence = match profiler {
+                Some(p) => {
+                    repeat += 1;
+                    self.profiled(plan, &p, repeat - 1, options)?
+                }
+                None => match reported.last() {
+                    Some(path) => crate::commands::nsight::evidence(
+                        &plan.key,
+                        kind,
+                        &self.harness_cwd(suite).join(path),
+                        self.max_evidence_bytes(),
+                        options,
+                    ),
+                    None => continue,
+                },
+            };
+            if let Some(w) = &evidence.warning {
+                self.progress.warn(&format!("{}: {kind}: {w}", plan.key));
+            }
+            out.push(evidence);
+        }
+        Ok(out)
+    }
+
+    /// `[evidence] max_trace_mb` in bytes.
+    fn max_evidence_bytes(&self) -> u64 {
+        let cfg = &self.loaded.config.evidence;
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "a validated, positive size in MB"
+        )]
+        let max_bytes = (cfg.max_trace_mb.max(0.0) * 1e6) as u64;
+        max_bytes
+    }
+
+    /// One extra repeat under `profiler` (never a timed one: the observer effect), its report
+    /// read and packed for the store. A profiler not on PATH, a repeat that failed under it or
+    /// a report that cannot be read is a warning on the case.
+    fn profiled(
+        &self,
+        plan: &CasePlan<'_>,
+        profiler: &crate::commands::nsight::Profiler,
+        repeat: u32,
+        options: &crate::evidence::Options,
+    ) -> Result<crate::store::NewEvidence, Error> {
+        use crate::commands::nsight;
+        let kind = profiler.program();
+        let Some(program) = nsight::find(kind) else {
+            return Ok(nsight::missing(&plan.key, profiler));
+        };
+        let dir = tempfile::tempdir().map_err(|source| Error::Io {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+        let out = dir.path().join(format!("utilgate-{kind}"));
+        let wrap = |command: &str| profiler.wrap(&program, &out, command);
+        let extra = Extra {
+            env: vec![(nsight::PROFILER_ENV.to_owned(), kind.to_owned())],
+            wrap: Some(&wrap),
+        };
+        let mut under = Measured::default();
+        self.measure_with(plan, repeat..repeat + 1, &mut under, Some(&extra), None)?;
+        let reported = if kind == "nsys" {
+            under.nsys.last()
+        } else {
+            under.ncu.last()
+        };
+        let file = reported.map_or_else(
+            || profiler.report_file(&out),
+            |p| self.harness_cwd(plan.suite).join(p),
+        );
+        let mut evidence = if file.exists() {
+            nsight::evidence(&plan.key, kind, &file, self.max_evidence_bytes(), options)
+        } else {
+            crate::store::NewEvidence {
+                key: plan.key.clone(),
+                kind: kind.to_owned(),
+                name: format!("({kind} wrote no report)"),
+                blob: None,
+                analysis: None,
+                warning: Some(format!(
+                    "{kind} wrote no report {}; the verdict stands",
+                    file.display()
+                )),
+            }
+        };
+        if let Some(err) = under.error {
+            let first = format!(
+                "the {kind} repeat failed ({}): {err}",
+                profiler.wrap(&program, &out, "...")
+            );
+            evidence.warning = Some(match evidence.warning {
+                Some(w) => format!("{first}; {w}"),
+                None => first,
+            });
+        }
+        Ok(evidence)
     }
 
     pub(crate) fn measure(
@@ -180,28 +307,23 @@ impl Runner<'_> {
     fn trace(
         &self,
         plan: &CasePlan<'_>,
+        repeat: u32,
         options: &crate::evidence::Options,
     ) -> Result<crate::store::NewEvidence, Error> {
         let dir = tempfile::tempdir().map_err(|source| Error::Io {
             path: std::env::temp_dir(),
             source,
         })?;
-        let repeat = plan.suite.repeats + self.loaded.config.gate.confirm_repeats;
         let mut traced = Measured::default();
-        self.measure_with(
-            plan,
-            repeat..repeat + 1,
-            &mut traced,
-            Some(dir.path()),
-            None,
-        )?;
-        let cfg = &self.loaded.config.evidence;
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            reason = "a validated, positive size in MB"
-        )]
-        let max_bytes = (cfg.max_trace_mb.max(0.0) * 1e6) as u64;
+        let extra = Extra {
+            env: vec![(
+                crate::commands::evidence::TRACE_DIR_ENV.to_owned(),
+                dir.path().display().to_string(),
+            )],
+            wrap: None,
+        };
+        self.measure_with(plan, repeat..repeat + 1, &mut traced, Some(&extra), None)?;
+        let max_bytes = self.max_evidence_bytes();
         let mut evidence = crate::commands::evidence::capture(
             &plan.key,
             &traced.traces,
@@ -225,7 +347,7 @@ impl Runner<'_> {
         plan: &CasePlan<'_>,
         repeats: std::ops::Range<u32>,
         into: &mut Measured,
-        trace_dir: Option<&Path>,
+        extra: Option<&Extra<'_>>,
         budgeted: Option<RepeatLimits>,
     ) -> Result<bool, Error> {
         let suite = plan.suite;
@@ -238,11 +360,8 @@ impl Runner<'_> {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        if let Some(dir) = trace_dir {
-            extra_env.push((
-                crate::commands::evidence::TRACE_DIR_ENV.to_owned(),
-                dir.display().to_string(),
-            ));
+        if let Some(extra) = extra {
+            extra_env.extend(extra.env.iter().cloned());
         }
         let config_dir = absolute(&self.loaded.dir);
         for repeat in repeats {
@@ -267,6 +386,10 @@ impl Runner<'_> {
                         suite: suite.name.clone(),
                         source,
                     })?;
+            let command = match extra.and_then(|e| e.wrap) {
+                Some(wrap) => wrap(&command),
+                None => command,
+            };
             let out_dir = {
                 let mut run_dir = self.run_dir.borrow_mut();
                 run_dir.repeat_dir().map_err(|source| Error::Io {
@@ -316,6 +439,8 @@ impl Runner<'_> {
                     into.warmup_ms.push(out.report.warmup_ms);
                     into.env.extend(out.report.env);
                     into.traces.extend(out.report.traces);
+                    into.nsys.extend(out.report.nsys);
+                    into.ncu.extend(out.report.ncu);
                     if !out.stderr_tail.is_empty() {
                         into.stderr_tail = Some(out.stderr_tail);
                     }

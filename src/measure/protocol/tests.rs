@@ -64,6 +64,7 @@ fn parses_every_line_kind() {
         "{\"env\": {\"torch\": \"2.5.1\", \"cuda\": 12.4, \"tf32\": true, \"sm\": 90}}\n",
         "{\"env\": {\"torch\": \"2.6.0\", \"missing\": null}}\n",
         "{\"trace\": \"traces/step.json\"}\n",
+        "{\"nsys\": \"nsys/case.nsys-rep\", \"ncu\": \"ncu/case.csv\"}\n",
         "{\"future_key\": {\"nested\": [1, 2, {\"x\": null}]}, \"step_ms\": 6.04}\n",
         "{}\n",
         "   {\"step_ms\": 6.05}",
@@ -86,6 +87,8 @@ fn parses_every_line_kind() {
         ]
     );
     assert_eq!(report.traces, vec!["traces/step.json".to_owned()]);
+    assert_eq!(report.nsys, vec!["nsys/case.nsys-rep".to_owned()]);
+    assert_eq!(report.ncu, vec!["ncu/case.csv".to_owned()]);
 }
 
 #[test]
@@ -229,6 +232,22 @@ fn errors_name_the_line_and_the_problem() {
             1,
             K::TraceNotString { found: "a number" },
         ),
+        (
+            "{\"nsys\": true}".into(),
+            1,
+            K::ProfileNotString {
+                key: "nsys",
+                found: "a boolean",
+            },
+        ),
+        (
+            "{\"ncu\": [\"a.csv\"]}".into(),
+            1,
+            K::ProfileNotString {
+                key: "ncu",
+                found: "an array",
+            },
+        ),
         ("[6.02]".into(), 1, K::NotObject { found: "an array" }),
         ("6.02".into(), 1, K::NotObject { found: "a number" }),
         ("\"step\"".into(), 1, K::NotObject { found: "a string" }),
@@ -292,6 +311,8 @@ fn every_error_has_a_hint_and_a_lowercase_message() {
         "{\"env\": 1}",
         "{\"env\": {\"a\": {}}}",
         "{\"trace\": 1}",
+        "{\"nsys\": 1}",
+        "{\"ncu\": null}",
         "[]",
         "{\"step_ms\": 1",
     ];

@@ -1,0 +1,478 @@
+//! Nsight Systems and Nsight Compute files in `utilgate run` and `utilgate trace` (I/O: looks
+//! for `nsys`/`ncu` on PATH, runs `nsys export` and `ncu --import`, reads, compresses and hashes
+//! files). The command lines of the profiled repeat are built here; the readers
+//! (`evidence::nsys_sqlite`, `evidence::ncu`) and the summary (`evidence::nsight`) are the pure
+//! side. A file that cannot be read becomes a warning on the case, never an error of the run.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::case::CaseKey;
+use crate::evidence::nsight::NsightSummary;
+use crate::evidence::{Options, ncu, nsys, nsys_sqlite, nsys_steps};
+use crate::store::NewEvidence;
+
+/// Set in a profiled repeat's environment to the profiler it runs under (`nsys` or `ncu`), so
+/// that a harness can bracket its steps with `cudaProfilerStart`/`Stop` and NVTX ranges.
+pub const PROFILER_ENV: &str = "UTILGATE_PROFILER";
+
+/// The profiler of an extra repeat.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Profiler {
+    Nsys,
+    Ncu { kernel_regex: String, count: u32 },
+}
+
+impl Profiler {
+    #[must_use]
+    pub fn program(&self) -> &'static str {
+        match self {
+            Profiler::Nsys => "nsys",
+            Profiler::Ncu { .. } => "ncu",
+        }
+    }
+
+    /// What to install when the program is not on PATH.
+    #[must_use]
+    pub fn install_hint(&self) -> &'static str {
+        match self {
+            Profiler::Nsys => {
+                "install Nsight Systems (the CUDA toolkit's nsight-systems package, or NVIDIA's installer) and put its bin directory, with `nsys`, on PATH"
+            }
+            Profiler::Ncu { .. } => {
+                "install Nsight Compute (the CUDA toolkit's nsight-compute package) and put `ncu` on PATH; reading counters needs an admin or NVreg_RestrictProfilingToAdminUsers=0"
+            }
+        }
+    }
+
+    /// The file the profiler writes for output base `out` (`-o out`).
+    #[must_use]
+    pub fn report_file(&self, out: &Path) -> PathBuf {
+        let mut name = out.as_os_str().to_owned();
+        name.push(match self {
+            Profiler::Nsys => ".nsys-rep",
+            Profiler::Ncu { .. } => ".ncu-rep",
+        });
+        PathBuf::from(name)
+    }
+
+    /// The harness command run under the profiler: `sh -c` keeps the command's own shell
+    /// syntax; the profiler follows the processes it starts.
+    #[must_use]
+    pub fn wrap(&self, program: &Path, out: &Path, command: &str) -> String {
+        let (p, o, c) = (
+            quote(&program.to_string_lossy()),
+            quote(&out.to_string_lossy()),
+            quote(command),
+        );
+        match self {
+            Profiler::Nsys => format!(
+                "{p} profile -t cuda,nvtx,osrt --capture-range=cudaProfilerApi --capture-range-end=stop --force-overwrite true -o {o} sh -c {c}"
+            ),
+            Profiler::Ncu {
+                kernel_regex,
+                count,
+            } => format!(
+                "{p} --set full -k {} -c {count} --target-processes all --force-overwrite -o {o} sh -c {c}",
+                quote(&format!("regex:{kernel_regex}"))
+            ),
+        }
+    }
+}
+
+/// `text` as one single-quoted shell word.
+#[must_use]
+pub fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// The executable `program` on `path` (a PATH value), if any.
+#[must_use]
+pub fn find_on(program: &str, path: Option<&OsString>) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    std::env::split_paths(path?)
+        .map(|dir| dir.join(program))
+        .find(|p| {
+            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// The executable `program` on this process's PATH.
+#[must_use]
+pub fn find(program: &str) -> Option<PathBuf> {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "edge: looking for a profiler on PATH"
+    )]
+    let path = std::env::var_os("PATH");
+    find_on(program, path.as_ref())
+}
+
+/// Why an Nsight file could not be read (a warning on a case; an error of `trace show`).
+#[derive(Debug, thiserror::Error)]
+pub enum NsightFileError {
+    #[error("{} is an Nsight Systems report and nsys is not on PATH to export it", path.display())]
+    NoNsys { path: PathBuf },
+    #[error("{} is an Nsight Compute report and ncu is not on PATH to read it", path.display())]
+    NoNcu { path: PathBuf },
+    #[error("`{command}` failed: {message}")]
+    Tool { command: String, message: String },
+    #[error("failed to read {}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Nsys(#[from] nsys_sqlite::NsysError),
+    #[error("Nsight Compute file {}: {source}", path.display())]
+    Ncu {
+        path: PathBuf,
+        #[source]
+        source: ncu::NcuError,
+    },
+}
+
+impl NsightFileError {
+    #[must_use]
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            NsightFileError::NoNsys { path } => Some(format!(
+                "run `{}` and give utilgate the .sqlite file",
+                export_command("nsys", path, &sqlite_beside(path))
+            )),
+            NsightFileError::NoNcu { path } => Some(format!(
+                "run `ncu --import {} --csv --page raw > {}` and give utilgate the .csv file",
+                quote(&path.to_string_lossy()),
+                quote(&path.with_extension("csv").to_string_lossy())
+            )),
+            NsightFileError::Tool { .. } => Some(
+                "run the command by hand to see why; the profiler's version must be able to read the report".into(),
+            ),
+            NsightFileError::Io { .. } => {
+                Some("check the path the harness reported (relative to its working directory)".into())
+            }
+            NsightFileError::Nsys(e) => e.hint(),
+            NsightFileError::Ncu { source, .. } => source.hint(),
+        }
+    }
+
+    /// The error and its fix on one line, for a case's warning.
+    #[must_use]
+    pub fn warning(&self) -> String {
+        match self.hint() {
+            Some(h) => format!("{self} (fix: {h})"),
+            None => self.to_string(),
+        }
+    }
+}
+
+fn sqlite_beside(rep: &Path) -> PathBuf {
+    rep.with_extension("sqlite")
+}
+
+fn export_command(program: &str, rep: &Path, out: &Path) -> String {
+    format!(
+        "{program} export --type sqlite --force-overwrite true --output {} {}",
+        quote(&out.to_string_lossy()),
+        quote(&rep.to_string_lossy())
+    )
+}
+
+/// Runs a profiler's helper command and returns its stdout.
+fn tool(program: &Path, args: &[&std::ffi::OsStr]) -> Result<Vec<u8>, NsightFileError> {
+    let command = std::iter::once(program.as_os_str())
+        .chain(args.iter().copied())
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "edge: nsys export / ncu --import on a report the harness wrote"
+    )]
+    let out = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| NsightFileError::Tool {
+            command: command.clone(),
+            message: e.to_string(),
+        })?;
+    if !out.status.success() {
+        let stderr = crate::measure::protocol::sanitize(&String::from_utf8_lossy(&out.stderr));
+        let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        return Err(NsightFileError::Tool {
+            command,
+            message: format!("{}: {}", out.status, tail.join(" / ")),
+        });
+    }
+    Ok(out.stdout)
+}
+
+/// Whether `path` is an nsys report (`.nsys-rep`, the older `.qdrep`) rather than an export.
+#[must_use]
+pub fn is_nsys_report(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("nsys-rep" | "qdrep")
+    )
+}
+
+/// Whether `path` is an ncu report (`.ncu-rep`, the older `.nsight-cuprof-report`).
+#[must_use]
+pub fn is_ncu_report(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("ncu-rep" | "nsight-cuprof-report")
+    )
+}
+
+/// The `SQLite` export of `path`: itself when it is one; for a `.nsys-rep`, the `.sqlite`
+/// beside it when newer, else what `nsys export` writes to `out` (beside it when `None`).
+pub fn nsys_sqlite(
+    path: &Path,
+    nsys: Option<&Path>,
+    out: Option<&Path>,
+) -> Result<PathBuf, NsightFileError> {
+    if !is_nsys_report(path) {
+        return Ok(path.to_owned());
+    }
+    let beside = sqlite_beside(path);
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    if out.is_none()
+        && let (Some(s), Some(r)) = (modified(&beside), modified(path))
+        && s >= r
+    {
+        return Ok(beside);
+    }
+    if let Err(source) = std::fs::metadata(path) {
+        return Err(NsightFileError::Io {
+            path: path.to_owned(),
+            source,
+        });
+    }
+    let nsys = nsys.ok_or_else(|| NsightFileError::NoNsys {
+        path: path.to_owned(),
+    })?;
+    let target = out.map_or(beside, Path::to_path_buf);
+    tool(
+        nsys,
+        &[
+            "export".as_ref(),
+            "--type".as_ref(),
+            "sqlite".as_ref(),
+            "--force-overwrite".as_ref(),
+            "true".as_ref(),
+            "--output".as_ref(),
+            target.as_os_str(),
+            path.as_os_str(),
+        ],
+    )?;
+    Ok(target)
+}
+
+/// The `ncu --csv` text of `path`: itself, or for a `.ncu-rep` what `ncu --import --csv --page
+/// raw` prints.
+pub fn ncu_text(path: &Path, ncu_bin: Option<&Path>) -> Result<String, NsightFileError> {
+    let bytes = if is_ncu_report(path) {
+        if let Err(source) = std::fs::metadata(path) {
+            return Err(NsightFileError::Io {
+                path: path.to_owned(),
+                source,
+            });
+        }
+        let bin = ncu_bin.ok_or_else(|| NsightFileError::NoNcu {
+            path: path.to_owned(),
+        })?;
+        tool(
+            bin,
+            &[
+                "--import".as_ref(),
+                path.as_os_str(),
+                "--csv".as_ref(),
+                "--page".as_ref(),
+                "raw".as_ref(),
+            ],
+        )?
+    } else {
+        std::fs::read(path).map_err(|source| NsightFileError::Io {
+            path: path.to_owned(),
+            source,
+        })?
+    };
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// An export read and summarised: its `nsys stats` tables and the per-NVTX-step analysis.
+pub fn summarise_nsys(
+    sqlite: &Path,
+    options: &Options,
+) -> Result<(nsys::Summary, nsys_steps::NsysSteps), NsightFileError> {
+    let export = nsys_sqlite::read(sqlite)?;
+    let steps = nsys_steps::analyse_export(&export, options);
+    Ok((nsys::summarise(&export), steps))
+}
+
+/// Reads the Nsight file at `path` (`kind` "nsys" or "ncu") into its stored summary and the file
+/// to keep (the export or the CSV); `scratch` takes an export made here.
+pub fn read(
+    kind: &str,
+    path: &Path,
+    scratch: &Path,
+    options: &Options,
+) -> Result<(NsightSummary, PathBuf, Vec<String>), NsightFileError> {
+    if kind == "nsys" {
+        let out = scratch.join(
+            path.file_stem()
+                .map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned())
+                + ".sqlite",
+        );
+        let nsys_bin = find("nsys");
+        let sqlite = nsys_sqlite(path, nsys_bin.as_deref(), Some(&out))?;
+        let (summary, steps) = summarise_nsys(&sqlite, options)?;
+        let mut notes = Vec::new();
+        if summary.kernels.is_empty() {
+            notes.push("the export holds no kernels (did the harness call cudaProfilerStart? the capture range is cudaProfilerApi)".into());
+        }
+        return Ok((NsightSummary::nsys(summary, steps), sqlite, notes));
+    }
+    let ncu_bin = find("ncu");
+    let text = ncu_text(path, ncu_bin.as_deref())?;
+    let report = ncu::parse(&text).map_err(|source| NsightFileError::Ncu {
+        path: path.to_owned(),
+        source,
+    })?;
+    let file = if is_ncu_report(path) {
+        let csv = scratch.join("ncu.csv");
+        std::fs::write(&csv, &text).map_err(|source| NsightFileError::Io {
+            path: csv.clone(),
+            source,
+        })?;
+        csv
+    } else {
+        path.to_owned()
+    };
+    let mut notes = Vec::new();
+    if report.kernels.is_empty() {
+        notes.push("ncu profiled no kernel (does kernel_regex match a kernel name?)".into());
+    }
+    Ok((NsightSummary::ncu(report), file, notes))
+}
+
+/// The evidence of one Nsight file: its summary and the compressed file, or a warning.
+#[must_use]
+pub fn evidence(
+    key: &CaseKey,
+    kind: &str,
+    path: &Path,
+    max_bytes: u64,
+    options: &Options,
+) -> NewEvidence {
+    let mut ev = NewEvidence {
+        key: key.clone(),
+        kind: kind.to_owned(),
+        name: path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        ),
+        blob: None,
+        analysis: None,
+        warning: None,
+    };
+    let scratch = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => {
+            ev.warning = Some(format!("{kind} file not read: no scratch directory: {e}"));
+            return ev;
+        }
+    };
+    let (summary, file, notes) = match read(kind, path, scratch.path(), options) {
+        Ok(read) => read,
+        Err(e) => {
+            ev.warning = Some(format!("{kind} file not read: {}", e.warning()));
+            return ev;
+        }
+    };
+    ev.analysis = serde_json::to_value(&summary).ok();
+    let mut warnings = notes;
+    match crate::commands::evidence::pack(&file) {
+        Ok((_, bytes)) if bytes.len() as u64 > max_bytes => warnings.push(format!(
+            "the {kind} file is {:.1} MB compressed, over [evidence] max_trace_mb = {:.1}: only its summary is stored",
+            bytes.len() as f64 / 1e6,
+            max_bytes as f64 / 1e6
+        )),
+        Ok(blob) => ev.blob = Some(blob),
+        Err(e) => warnings.push(format!("the {kind} file could not be stored: {e}")),
+    }
+    if !warnings.is_empty() {
+        ev.warning = Some(warnings.join("; "));
+    }
+    ev
+}
+
+/// The evidence of a profiler that is not installed: a warning, the verdict stands.
+#[must_use]
+pub fn missing(key: &CaseKey, profiler: &Profiler) -> NewEvidence {
+    let program = profiler.program();
+    NewEvidence {
+        key: key.clone(),
+        kind: program.to_owned(),
+        name: format!("({program} not run)"),
+        blob: None,
+        analysis: None,
+        warning: Some(format!(
+            "{program} is not on PATH, so the {program} repeat was not run (fix: {}; or have the harness report a file with {{\"{program}\": \"path\"}}); the verdict stands",
+            profiler.install_hint()
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_profiled_command_keeps_the_harness_command_as_one_word() {
+        let cmd = "cd bench && python3 run.py --name 'a b'";
+        let nsys = Profiler::Nsys.wrap(Path::new("/opt/nsys"), Path::new("/tmp/d/case"), cmd);
+        assert_eq!(
+            nsys,
+            r"'/opt/nsys' profile -t cuda,nvtx,osrt --capture-range=cudaProfilerApi --capture-range-end=stop --force-overwrite true -o '/tmp/d/case' sh -c 'cd bench && python3 run.py --name '\''a b'\'''"
+        );
+        let ncu = Profiler::Ncu {
+            kernel_regex: "gemm|gemv".into(),
+            count: 5,
+        }
+        .wrap(Path::new("ncu"), Path::new("/tmp/o"), "sh h.sh");
+        assert!(
+            ncu.starts_with("'ncu' --set full -k 'regex:gemm|gemv' -c 5 --target-processes all"),
+            "{ncu}"
+        );
+        assert_eq!(
+            Profiler::Nsys.report_file(Path::new("/tmp/d/case")),
+            PathBuf::from("/tmp/d/case.nsys-rep")
+        );
+    }
+
+    #[test]
+    fn a_report_without_its_tool_names_the_command_to_run() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let rep = dir.path().join("run.nsys-rep");
+        std::fs::write(&rep, b"not sqlite").expect("write");
+        let err = nsys_sqlite(&rep, None, None).expect_err("no nsys");
+        let w = err.warning();
+        assert!(w.contains("nsys is not on PATH"), "{w}");
+        assert!(
+            w.contains("nsys export --type sqlite --force-overwrite true --output"),
+            "{w}"
+        );
+        assert!(w.contains("run.sqlite"), "{w}");
+        let rep = dir.path().join("k.ncu-rep");
+        std::fs::write(&rep, b"x").expect("write");
+        let w = ncu_text(&rep, None).expect_err("no ncu").warning();
+        assert!(w.contains("ncu --import"), "{w}");
+        assert!(find_on("surely-not-a-program", Some(&OsString::from("/bin"))).is_none());
+        assert!(find_on("sh", Some(&OsString::from("/nonexistent:/bin:/usr/bin"))).is_some());
+    }
+}
