@@ -178,6 +178,20 @@ fn publish_posts_the_verdicts_and_gate_stored_with_the_run_not_a_rejudgement() {
     assert!(body.contains("fails on regressed, invalid"), "{body}");
 }
 
+/// `run` with `name=value` in its environment: refused (exit 2). Its stderr.
+fn refused_beside(env: &TestEnv, name: &str, value: &str) -> String {
+    let out = env
+        .cmd()
+        .args(["run", "--report-dir", "out"])
+        .env(name, value)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("refusing to start a harness"), "{err}");
+    err
+}
+
 /// A pull request's harness beside the shared store's password could rewrite its history and
 /// baselines: `run` refuses as it does for a token, before it opens the store.
 #[test]
@@ -190,15 +204,7 @@ fn run_refuses_to_start_a_harness_beside_a_database_password() {
         ("UTILGATE_DB", store, "$UTILGATE_DB"),
         ("DATABASE_URL", store, "$DATABASE_URL"),
     ] {
-        let out = env
-            .cmd()
-            .args(["run", "--report-dir", "out"])
-            .env(name, value)
-            .output()
-            .expect("runs");
-        assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
-        let err = stderr(&out);
-        assert!(err.contains("refusing to start a harness"), "{err}");
+        let err = refused_beside(&env, name, value);
         assert!(err.contains(named), "{err}");
         assert!(!err.contains("hunter2") && !err.contains("s3cret"), "{err}");
         assert!(err.contains("--baselines baselines/"), "{err}");
@@ -234,15 +240,7 @@ fn run_refuses_to_start_a_harness_while_it_holds_a_credential() {
         ("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "eyJhbGciOi"),
         ("DEPLOY_KEY", "github_pat_11ABCDEF"),
     ] {
-        let out = env
-            .cmd()
-            .args(["run", "--report-dir", "out"])
-            .env(name, value)
-            .output()
-            .expect("runs");
-        assert_eq!(out.status.code(), Some(2), "{name}: {}", stderr(&out));
-        let err = stderr(&out);
-        assert!(err.contains("refusing to start a harness"), "{err}");
+        let err = refused_beside(&env, name, value);
         assert!(err.contains(name), "{err}");
         assert!(!err.contains(value), "{err}");
         assert!(err.contains("hint:") && err.contains("--trusted"), "{err}");
