@@ -17,10 +17,8 @@
 //!   with the shift quoted, never `regressed`. A drop well beyond the shift still fails. Either
 //!   way the night is marked untrusted: it never pools into a later reference nor promotes.
 
-use statrs::distribution::{ContinuousCDF, StudentsT};
-
 use super::canary::CanaryShift;
-use super::decide::{Run, Test, apply_guard, drop_of, judge, noise_variance, pct};
+use super::decide::{Run, Test, apply_guard, drop_of, judge, noise_variance};
 use super::stat::{GateStat, units};
 use super::{Canary, Decision, Evidence, Policy, Reference, canary_shift, decide};
 use crate::case::Verdict;
@@ -141,10 +139,6 @@ struct StatCase {
     decision: Decision,
 }
 
-#[expect(
-    clippy::too_many_lines,
-    reason = "one statistic's whole comparison, in the order its decision reads"
-)]
 fn per_stat(
     stat: GateStat,
     r: &Reference<'_>,
@@ -186,25 +180,7 @@ fn per_stat(
         * (weighted_var_factor(&now_w, policy) + weighted_var_factor(&reference, policy))
         + night_variance(&nights, var, policy))
     .sqrt();
-    let alpha_case = (policy.family_alpha / tests.max(1) as f64).clamp(f64::MIN_POSITIVE, 0.5);
-    let (q, p_slower, p_faster) = match (df > 0).then(|| StudentsT::new(0.0, 1.0, df as f64)) {
-        Some(Ok(dist)) => (
-            -dist.inverse_cdf(alpha_case),
-            Some(dist.sf(est / se)),
-            Some(dist.cdf(est / se)),
-        ),
-        _ => (f64::INFINITY, None, None),
-    };
-    let t = Test {
-        est,
-        se,
-        df,
-        q,
-        alpha_case,
-        p_slower,
-        p_faster,
-        noise: scale,
-    };
+    let t = Test::new(est, se, df, scale, policy.family_alpha, tests);
     let mut d = Decision::bare(Verdict::Pass);
     d.gated_on = stat;
     let (step_then, step_now) = (level_then.exp(), level_now.exp());
@@ -221,13 +197,7 @@ fn per_stat(
             0
         };
     d.repeats_then = reference.len();
-    d.drop_pct = Some(drop_of(est));
-    d.noise_pct = Some(pct(scale.exp_m1()));
-    if q.is_finite() {
-        d.interval_pct = Some((drop_of(est - q * se), drop_of(est + q * se)));
-        d.resolution_pct = Some(drop_of(q * se));
-    }
-    d.p_value = if est >= 0.0 { p_slower } else { p_faster };
+    t.record(&mut d);
     d.floor_changed =
         (now.floor_ms / base.floor_ms - 1.0).abs() * 100.0 > policy.floor_tolerance_pct;
     let stat_policy = Policy {
@@ -236,7 +206,7 @@ fn per_stat(
     };
     judge(&mut d, &t, &stat_policy, tests);
     d.suspect = matches!(d.verdict, Verdict::Regressed | Verdict::Inconclusive)
-        || (est > 0.0 && p_slower.is_some_and(|p| p <= policy.confirm_alpha));
+        || (est > 0.0 && t.p_slower.is_some_and(|p| p <= policy.confirm_alpha));
     if let Some(shift) = shift.filter(|s| s.beyond_noise) {
         apply_canary(&mut d, &t, shift, &stat_policy, tests);
     }

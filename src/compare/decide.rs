@@ -299,6 +299,58 @@ pub(super) struct Test {
     pub(super) noise: f64,
 }
 
+impl Test {
+    /// The one-sided Student t test of `est` (standard error `se`, `df` degrees of freedom)
+    /// at the per-case level `family_alpha / tests` (the grid correction).
+    pub(super) fn new(
+        est: f64,
+        se: f64,
+        df: usize,
+        noise: f64,
+        family_alpha: f64,
+        tests: usize,
+    ) -> Test {
+        let alpha_case = (family_alpha / tests.max(1) as f64).clamp(f64::MIN_POSITIVE, 0.5);
+        let (q, p_slower, p_faster) = match (df > 0).then(|| StudentsT::new(0.0, 1.0, df as f64)) {
+            Some(Ok(dist)) => (
+                -dist.inverse_cdf(alpha_case),
+                Some(dist.sf(est / se)),
+                Some(dist.cdf(est / se)),
+            ),
+            _ => (f64::INFINITY, None, None),
+        };
+        Test {
+            est,
+            se,
+            df,
+            q,
+            alpha_case,
+            p_slower,
+            p_faster,
+            noise,
+        }
+    }
+
+    /// Writes the test's figures on `d`: the drop, the noise, the interval and resolution at
+    /// the per-case level, and the one-sided p-value in the direction of the change.
+    pub(super) fn record(&self, d: &mut Decision) {
+        d.drop_pct = Some(drop_of(self.est));
+        d.noise_pct = Some(pct(self.noise.exp_m1()));
+        if self.q.is_finite() {
+            d.interval_pct = Some((
+                drop_of(self.est - self.q * self.se),
+                drop_of(self.est + self.q * self.se),
+            ));
+            d.resolution_pct = Some(drop_of(self.q * self.se));
+        }
+        d.p_value = if self.est >= 0.0 {
+            self.p_slower
+        } else {
+            self.p_faster
+        };
+    }
+}
+
 fn test(now: &Run, reference: &[f64], runs: &[&Run], policy: &Policy, cases: usize) -> Test {
     let (var, df) = noise_variance(runs, policy);
     let scale = var.sqrt();
@@ -308,26 +360,7 @@ fn test(now: &Run, reference: &[f64], runs: &[&Run], policy: &Policy, cases: usi
         * (var_factor(now.units.len(), policy.estimator)
             + var_factor(reference.len(), policy.estimator)))
     .sqrt();
-    let alpha_case = (policy.family_alpha / cases.max(1) as f64).clamp(f64::MIN_POSITIVE, 0.5);
-    let t = (df > 0).then(|| StudentsT::new(0.0, 1.0, df as f64));
-    let (q, p_slower, p_faster) = match t {
-        Some(Ok(dist)) => (
-            -dist.inverse_cdf(alpha_case),
-            Some(dist.sf(est / se)),
-            Some(dist.cdf(est / se)),
-        ),
-        _ => (f64::INFINITY, None, None),
-    };
-    Test {
-        est,
-        se,
-        df,
-        q,
-        alpha_case,
-        p_slower,
-        p_faster,
-        noise: scale,
-    }
+    Test::new(est, se, df, scale, policy.family_alpha, cases)
 }
 
 /// Decide one case. `baseline` is the pinned good result (None: the case is `new`); `history`
@@ -441,13 +474,7 @@ fn compare_runs(
             0
         };
     d.repeats_then = reference.len();
-    d.drop_pct = Some(drop_of(t.est));
-    d.noise_pct = Some(pct(t.noise.exp_m1()));
-    if t.q.is_finite() {
-        d.interval_pct = Some((drop_of(t.est - t.q * t.se), drop_of(t.est + t.q * t.se)));
-        d.resolution_pct = Some(drop_of(t.q * t.se));
-    }
-    d.p_value = if t.est >= 0.0 { t.p_slower } else { t.p_faster };
+    t.record(d);
     d.floor_changed =
         (now.floor_ms / base.floor_ms - 1.0).abs() * 100.0 > policy.floor_tolerance_pct;
 
