@@ -51,16 +51,6 @@ fn case<'a>(report: &'a serde_json::Value, key: &str) -> &'a serde_json::Value {
         .unwrap_or_else(|| panic!("no case {key} in {report}"))
 }
 
-fn report(env: &TestEnv, format: &str) -> String {
-    let out = env
-        .cmd()
-        .args(["report", "--format", format])
-        .output()
-        .expect("runs");
-    assert!(out.status.success(), "{format}: {}", stderr(&out));
-    stdout(&out)
-}
-
 #[test]
 fn each_axis_value_is_a_case_measured_stored_shown_and_judged_on_its_own() {
     let env = mode_env();
@@ -98,7 +88,7 @@ fn each_axis_value_is_a_case_measured_stored_shown_and_judged_on_its_own() {
     }
 
     // Stored and read back: the JSON report, with the harness's per-mode step times.
-    let json: serde_json::Value = serde_json::from_str(&report(&env, "json")).expect("json");
+    let json: serde_json::Value = serde_json::from_str(&env.report("json")).expect("json");
     assert_eq!(json["cases"].as_array().expect("cases").len(), 2, "{json}");
     assert_eq!(json["suites"][0]["axes"], serde_json::json!(["mode"]));
     for (key, mode, step) in [(KEY_A, "a", 10.0), (KEY_B, "b", 6.0)] {
@@ -115,7 +105,7 @@ fn each_axis_value_is_a_case_measured_stored_shown_and_judged_on_its_own() {
     assert!(list.contains(KEY_A) && list.contains(KEY_B), "{list}");
 
     // Every report format names the mode.
-    let markdown = report(&env, "markdown");
+    let markdown = env.report("markdown");
     let header = markdown
         .lines()
         .find(|l| l.starts_with("| case |"))
@@ -128,23 +118,23 @@ fn each_axis_value_is_a_case_measured_stored_shown_and_judged_on_its_own() {
         markdown.contains("| `seed-8b/bf16/decode/b1/c4096` | b |"),
         "{markdown}"
     );
-    let html = report(&env, "html");
+    let html = env.report("html");
     assert!(html.contains("<th>case</th><th>mode</th>"), "{html}");
     assert!(html.contains("</a></td><td>a</td>"), "{html}");
-    let junit = report(&env, "junit");
+    let junit = env.report("junit");
     assert!(
         junit.contains("name=\"seed-8b/bf16/decode/b1/c4096/mode=a\"")
             && junit.contains("name=\"seed-8b/bf16/decode/b1/c4096/mode=b\""),
         "{junit}"
     );
-    let metrics = report(&env, "openmetrics");
+    let metrics = env.report("openmetrics");
     assert!(metrics.contains("mode=\"b\""), "{metrics}");
 
     // The second run slows mode b only: b is judged against b's baseline (regressed; against
     // a's 10 ms it would read as improved) and a against a's (pass).
     let second = env.run("main", &[("SLOW_MODE", "b")]);
     assert_eq!(second.status.code(), Some(1), "{}", stderr(&second));
-    let json: serde_json::Value = serde_json::from_str(&report(&env, "json")).expect("json");
+    let json: serde_json::Value = serde_json::from_str(&env.report("json")).expect("json");
     assert_eq!(verdict_of(&json, KEY_A), "pass", "{json}");
     assert_eq!(verdict_of(&json, KEY_B), "regressed", "{json}");
     let b = case(&json, KEY_B);
@@ -228,7 +218,7 @@ fn a_config_without_axes_keeps_its_keys_and_baselines_from_an_older_store() {
     // Off the baseline branch: judged against the old store's baselines, nothing promoted.
     let out = env.run("feature", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let json: serde_json::Value = serde_json::from_str(&report(&env, "json")).expect("json");
+    let json: serde_json::Value = serde_json::from_str(&env.report("json")).expect("json");
     for key in [
         "decode/seed-8b/bf16/decode/b1/c4096",
         "decode/seed-8b/bf16/decode/b8/c4096",
@@ -259,7 +249,7 @@ fn a_config_without_axes_keeps_its_keys_and_baselines_from_an_older_store() {
     env.write_config(&TestEnv::config_with("axes = { mode = [\"x\"] }"));
     let out = env.run("feature", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let json: serde_json::Value = serde_json::from_str(&report(&env, "json")).expect("json");
+    let json: serde_json::Value = serde_json::from_str(&env.report("json")).expect("json");
     assert_eq!(
         verdict_of(&json, "decode/seed-8b/bf16/decode/b1/c4096/mode=x"),
         "new",

@@ -124,16 +124,8 @@ fn a_budget_too_small_for_the_grid_names_what_it_cannot_resolve_and_ends_within_
     assert!(stored <= 4.0 + 3.0 + 5.0, "the run took {stored} s");
     assert!(wall < Duration::from_secs(60), "{wall:?}");
     // The human report says it too.
-    let human = env
-        .cmd()
-        .args(["report", "--format", "markdown"])
-        .output()
-        .expect("report");
-    assert!(
-        stdout(&human).contains("Time budget: Budget 4.0 s"),
-        "{}",
-        stdout(&human)
-    );
+    let human = env.report("markdown");
+    assert!(human.contains("Time budget: Budget 4.0 s"), "{}", human);
 }
 
 #[test]

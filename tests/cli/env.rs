@@ -176,6 +176,22 @@ timeout_s = 20
         cmd.output().expect("runs")
     }
 
+    /// `utilgate report --format <format>` of the last run: its stdout, the command asserted
+    /// to have succeeded.
+    pub fn report(&self, format: &str) -> String {
+        let out = self
+            .cmd()
+            .args(["report", "--format", format])
+            .output()
+            .expect("runs");
+        assert!(
+            out.status.success(),
+            "report --format {format}: {}",
+            stderr(&out)
+        );
+        stdout(&out)
+    }
+
     /// `utilgate <args> --format json` parsed.
     pub fn json(&self, args: &[&str]) -> serde_json::Value {
         let out = self

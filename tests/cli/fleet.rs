@@ -238,15 +238,6 @@ fn exports_of_a_stored_run_parse_as_their_formats() {
     let env = TestEnv::new();
     let out = env.run("main", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let export = |format: &str| {
-        let out = env
-            .cmd()
-            .args(["report", "--format", format])
-            .output()
-            .expect("runs");
-        assert!(out.status.success(), "{format}: {}", stderr(&out));
-        stdout(&out)
-    };
     let json = report_json(&env, &[]);
     let figures = cases(&json);
     assert_eq!(figures.len(), 2);
@@ -255,7 +246,7 @@ fn exports_of_a_stored_run_parse_as_their_formats() {
         "../fixtures/bench_formats/github-action-benchmark__customSmallerIsBetter_output.json"
     );
     let _: Vec<GabEntry> = serde_json::from_str(sample).expect("the real sample parses");
-    let gab: Vec<GabEntry> = serde_json::from_str(&export("gab")).expect("gab parses");
+    let gab: Vec<GabEntry> = serde_json::from_str(&env.report("gab")).expect("gab parses");
     assert_eq!(gab.len(), 4, "median and p90 of two cases");
     for (case, c) in &figures {
         let median = gab
@@ -268,7 +259,7 @@ fn exports_of_a_stored_run_parse_as_their_formats() {
     }
 
     let bmf: BTreeMap<String, BTreeMap<String, BTreeMap<String, f64>>> =
-        serde_json::from_str(&export("bmf")).expect("BMF parses");
+        serde_json::from_str(&env.report("bmf")).expect("BMF parses");
     for (case, c) in &figures {
         let measures = &bmf[case];
         assert_eq!(
@@ -290,7 +281,7 @@ fn exports_of_a_stored_run_parse_as_their_formats() {
         }
     }
 
-    let text = export("openmetrics");
+    let text = env.report("openmetrics");
     let parsed = openmetrics_parser::openmetrics::parse_openmetrics(&text)
         .unwrap_or_else(|e| panic!("{e:?}:\n{text}"));
     let util = &parsed.families["utilgate_utilisation_ratio"];

@@ -119,12 +119,7 @@ fn changes_since_a_date_and_bad_input() {
     );
 
     // The HTML report's history chart marks the change point.
-    let html = stdout(
-        &env.cmd()
-            .args(["report", "--format", "html"])
-            .output()
-            .expect("runs"),
-    );
+    let html = env.report("html");
     assert!(
         html.contains(r#"class="changepoint""#) && html.contains("change point at run 9"),
         "{html}"

@@ -213,10 +213,6 @@ fn stored_blobs(env: &TestEnv) -> Vec<(String, String, i64)> {
 }
 
 #[test]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one end-to-end story: runs, then every report and the store"
-)]
 fn nsys_runs_one_extra_repeat_and_the_regressed_case_shows_the_nvtx_step_diff() {
     let p = profiled_env("nsys = true");
     let then = export_with_steps(p.env.path(), "then.sqlite", false);
@@ -307,26 +303,14 @@ fn nsys_runs_one_extra_repeat_and_the_regressed_case_shows_the_nvtx_step_diff() 
         "compressed: {sizes:?}"
     );
 
-    let md = p
-        .env
-        .cmd()
-        .args(["report", "--format", "markdown"])
-        .output()
-        .expect("report");
-    let md = stdout(&md);
+    let md = p.env.report("markdown");
     assert!(
         md.contains(
             "<details><summary>Nsight Systems (<code>utilgate-nsys.nsys-rep</code>): what changed</summary>"
         ),
         "{md}"
     );
-    let html = p
-        .env
-        .cmd()
-        .args(["report", "--format", "html"])
-        .output()
-        .expect("report");
-    let html = stdout(&html);
+    let html = p.env.report("html");
     assert!(
         html.contains("Nsight Systems <code>utilgate-nsys.nsys-rep</code>"),
         "{html}"

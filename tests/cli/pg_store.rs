@@ -19,17 +19,19 @@ fn logging_env() -> TestEnv {
     env
 }
 
+/// A trusted run on the baseline branch (the store's URL comes through `UTILGATE_DB`).
+const RUN: [&str; 6] = [
+    "run",
+    "--trusted",
+    "--branch",
+    "main",
+    "--git-sha",
+    "0123456789abcdef",
+];
+
 fn run_on(env: &TestEnv, url: &str, extra: &[(&str, &str)]) -> Output {
     let mut cmd = env.cmd();
-    cmd.args([
-        "run",
-        "--trusted",
-        "--branch",
-        "main",
-        "--git-sha",
-        "0123456789abcdef",
-    ])
-    .env("UTILGATE_DB", url);
+    cmd.args(RUN).env("UTILGATE_DB", url);
     for (k, v) in extra {
         cmd.env(k, v);
     }
@@ -72,17 +74,10 @@ fn the_server_killed_mid_run_stores_nothing_and_the_next_run_works() {
     let url = cluster.url(&cluster.new_database());
     let env = logging_env();
     let mut cmd = env.std_cmd();
-    cmd.args([
-        "run",
-        "--trusted",
-        "--branch",
-        "main",
-        "--git-sha",
-        "0123456789abcdef",
-    ])
-    .env("UTILGATE_DB", &url)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped());
+    cmd.args(RUN)
+        .env("UTILGATE_DB", &url)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let child = cmd.spawn().expect("starts");
     let started = || std::fs::read_to_string(env.path().join("started.log")).unwrap_or_default();
     let end = Instant::now() + Duration::from_secs(60);

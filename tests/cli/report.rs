@@ -50,26 +50,17 @@ fn every_format_renders_a_real_run() {
     let out = env.run("feature", &[("STEP_MS", "11.5")]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
 
-    let report = |format: &str| {
-        let out = env
-            .cmd()
-            .args(["report", "--format", format])
-            .output()
-            .expect("runs");
-        assert!(out.status.success(), "{format}: {}", stderr(&out));
-        stdout(&out)
-    };
-    let markdown = report("markdown");
+    let markdown = env.report("markdown");
     let mut settings = insta::Settings::clone_current();
     settings.add_filter(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z", "<timestamp>");
     settings.add_filter(r"hostname=\x22[^\x22]*\x22", "hostname=\"<host>\"");
     settings.bind(|| {
         insta::assert_snapshot!("report_markdown", markdown);
-        insta::assert_snapshot!("report_junit", report("junit"));
+        insta::assert_snapshot!("report_junit", env.report("junit"));
     });
     assert!(markdown.contains("🔴 regressed"));
 
-    let html = report("html");
+    let html = env.report("html");
     let elements = well_formed(&html);
     assert_eq!(
         elements.iter().filter(|e| *e == "svg").count(),
@@ -81,8 +72,8 @@ fn every_format_renders_a_real_run() {
         4,
         "two runs per case"
     );
-    well_formed(&report("junit"));
-    let json: serde_json::Value = serde_json::from_str(&report("json")).expect("json");
+    well_formed(&env.report("junit"));
+    let json: serde_json::Value = serde_json::from_str(&env.report("json")).expect("json");
     assert_eq!(json["schema_version"], 1);
     assert_eq!(
         json["cases"][0]["trend"].as_array().expect("trend").len(),

@@ -82,23 +82,13 @@ fn a_regressed_case_names_the_kernel_that_grew_in_every_report() {
         "{lines:?}"
     );
     assert_eq!(case["evidence"]["bars"].as_array().expect("bars").len(), 2);
-    let md = env
-        .cmd()
-        .args(["report", "--format", "markdown"])
-        .output()
-        .expect("report");
-    let md = stdout(&md);
+    let md = env.report("markdown");
     assert!(
         md.contains("<details><summary>Profiler trace: what changed</summary>"),
         "{md}"
     );
     assert!(md.contains("flash_fwd_splitkv_kernel +42%"), "{md}");
-    let html = env
-        .cmd()
-        .args(["report", "--format", "html"])
-        .output()
-        .expect("report");
-    let html = stdout(&html);
+    let html = env.report("html");
     assert!(html.contains("GPU time by category"), "{html}");
     // `trace diff` of the stored... files reads the same numbers from the command line.
 }
