@@ -8,17 +8,25 @@ use std::io::Write;
 
 use rand::rngs::SmallRng;
 use utilgate::case::Verdict;
-use utilgate::compare::{Evidence, Policy, decide_ab, should_confirm};
+use utilgate::compare::{AbPlan, Evidence, Policy, decide_ab, should_confirm};
 
 use crate::noise::{Change, FLOOR_MS, Noise, night_host, process, rng, seed};
 use crate::{CASES, trials, wilson};
 
 /// Sessions (nights) of a 100-case grid for the false-alarm count.
-const SESSIONS: usize = 200;
+const SESSIONS: usize = 1000;
 
-/// The A/B policy `utilgate ab` uses by default (`[ab]` in the config).
+/// `--ab-plan JSON`: an `[ab]` plan other than the default (tuning only).
+pub static PLAN: std::sync::OnceLock<AbPlan> = std::sync::OnceLock::new();
+
+/// The plan evaluated: `utilgate ab`'s default (`[ab]` in the config) unless tuning.
+fn plan() -> AbPlan {
+    PLAN.get().cloned().unwrap_or_default()
+}
+
+/// The A/B policy `utilgate ab` uses with the plan.
 pub fn policy() -> Policy {
-    let ab = utilgate::compare::AbPlan::default();
+    let ab = plan();
     Policy {
         confirm_repeats: ab.confirm_pairs,
         confirm_alpha: ab.confirm_alpha,
@@ -66,7 +74,7 @@ fn case(
     head: &Change,
     policy: &Policy,
 ) -> (bool, bool) {
-    let plan = utilgate::compare::AbPlan::default();
+    let plan = plan();
     let total = plan.pairs + policy.confirm_repeats;
     let mut both = (Vec::new(), Vec::new());
     pairs(r, noise, night, head, 0, plan.pairs, total, &mut both);
@@ -82,9 +90,8 @@ fn case(
             total,
             &mut both,
         );
-        // The final call rests on the fresh pairs only (the first ones made it a suspect).
-        let (a, b) = (&both.0[plan.pairs..], &both.1[plan.pairs..]);
-        let d = decide_ab(&evidence(a), &evidence(b), policy, CASES, None);
+        // The final call rests on every pair, as `utilgate ab` judges.
+        let d = decide_ab(&evidence(&both.0), &evidence(&both.1), policy, CASES, None);
         return (d.verdict == Verdict::Regressed, true);
     }
     (d.verdict == Verdict::Regressed, false)
@@ -96,7 +103,7 @@ pub fn report(out: &mut impl Write) -> std::io::Result<()> {
     noise.night_sd = 0.05;
     noise.session_trend = 0.03;
     let policy = policy();
-    let plan = utilgate::compare::AbPlan::default();
+    let plan = plan();
     let threads = 2;
     let drops = [0.03, 0.05, 0.10];
     let parts: Vec<(usize, usize, Vec<usize>)> = std::thread::scope(|s| {

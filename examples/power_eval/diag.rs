@@ -10,7 +10,7 @@ use utilgate::case::Verdict;
 
 use crate::gate::{self, CaseState, HISTORY, Rule};
 use crate::noise::{Change, night_host, rng, seed};
-use crate::{CASES, NIGHTS, Scenario, projects, trials};
+use crate::{CASES, Scenario, projects, trials};
 
 fn q(v: &mut [f64], p: f64) -> f64 {
     if v.is_empty() {
@@ -31,29 +31,10 @@ fn alarms(out: &mut impl Write, sc_id: u64, sc: &Scenario, rule: &Rule) -> std::
     let mut by_night: BTreeMap<usize, usize> = BTreeMap::new();
     let mut shown = 0;
     for p in 0..projects() {
-        let mut states: Vec<CaseState> = (0..CASES).map(|_| CaseState::default()).collect();
-        for night in 0..NIGHTS {
-            let mut host_rng = rng(seed(sc_id, 2, (p << 8 | night) as u64));
-            let host = night_host(&mut host_rng, &sc.noise, 1.0);
-            let canary = gate::canary(&mut host_rng, host);
-            let change = if night == 0 {
-                Change {
-                    factor: sc.first_factor,
-                    ..Change::NONE
-                }
-            } else {
-                Change::NONE
-            };
-            let outcomes: Vec<gate::Outcome> = states
-                .iter()
-                .enumerate()
-                .map(|(c, state)| {
-                    let mut r = rng(seed(sc_id, 1, (p << 16 | night << 8 | c) as u64));
-                    gate::night(
-                        rule, state, &mut r, &sc.noise, host, &canary, &change, CASES,
-                    )
-                })
-                .collect();
+        crate::run_project(sc_id, sc, rule, p, |night, shifted, outcomes| {
+            if shifted {
+                return Ok(());
+            }
             let failed: Vec<&gate::Outcome> = outcomes
                 .iter()
                 .filter(|o| o.stored.verdict == Verdict::Regressed)
@@ -83,12 +64,8 @@ fn alarms(out: &mut impl Write, sc_id: u64, sc: &Scenario, rule: &Rule) -> std::
                     }
                 }
             }
-            let any = !failed.is_empty();
-            for (state, mut o) in states.iter_mut().zip(outcomes) {
-                o.stored.promoted = !any && o.stored.promotable;
-                state.nights.push(o.stored);
-            }
-        }
+            Ok(())
+        })?;
     }
     writeln!(out, "  false-alarm nights by night index: {by_night:?}")
 }

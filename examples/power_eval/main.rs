@@ -162,8 +162,16 @@ impl Tally {
     }
 }
 
-/// One project of 100 cases over `NIGHTS` nights.
-fn project(sc_id: u64, sc: &Scenario, rule: &Rule, p: usize, t: &mut Tally) {
+/// One project of `CASES` cases over `NIGHTS` nights, as `utilgate run` runs them: each
+/// night's outcomes go to `seen` (with the night and whether the host shifted), then the
+/// passing results are promoted when no case failed.
+fn run_project(
+    sc_id: u64,
+    sc: &Scenario,
+    rule: &Rule,
+    p: usize,
+    mut seen: impl FnMut(usize, bool, &[gate::Outcome]) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let mut states: Vec<CaseState> = (0..CASES).map(|_| CaseState::default()).collect();
     for night in 0..NIGHTS {
         let mut host_rng = rng(seed(sc_id, 2, (p << 8 | night) as u64));
@@ -188,29 +196,43 @@ fn project(sc_id: u64, sc: &Scenario, rule: &Rule, p: usize, t: &mut Tally) {
                 )
             })
             .collect();
+        seen(night, shifted.is_some(), &outcomes)?;
         let failed = outcomes
             .iter()
             .any(|o| o.stored.verdict == Verdict::Regressed);
-        if night > 0 {
-            if shifted.is_some() {
-                t.shift_nights += 1;
-                t.shift_nights_regressed += usize::from(failed);
-            } else {
-                t.judged_nights += 1;
-                t.false_alarm_nights += usize::from(failed);
-            }
-            t.case_nights += outcomes.len();
-            t.inconclusive += outcomes
-                .iter()
-                .filter(|o| o.stored.verdict == Verdict::Inconclusive)
-                .count();
-            t.confirms += outcomes.iter().filter(|o| o.confirmed).count();
-        }
         for (state, mut o) in states.iter_mut().zip(outcomes) {
             o.stored.promoted = !failed && o.stored.promotable;
             state.nights.push(o.stored);
         }
     }
+    Ok(())
+}
+
+/// The tally of one project.
+fn project(sc_id: u64, sc: &Scenario, rule: &Rule, p: usize, t: &mut Tally) {
+    let counted = run_project(sc_id, sc, rule, p, |night, shifted, outcomes| {
+        if night == 0 {
+            return Ok(());
+        }
+        let failed = outcomes
+            .iter()
+            .any(|o| o.stored.verdict == Verdict::Regressed);
+        if shifted {
+            t.shift_nights += 1;
+            t.shift_nights_regressed += usize::from(failed);
+        } else {
+            t.judged_nights += 1;
+            t.false_alarm_nights += usize::from(failed);
+        }
+        t.case_nights += outcomes.len();
+        t.inconclusive += outcomes
+            .iter()
+            .filter(|o| o.stored.verdict == Verdict::Inconclusive)
+            .count();
+        t.confirms += outcomes.iter().filter(|o| o.confirmed).count();
+        Ok(())
+    });
+    counted.expect("counting writes nothing");
 }
 
 /// One detection trial: `HISTORY` unchanged nights of one case, then the change.
@@ -303,17 +325,24 @@ pub fn wilson(k: usize, n: usize) -> String {
     )
 }
 
-fn main() -> std::io::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+/// The tuning flags (`--quick`, `--policy JSON`, `--judge-all`, `--detect`, `--default`,
+/// `--ab-plan JSON`): sets the switches and returns the rules to evaluate.
+fn tuning(args: &[String]) -> Vec<Rule> {
     if args.iter().any(|a| a == "--quick") {
         DIVISOR.store(4, std::sync::atomic::Ordering::Relaxed);
     }
-    // `--policy JSON`: the default rule with these policy fields changed (tuning only).
-    let tuned: Option<utilgate::compare::Policy> = args
-        .iter()
-        .position(|a| a == "--policy")
-        .and_then(|i| args.get(i + 1))
+    let json_of = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+    };
+    // `--policy JSON`: the default rule with these policy fields changed.
+    let tuned: Option<utilgate::compare::Policy> = json_of("--policy")
         .map(|json| serde_json::from_str(json).expect("--policy takes a Policy as JSON"));
+    if let Some(json) = json_of("--ab-plan") {
+        let plan = serde_json::from_str(json).expect("--ab-plan takes an [ab] plan as JSON");
+        ab::PLAN.set(plan).expect("set once");
+    }
     if args.iter().any(|a| a == "--judge-all") {
         JUDGE_ALL.store(true, std::sync::atomic::Ordering::Relaxed);
     }
@@ -328,11 +357,21 @@ fn main() -> std::io::Result<()> {
             canary: true,
         });
     }
-    // `--default`: the default rule alone (tuning).
+    // `--default`: the default rule alone.
     if args.iter().any(|a| a == "--default") {
         rules.drain(..rules.len() - 1);
     }
+    rules
+}
+
+fn main() -> std::io::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let rules = tuning(&args);
     let mut out = std::io::stdout().lock();
+    // `--ab`: the A/B table alone.
+    if args.iter().any(|a| a == "--ab") {
+        return ab::report(&mut out);
+    }
     writeln!(
         out,
         "Projects of {CASES} cases x {} repeats x {} steps, {NIGHTS} nights each ({} \

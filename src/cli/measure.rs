@@ -18,10 +18,10 @@ pub struct AbArgs {
     /// Only these suites (repeatable).
     #[arg(long = "suite", value_name = "NAME")]
     pub suites: Vec<String>,
-    /// ABBA pairs per case (default: `[ab] pairs`, 10).
+    /// ABBA pairs per case (default: `[ab] pairs`, 16).
     #[arg(long)]
     pub pairs: Option<usize>,
-    /// Further pairs for a suspect case (default: `[ab] confirm_pairs`, 30; 0 disables).
+    /// Further pairs for a suspect case (default: `[ab] confirm_pairs`, 50; 0 disables).
     #[arg(long)]
     pub confirm_pairs: Option<usize>,
     /// Start harnesses even though a GitHub credential or a database password is in the

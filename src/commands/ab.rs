@@ -6,7 +6,7 @@
 //! The head is the config given with `--config` (the checkout under test); the base is the
 //! same-named config in `--base DIR` (a second checkout, e.g. a `git worktree` of the base
 //! commit). Each pair is two fresh processes, in ABBA order (`AB`, `BA`, `AB`, ...); a suspect
-//! case gets `confirm_pairs` more pairs and is decided on those fresh pairs alone. Nothing is
+//! case gets `confirm_pairs` more pairs and is decided on all its pairs. Nothing is
 //! stored: an A/B session compares two commits, it is not a night of history.
 
 use std::path::{Path, PathBuf};
@@ -119,7 +119,7 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
         return Err(Error::Argument {
             arg: format!("--pairs {}", plan.pairs),
             problem: "the noise of a paired difference needs at least 2 pairs".into(),
-            fix: "use --pairs 10 (the default) or more".into(),
+            fix: "use --pairs 16 (the default) or more".into(),
         });
     }
     let store_path = head.store_path(args.config.db.as_deref());
@@ -205,10 +205,9 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
                             {
                                 (error_decision(&e), a.repeats_ms.len(), true)
                             } else {
-                                // The final call rests on the fresh pairs only.
-                                let n = plan.pairs.min(a.repeats_ms.len());
-                                let d = judge(&a.repeats_ms[n..], &b.repeats_ms[n..]);
-                                (d, a.repeats_ms.len() - n, true)
+                                // The final call rests on every pair (compare::ab says why).
+                                let d = judge(&a.repeats_ms, &b.repeats_ms);
+                                (d, a.repeats_ms.len(), true)
                             }
                         } else {
                             (d, a.repeats_ms.len(), false)

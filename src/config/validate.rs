@@ -105,7 +105,7 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
                 "is {}: the noise of a paired difference needs 2 pairs",
                 config.ab.pairs
             ),
-            "write pairs = 10",
+            "write pairs = 16",
         );
     }
     if !(config.ab.confirm_alpha > 0.0 && config.ab.confirm_alpha < 1.0) {

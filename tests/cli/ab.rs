@@ -55,7 +55,7 @@ fn the_same_code_on_both_sides_passes_and_stores_nothing() {
 #[test]
 fn a_ten_percent_slower_head_fails_the_gate_naming_the_drop() {
     let (base, head) = checkouts("", "env = { STEP_MS = \"11.0\" }");
-    let out = ab(&base, &head, &["--pairs", "6"]);
+    let out = ab(&base, &head, &["--pairs", "6", "--confirm-pairs", "6"]);
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -73,6 +73,17 @@ fn a_ten_percent_slower_head_fails_the_gate_naming_the_drop() {
         "the drop of a 10% slower step is 9.1%: {text}"
     );
     assert!(text.contains("gate: FAILED"), "{text}");
+    // The suspect was confirmed and judged on all its pairs, the screening ones too.
+    let json = ab(
+        &base,
+        &head,
+        &["--pairs", "6", "--confirm-pairs", "6", "--format", "json"],
+    );
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    let case = &report["cases"][0];
+    assert_eq!(case["confirmed"], true, "{case}");
+    assert_eq!(case["pairs"], 12, "{case}");
+    assert_eq!(case["decision"]["repeats_now"], 12, "{case}");
 }
 
 /// A harness whose every process is 2% slower than the one before (a host warming up, a
@@ -132,5 +143,5 @@ fn a_base_without_the_suite_is_an_error_naming_the_file() {
     let out = ab(&base, &head, &["--pairs", "1"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--pairs 1"), "{}", stderr(&out));
-    assert!(stderr(&out).contains("--pairs 10"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--pairs 16"), "{}", stderr(&out));
 }
