@@ -55,7 +55,7 @@ if [ -z "$BIN" ]; then
 fi
 
 if command -v cargo >/dev/null && [ -z "${GPU_CHECK_SKIP_TESTS:-}" ]; then
-  step gpu-tests 240 env UTILGATE_GPU_TESTS=1 cargo test --release --locked --lib -- gpu:: measure::cuda:: --include-ignored --test-threads=1
+  step gpu-tests 240 env UTILGATE_GPU_TESTS=1 cargo test --release --locked --lib -- gpu:: measure::cuda:: measure::canary:: --include-ignored --test-threads=1
 fi
 
 step probe 120 "$BIN" probe --db "$WORK/gpu-check.db" --format json --iters 20

@@ -118,7 +118,7 @@ pub const CLOCK_REASONS: [ClockReason; 9] = [
     },
 ];
 
-const GPU_IDLE: u64 = 0x1;
+pub(crate) const GPU_IDLE: u64 = 0x1;
 const UNKNOWN_REASON: &str = "unknown";
 
 /// The reason of a stored name, if this build knows it.

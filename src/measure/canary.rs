@@ -8,6 +8,13 @@
 //! * `spin_ms`: a fixed chain of 2^21 dependent integer operations (the core's speed and its
 //!   share of the CPU, which a co-scheduled process takes away).
 //!
+//! On a GPU (a device NVML watches) the canary is the device's instead ([`measure_gpu`]):
+//!
+//! * `copy_ms`: a device-to-device copy of 1 GiB (the HBM bandwidth a decode step is bound by);
+//! * `gemm_ms`: a square bf16 GEMM of size 4096 (the tensor cores' rate);
+//! * `sm_clock_period_ns`: the SM clock NVML reported while the two ran, as a period (1000 /
+//!   MHz), so that, like the times, a larger figure is a slower machine.
+//!
 //! Each is timed [`READINGS`] times per call; `run` calls it before and after the cases and
 //! stores all readings with the run (`compare::canary_shift` judges them).
 
@@ -16,12 +23,19 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::compare::Canary;
+use crate::gpu::GpuError;
+use crate::gpu::state::{GPU_IDLE, GpuSample};
+use crate::measure::cuda::CudaDevice;
 use crate::measure::host::{filled_buffer, stream_read};
 
 /// Readings of each figure per call.
 pub const READINGS: usize = 5;
 const STREAM_BYTES: u64 = 32 << 20;
 const SPIN_STEPS: u64 = 1 << 21;
+/// The GPU canary's copy: 1 GiB, about 0.5 ms on an H200.
+const GPU_COPY_BYTES: u64 = 1 << 30;
+/// The GPU canary's GEMM size: 137 GFLOP, about 0.2 ms of bf16 tensor-core work on an H200.
+const GPU_GEMM_N: u64 = 4096;
 
 /// A fixed chain of dependent xorshift steps: no memory traffic, no vectorisation.
 fn spin(steps: u64, seed: u64) -> u64 {
@@ -65,6 +79,43 @@ pub fn measure_host(canary: &mut Canary) {
     }
 }
 
+/// Appends one call's readings of the GPU canary on CUDA device `ordinal`: [`READINGS`]
+/// timed copies and GEMMs (CUDA events, after three warm-ups each). No driver:
+/// [`CanaryError::Gpu`] with the reason.
+pub fn measure_gpu(canary: &mut Canary, ordinal: usize) -> Result<(), CanaryError> {
+    #[expect(clippy::cast_possible_truncation, reason = "READINGS is 5")]
+    let readings = READINGS as u32;
+    let device = CudaDevice::open(ordinal)?;
+    let copy = device.probe_copy(GPU_COPY_BYTES, readings)?;
+    let gemm = device.probe_gemm(GPU_GEMM_N, readings)?;
+    for (name, times) in [("copy_ms", copy), ("gemm_ms", gemm)] {
+        canary
+            .figures
+            .entry(name.to_owned())
+            .or_default()
+            .extend(times);
+    }
+    Ok(())
+}
+
+/// Appends the SM clock periods (ns) of the busy NVML samples taken while the GPU canary ran.
+/// Pure.
+pub fn add_clock_periods(canary: &mut Canary, samples: &[GpuSample]) {
+    let periods: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.reasons & GPU_IDLE == 0)
+        .filter_map(|s| s.sm_clock_mhz.filter(|&mhz| mhz > 0))
+        .map(|mhz| 1e3 / f64::from(mhz))
+        .collect();
+    if !periods.is_empty() {
+        canary
+            .figures
+            .entry("sm_clock_period_ns".to_owned())
+            .or_default()
+            .extend(periods);
+    }
+}
+
 /// One call of the configured canary (before or after a run): the user's command when one is
 /// set, else the built-in host canary. Appends its readings to `canary`.
 pub fn measure(
@@ -89,6 +140,8 @@ pub enum CanaryError {
     },
     #[error("canary command `{command}` exited with {status}")]
     Status { command: String, status: String },
+    #[error("the GPU canary could not run: {0}")]
+    Gpu(#[from] GpuError),
     #[error(
         "canary command `{command}` printed no JSON object of figures (e.g. \
          {{\"copy_ms\": [8.1, 8.2]}}): {detail}"
@@ -160,6 +213,70 @@ pub fn measure_command(canary: &mut Canary, command: &str, dir: &Path) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sample(sm_clock_mhz: Option<u32>, reasons: u64) -> GpuSample {
+        GpuSample {
+            t_ms: 0.0,
+            sm_clock_mhz,
+            mem_clock_mhz: None,
+            power_w: None,
+            power_limit_w: None,
+            temp_c: None,
+            reasons,
+            gpu_util_pct: None,
+            mem_util_pct: None,
+        }
+    }
+
+    #[test]
+    fn clock_periods_come_from_busy_samples_only() {
+        let mut c = Canary::default();
+        add_clock_periods(
+            &mut c,
+            &[
+                sample(Some(1980), 0),
+                sample(Some(345), GPU_IDLE),
+                sample(None, 0),
+                sample(Some(1000), 0x4),
+            ],
+        );
+        assert_eq!(c.figures["sm_clock_period_ns"], vec![1e3 / 1980.0, 1.0]);
+        let mut none = Canary::default();
+        add_clock_periods(&mut none, &[sample(Some(345), GPU_IDLE)]);
+        assert!(none.figures.is_empty());
+    }
+
+    #[test]
+    fn the_gpu_canary_without_a_driver_is_a_clear_error() {
+        let mut c = Canary::default();
+        match measure_gpu(&mut c, 0) {
+            // A GPU machine: both figures, READINGS each.
+            Ok(()) => {
+                assert_eq!(c.figures["copy_ms"].len(), READINGS);
+                assert_eq!(c.figures["gemm_ms"].len(), READINGS);
+            }
+            Err(e) => {
+                let text = e.to_string();
+                assert!(text.starts_with("the GPU canary could not run: "), "{text}");
+                assert!(c.figures.is_empty(), "{c:?}");
+            }
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a GPU: scripts/gpu-check.sh runs it"]
+    fn the_gpu_canary_times_a_copy_and_a_gemm_on_a_gpu() {
+        let mut c = Canary::default();
+        measure_gpu(&mut c, 0).expect("a GPU runner");
+        for name in ["copy_ms", "gemm_ms"] {
+            let times = &c.figures[name];
+            assert_eq!(times.len(), READINGS, "{name}");
+            assert!(
+                times.iter().all(|t| t.is_finite() && *t > 0.0),
+                "{name}: {times:?}"
+            );
+        }
+    }
 
     #[test]
     fn figures_parse_from_numbers_and_lists() {

@@ -324,12 +324,25 @@ pub(crate) fn run_meta(
     meta
 }
 
-/// Measures the machine canary into `canary`; a failure drops it with a warning.
-fn measure_canary(loaded: &LoadedConfig, progress: &Progress, canary: &mut Option<Canary>) {
-    if let Some(c) = canary.as_mut()
-        && let Err(e) = crate::measure::canary::measure(&loaded.config.canary, &loaded.dir, c)
-    {
-        progress.warn(&format!("{e}; this run has no canary"));
+/// Measures the machine canary into `canary`: on a GPU NVML watches (and no canary command),
+/// the GPU's copy, GEMM and clocks; else the configured one. A failure drops it with a warning.
+fn measure_canary(runner: &Runner<'_>, canary: &mut Option<Canary>) {
+    let Some(c) = canary.as_mut() else {
+        return;
+    };
+    let config = &runner.loaded.config.canary;
+    let measured = match runner.watch {
+        Some(watch) if config.command.is_none() => {
+            let (result, samples) = watch.sample(|| crate::measure::canary::measure_gpu(c, 0));
+            crate::measure::canary::add_clock_periods(c, &samples);
+            result
+        }
+        _ => crate::measure::canary::measure(config, &runner.loaded.dir, c),
+    };
+    if let Err(e) = measured {
+        runner
+            .progress
+            .warn(&format!("{e}; this run has no canary"));
         *canary = None;
     }
 }
@@ -540,7 +553,7 @@ fn measure_all<'a>(
     evidence_options: &crate::evidence::Options,
 ) -> Result<(Vec<CaseRecord<'a>>, Vec<crate::store::NewEvidence>), Error> {
     let progress = runner.progress;
-    measure_canary(runner.loaded, progress, canary);
+    measure_canary(runner, canary);
     let mut records = Vec::with_capacity(plans.len());
     let mut evidence = Vec::new();
     for (i, plan) in plans.into_iter().enumerate() {
@@ -584,7 +597,7 @@ fn measure_all<'a>(
         }
         records.push(record);
     }
-    measure_canary(runner.loaded, progress, canary);
+    measure_canary(runner, canary);
     progress.clear();
     Ok((records, evidence))
 }
