@@ -1,6 +1,7 @@
-//! Evidence: why a case got slower. Readers (Kineto traces today; Nsight Systems and Nsight
-//! Compute next) feed one evidence model, analysed per step, diagnosed and diffed against the
-//! baseline's evidence. Pure but the readers: `source.rs` opens files. Declarations only.
+//! Evidence: why a case got slower. Readers (torch.profiler/Kineto traces, Nsight Systems
+//! exports, Nsight Compute CSVs) feed one evidence model, analysed per step, diagnosed and
+//! diffed against the baseline's evidence. Pure but two readers: `source.rs` opens trace files
+//! and `nsys_sqlite.rs` opens an export read-only. Declarations only.
 
 pub mod analysis;
 pub mod classify;

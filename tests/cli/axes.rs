@@ -3,7 +3,7 @@
 //! `UTILGATE_MODE`, stored, shown as a column, judged against its own baseline; a config
 //! without axes keeps its keys against a store an older utilgate wrote.
 
-use crate::env::{SCRIPT_HARNESS, TestEnv, stderr, stdout, verdict_of};
+use crate::env::{SCRIPT_HARNESS, TestEnv, case_of, stderr, stdout, verdict_of};
 
 /// A harness whose steps depend on the mode: `a` takes 10 ms, `b` 6 ms, and the mode named
 /// by `SLOW_MODE` 30% longer. It exits 3 unless the template's argument and `UTILGATE_MODE`
@@ -40,15 +40,6 @@ fn mode_env() -> TestEnv {
             .replace("batches = [1, 8]", "batches = [1]"),
     );
     env
-}
-
-fn case<'a>(report: &'a serde_json::Value, key: &str) -> &'a serde_json::Value {
-    report["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .find(|c| c["case"] == key)
-        .unwrap_or_else(|| panic!("no case {key} in {report}"))
 }
 
 #[test]
@@ -92,7 +83,7 @@ fn each_axis_value_is_a_case_measured_stored_shown_and_judged_on_its_own() {
     assert_eq!(json["cases"].as_array().expect("cases").len(), 2, "{json}");
     assert_eq!(json["suites"][0]["axes"], serde_json::json!(["mode"]));
     for (key, mode, step) in [(KEY_A, "a", 10.0), (KEY_B, "b", 6.0)] {
-        let c = case(&json, key);
+        let c = case_of(&json, key);
         assert_eq!(c["verdict"], "new");
         assert_eq!(c["axes"], serde_json::json!({ "mode": mode }));
         assert_eq!(c["key"]["axes"], serde_json::json!({ "mode": mode }));
@@ -137,7 +128,7 @@ fn each_axis_value_is_a_case_measured_stored_shown_and_judged_on_its_own() {
     let json: serde_json::Value = serde_json::from_str(&env.report("json")).expect("json");
     assert_eq!(verdict_of(&json, KEY_A), "pass", "{json}");
     assert_eq!(verdict_of(&json, KEY_B), "regressed", "{json}");
-    let b = case(&json, KEY_B);
+    let b = case_of(&json, KEY_B);
     let then = b["baseline"]["median_ms"].as_f64().expect("baseline");
     assert!((then - 6.0).abs() < 0.1, "b's own baseline: {then}");
 
@@ -224,8 +215,8 @@ fn a_config_without_axes_keeps_its_keys_and_baselines_from_an_older_store() {
         "decode/seed-8b/bf16/decode/b8/c4096",
     ] {
         assert_eq!(verdict_of(&json, key), "pass", "{json}");
-        assert_eq!(case(&json, key)["axes"], serde_json::json!({}));
-        assert!(case(&json, key)["key"].get("axes").is_none(), "{json}");
+        assert_eq!(case_of(&json, key)["axes"], serde_json::json!({}));
+        assert!(case_of(&json, key)["key"].get("axes").is_none(), "{json}");
     }
     assert_eq!(json["suites"][0]["axes"], serde_json::json!([]));
 

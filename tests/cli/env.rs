@@ -217,14 +217,19 @@ pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-/// The verdict of `case` in a run report.
-pub fn verdict_of(report: &serde_json::Value, case: &str) -> String {
+/// The case named `case` in a run report.
+pub fn case_of<'a>(report: &'a serde_json::Value, case: &str) -> &'a serde_json::Value {
     report["cases"]
         .as_array()
         .expect("cases")
         .iter()
         .find(|c| c["case"] == case)
-        .unwrap_or_else(|| panic!("no case {case} in {report}"))["verdict"]
+        .unwrap_or_else(|| panic!("no case {case} in {report}"))
+}
+
+/// The verdict of `case` in a run report.
+pub fn verdict_of(report: &serde_json::Value, case: &str) -> String {
+    case_of(report, case)["verdict"]
         .as_str()
         .expect("verdict")
         .to_owned()

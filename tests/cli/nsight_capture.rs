@@ -10,7 +10,7 @@ use std::io::Read as _;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
-use crate::env::{TestEnv, stdout, verdict_of};
+use crate::env::{TestEnv, case_of, stdout, verdict_of};
 
 const B1: &str = "decode/seed-8b/bf16/decode/b1/c4096";
 
@@ -179,15 +179,6 @@ impl Profiled {
     }
 }
 
-fn case<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    report["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .find(|c| c["case"] == name)
-        .expect("case")
-}
-
 fn nsight<'a>(case: &'a serde_json::Value, kind: &str) -> &'a serde_json::Value {
     case["nsight"]
         .as_array()
@@ -266,7 +257,7 @@ fn nsys_runs_one_extra_repeat_and_the_regressed_case_shows_the_nvtx_step_diff() 
     );
 
     let report = p.env.json(&["runs", "show"]);
-    let c = case(&report, B1);
+    let c = case_of(&report, B1);
     let n = nsight(c, "nsys");
     assert!(n["warning"].is_null(), "{n}");
     let diff_lines = n["diff_lines"].as_array().expect("diff lines");
@@ -338,7 +329,7 @@ fn ncu_profiles_the_named_kernels_and_reports_them_with_the_reading_guide() {
         "{log}"
     );
     let report = p.env.json(&["runs", "show"]);
-    let n = nsight(case(&report, B1), "ncu");
+    let n = nsight(case_of(&report, B1), "ncu");
     assert_eq!(n["file"], "utilgate-ncu.ncu-rep");
     let lines: Vec<&str> = n["lines"]
         .as_array()
@@ -399,7 +390,7 @@ fn a_file_the_harness_reports_is_attached_and_bad_files_are_warnings() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let report = env.json(&["runs", "show"]);
-    let c = case(&report, B1);
+    let c = case_of(&report, B1);
     let n = nsight(c, "nsys");
     assert_eq!(n["file"], "mine.sqlite");
     assert!(n["warning"].is_null(), "{n}");
@@ -448,7 +439,7 @@ fn a_file_the_harness_reports_is_attached_and_bad_files_are_warnings() {
         assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
         let report = env.json(&["runs", "show"]);
         assert_eq!(verdict_of(&report, B1), "pass");
-        let c = case(&report, B1);
+        let c = case_of(&report, B1);
         let w = nsight(c, "nsys")["warning"]
             .as_str()
             .unwrap_or("")
@@ -484,7 +475,7 @@ fn a_missing_or_crashing_profiler_is_a_warning_and_the_verdict_stands() {
     let report = p.env.json(&["runs", "show"]);
     // The first run of the case: new (not error), its timed repeats measured as ever.
     assert_eq!(verdict_of(&report, B1), "new");
-    let c = case(&report, B1);
+    let c = case_of(&report, B1);
     let w = nsight(c, "nsys")["warning"].as_str().expect("warning");
     assert!(w.contains("nsys is not on PATH"), "{w}");
     assert!(w.contains("install Nsight Systems"), "{w}");
@@ -506,7 +497,7 @@ fn a_missing_or_crashing_profiler_is_a_warning_and_the_verdict_stands() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let report = p.env.json(&["runs", "show"]);
     assert_eq!(verdict_of(&report, B1), "pass");
-    let w = nsight(case(&report, B1), "nsys")["warning"]
+    let w = nsight(case_of(&report, B1), "nsys")["warning"]
         .as_str()
         .expect("warning")
         .to_owned();

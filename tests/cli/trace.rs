@@ -2,7 +2,7 @@
 //! `UTILGATE_TRACE_DIR` is set; the regressed case's report names the kernel that grew. Bad
 //! traces are warnings and the verdict stands.
 
-use crate::env::{TestEnv, stdout, verdict_of};
+use crate::env::{TestEnv, case_of, stdout, verdict_of};
 
 const B1: &str = "decode/seed-8b/bf16/decode/b1/c4096";
 
@@ -65,12 +65,7 @@ fn a_regressed_case_names_the_kernel_that_grew_in_every_report() {
     );
     // The stored run carries the same evidence in JSON, the PR comment (collapsed) and HTML.
     let report = env.json(&["runs", "show"]);
-    let case = report["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .find(|c| c["case"] == B1)
-        .expect("case");
+    let case = case_of(&report, B1);
     let lines = case["evidence"]["diff_lines"]
         .as_array()
         .expect("diff lines");
@@ -101,12 +96,7 @@ fn a_bad_trace_is_a_warning_and_the_verdict_stands() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let report = env.json(&["runs", "show"]);
     assert_eq!(verdict_of(&report, B1), "pass");
-    let case = report["cases"]
-        .as_array()
-        .expect("cases")
-        .iter()
-        .find(|c| c["case"] == B1)
-        .expect("case");
+    let case = case_of(&report, B1);
     let warning = case["evidence"]["warning"].as_str().expect("warning");
     assert!(warning.contains("truncated"), "{warning}");
 }
