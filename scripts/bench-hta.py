@@ -5,7 +5,7 @@ kernels) and idle-time breakdown, each timed, and the process's peak resident me
 
 Usage (docs/traces.md has the whole recipe):
     UTILGATE_BENCH_TRACE=/tmp/hta1m/bench.pt.trace.json cargo bench --bench trace -- 1000000 --hta
-    /usr/bin/time -v /work/venv-hta/bin/python scripts/bench-hta.py /tmp/hta1m
+    /usr/bin/time -v /tmp/venv-hta/bin/python scripts/bench-hta.py /tmp/hta1m
 The directory must hold that one trace. Prints on stdout."""
 import resource
 import sys
