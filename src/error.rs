@@ -185,7 +185,7 @@ pub enum Error {
     TraceNeedsCase { run: i64 },
     #[error("run {run} has no case {case:?}")]
     NoSuchCase { run: i64, case: String },
-    #[error("run {run} holds no analysed trace for {case}")]
+    #[error("run {run} holds no analysed trace or Nsight summary for {case}")]
     NoTrace { run: i64, case: String },
     #[error("{what} is not available for suites of kind = \"serve\" (selected: {})", suites.join(", "))]
     ServeSuiteUnsupported { what: String, suites: Vec<String> },
@@ -268,7 +268,7 @@ impl Error {
             ),
             Error::Argument { fix, .. } => Some(fix.clone()),
             Error::NoTrace { .. } => Some(
-                "traces are captured by suites with trace = true or `utilgate run --trace`".into(),
+                "traces are captured by suites with trace = true or `utilgate run --trace`, Nsight files by nsys = true or ncu = { ... }".into(),
             ),
             Error::TraceNeedsCase { run }
             | Error::NoSuchCase { run, .. }

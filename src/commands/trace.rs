@@ -9,13 +9,70 @@ use crate::case::CaseKey;
 use crate::cli::{ConfigArgs, Format, TraceDiffArgs, TraceShowArgs};
 use crate::commands::Outcome;
 use crate::error::Error;
-use crate::evidence::nsight::{ncu_diff, nsys_diff};
+use crate::evidence::nsight::{NsightSummary, ncu_diff, nsys_diff};
 use crate::evidence::{Analysis, Options, diagnose, diff};
 use crate::output;
 use crate::report::evidence::{analysis_json, analysis_text, diff_json, diff_text};
 use crate::report::nsight::{
     kernel_diff_json, kernel_diff_text, ncu_json, ncu_text, nsys_json, nsys_text,
 };
+use crate::store::StoredEvidence;
+
+/// `RUN` (a stored run's id, not a file) with `--case`: a label and the evidence stored with
+/// that result. `None` when `what` names a file.
+fn stored_evidence(
+    what: &Path,
+    case: Option<&str>,
+    config: &ConfigArgs,
+) -> Result<Option<(String, Vec<StoredEvidence>)>, Error> {
+    let run_id = what.to_str().and_then(|s| s.parse::<i64>().ok());
+    let (false, Some(run_id)) = (what.exists(), run_id) else {
+        return Ok(None);
+    };
+    let case = case.ok_or_else(|| Error::TraceNeedsCase { run: run_id })?;
+    let loaded = crate::config::load(&config.config).ok();
+    let store_path = config
+        .db
+        .clone()
+        .or_else(|| loaded.as_ref().map(|l| l.store_path(None)));
+    let store_path = store_path.unwrap_or_else(|| crate::config::DEFAULT_STORE_PATH.into());
+    let store = crate::commands::open_store(&store_path, 10.0)?;
+    let run = store
+        .run(crate::store::RunId(run_id))?
+        .ok_or(Error::NoSuchRun(run_id))?;
+    let key: CaseKey = run
+        .results
+        .iter()
+        .map(|r| r.key.clone())
+        .find(|k| k.to_string() == case)
+        .ok_or_else(|| Error::NoSuchCase {
+            run: run_id,
+            case: case.to_owned(),
+        })?;
+    let stored = store.evidence_for(run_id, &key)?;
+    Ok(Some((format!("run {run_id} {case}"), stored)))
+}
+
+/// The trace analysis among a result's stored evidence.
+fn stored_trace(stored: &[StoredEvidence]) -> Option<Analysis> {
+    stored
+        .iter()
+        .filter(|e| e.kind == "trace")
+        .find_map(|e| e.analysis.clone())
+        .and_then(|v| serde_json::from_value(v).ok())
+}
+
+/// The Nsight summaries among a result's stored evidence: the file's name and its summary.
+fn stored_nsight(stored: &[StoredEvidence]) -> Vec<(&str, NsightSummary)> {
+    stored
+        .iter()
+        .filter(|e| e.kind == "nsys" || e.kind == "ncu")
+        .filter_map(|e| {
+            let summary = serde_json::from_value(e.analysis.clone()?).ok()?;
+            Some((e.name.as_str(), summary))
+        })
+        .collect()
+}
 
 /// A trace file, or `RUN` (a stored run's id) with `--case`: the analysis stored with that result.
 fn analysis_of(
@@ -23,42 +80,23 @@ fn analysis_of(
     case: Option<&str>,
     config: &ConfigArgs,
 ) -> Result<(String, Analysis), Error> {
-    let run_id = what.to_str().and_then(|s| s.parse::<i64>().ok());
-    if let (false, Some(run_id)) = (what.exists(), run_id) {
-        let case = case.ok_or_else(|| Error::TraceNeedsCase { run: run_id })?;
-        let loaded = crate::config::load(&config.config).ok();
-        let store_path = config
-            .db
-            .clone()
-            .or_else(|| loaded.as_ref().map(|l| l.store_path(None)));
-        let store_path = store_path.unwrap_or_else(|| crate::config::DEFAULT_STORE_PATH.into());
-        let store = crate::commands::open_store(&store_path, 10.0)?;
-        let run = store
-            .run(crate::store::RunId(run_id))?
-            .ok_or(Error::NoSuchRun(run_id))?;
-        let key: CaseKey = run
-            .results
-            .iter()
-            .map(|r| r.key.clone())
-            .find(|k| k.to_string() == case)
-            .ok_or_else(|| Error::NoSuchCase {
-                run: run_id,
-                case: case.to_owned(),
-            })?;
-        let stored = store.evidence_for(run_id, &key)?;
-        let analysis = stored
-            .iter()
-            .filter(|e| e.kind == "trace")
-            .find_map(|e| e.analysis.clone())
-            .and_then(|v| serde_json::from_value(v).ok())
-            .ok_or_else(|| Error::NoTrace {
-                run: run_id,
-                case: case.to_owned(),
-            })?;
-        return Ok((format!("run {run_id} {case}"), analysis));
+    if let Some((source, stored)) = stored_evidence(what, case, config)? {
+        return stored_trace(&stored)
+            .map(|a| (source, a))
+            .ok_or_else(|| no_trace(what, case));
     }
     let (file, analysis, _) = crate::evidence::analyse_file(what, &Options::default())?;
     Ok((file.display().to_string(), analysis))
+}
+
+fn no_trace(what: &Path, case: Option<&str>) -> Error {
+    Error::NoTrace {
+        run: what
+            .to_str()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_default(),
+        case: case.unwrap_or_default().to_owned(),
+    }
 }
 
 /// What a file holds, recognised by its content (not only its extension).
@@ -211,11 +249,69 @@ pub fn show(args: &TraceShowArgs) -> Result<Outcome, Error> {
     if let Some(kind) = nsight_kind(&args.trace)? {
         return show_nsight(args, &kind);
     }
+    if let Some((source, stored)) =
+        stored_evidence(&args.trace, args.case.as_deref(), &args.config)?
+    {
+        return show_stored(args, &source, &stored);
+    }
     let (source, a) = analysis_of(&args.trace, args.case.as_deref(), &args.config)?;
     let diagnosis = diagnose(&a, None);
     let text = match args.format.format {
         Format::Human => analysis_text(&source, &a, &diagnosis, args.top),
         Format::Json => format!("{:#}\n", analysis_json(&source, &a, &diagnosis)),
+    };
+    output::emit(&text)?;
+    Ok(Outcome::Passed)
+}
+
+/// A stored result's evidence: its trace analysis and its Nsight summaries, whichever it has.
+/// JSON: the trace's object with the summaries under `nsight` (`[{file, ...}]`).
+fn show_stored(
+    args: &TraceShowArgs,
+    source: &str,
+    stored: &[StoredEvidence],
+) -> Result<Outcome, Error> {
+    let trace = stored_trace(stored);
+    let nsight = stored_nsight(stored);
+    if trace.is_none() && nsight.is_empty() {
+        return Err(no_trace(&args.trace, args.case.as_deref()));
+    }
+    let text = match args.format.format {
+        Format::Human => {
+            let mut parts: Vec<String> = trace
+                .iter()
+                .map(|a| analysis_text(source, a, &diagnose(a, None), args.top))
+                .collect();
+            for (name, summary) in &nsight {
+                let label = format!("{source} ({name})");
+                parts.push(match summary {
+                    NsightSummary::Nsys { summary, .. } => nsys_text(&label, summary, args.top),
+                    NsightSummary::Ncu { report, .. } => ncu_text(&label, report, args.top),
+                });
+            }
+            parts.join("\n")
+        }
+        Format::Json => {
+            let mut value = match &trace {
+                Some(a) => analysis_json(source, a, &diagnose(a, None)),
+                None => serde_json::json!({ "schema_version": 1, "trace": null }),
+            };
+            let files: Vec<serde_json::Value> = nsight
+                .iter()
+                .map(|(name, summary)| {
+                    let mut v = match summary {
+                        NsightSummary::Nsys { summary, .. } => nsys_json(source, summary),
+                        NsightSummary::Ncu { report, .. } => ncu_json(source, report),
+                    };
+                    v["file"] = serde_json::Value::from(*name);
+                    v
+                })
+                .collect();
+            if !files.is_empty() {
+                value["nsight"] = serde_json::Value::from(files);
+            }
+            format!("{value:#}\n")
+        }
     };
     output::emit(&text)?;
     Ok(Outcome::Passed)

@@ -310,6 +310,33 @@ fn nsys_runs_one_extra_repeat_and_the_regressed_case_shows_the_nvtx_step_diff() 
 }
 
 #[test]
+fn trace_show_of_a_stored_case_shows_its_nsight_summary() {
+    let p = profiled_env("nsys = true");
+    let then = export_with_steps(p.env.path(), "then.sqlite", false);
+    let out = p.run("main", &[("NSYS_EXPORT_SRC", then.to_str().expect("p"))]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let show = p
+        .env
+        .cmd()
+        .args(["trace", "show", "1", "--case", B1])
+        .output()
+        .expect("runs");
+    let text = stdout(&show);
+    assert_eq!(show.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains(&format!("nsys run 1 {B1} (utilgate-nsys.nsys-rep): ")),
+        "{text}"
+    );
+    assert!(text.contains("par_ranged2d_kernel"), "{text}");
+    let json = p.env.json(&["trace", "show", "1", "--case", B1]);
+    assert!(json["trace"].is_null(), "{json}");
+    assert_eq!(
+        json["nsight"][0]["file"], "utilgate-nsys.nsys-rep",
+        "{json}"
+    );
+}
+
+#[test]
 fn ncu_profiles_the_named_kernels_and_reports_them_with_the_reading_guide() {
     let p = profiled_env(r#"ncu = { kernel_regex = "vecAdd|gemm", count = 2 }"#);
     let out = p.run("main", &[]);
