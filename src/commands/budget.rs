@@ -19,8 +19,8 @@ use crate::cli::BudgetArg;
 use crate::commands::run::{CasePlan, Measured, RepeatLimits, Runner};
 use crate::compare::Decision;
 use crate::compare::budget::{
-    self, CASE_KEY, COST_KEY, CaseCost, CaseInput, CaseRecord, NIGHT_KEY, NextRepeat, NightRecord,
-    Plan, PlanNote, PlanPolicy, RepeatCost, Stop,
+    self, CASE_KEY, COST_KEY, CaseCost, CaseInput, CaseNoise, CaseRecord, NIGHT_KEY, NextRepeat,
+    NightRecord, Plan, PlanNote, PlanPolicy, RepeatCost, Stop, Suspect,
 };
 use crate::config::{Config, SuiteConfig};
 use crate::error::Error;
@@ -55,7 +55,12 @@ pub(crate) struct Night {
     pub(crate) record: NightRecord,
     pub(crate) plan: Plan,
     started: Instant,
-    confirm_repeats: u32,
+    /// Each case's stored noise (the planner's input), for early stops and the confirm step.
+    noise: Vec<Option<CaseNoise>>,
+    /// Fresh processes the confirm step asks of each case (`budget::confirm_size`).
+    confirm_size: Vec<u32>,
+    /// Cases whose confirm step stopped early as clearly passing (`budget::futile`).
+    futile: Vec<bool>,
     /// Seconds of one repeat of each case, from its history (then from tonight's repeats).
     repeat_s: Vec<Option<f64>>,
     done: Vec<u32>,
@@ -95,6 +100,21 @@ impl Night {
             })
             .collect();
         let n = plan.cases.len();
+        let noise: Vec<Option<CaseNoise>> = inputs.iter().map(|c| c.noise).collect();
+        let confirm_size = plan
+            .cases
+            .iter()
+            .zip(&noise)
+            .map(|(p, n)| {
+                budget::confirm_size(
+                    n.as_ref(),
+                    p.steps,
+                    config.gate.confirm_repeats,
+                    &policy,
+                    plan.cases.len(),
+                )
+            })
+            .collect();
         Ok(Night {
             record: NightRecord {
                 budget_s,
@@ -109,7 +129,9 @@ impl Night {
             policy,
             plan,
             started,
-            confirm_repeats: config.gate.confirm_repeats,
+            noise,
+            confirm_size,
+            futile: vec![false; n],
             repeat_s,
             done: vec![0; n],
             time_s: vec![0.0; n],
@@ -209,7 +231,9 @@ impl Night {
                 }
             }
             let d = case.judge(self.done[i])?;
-            decisive = budget::decisive(self.done[i], d.interval_pct, None, &self.policy);
+            let noise = self.noise[i].as_ref();
+            decisive = budget::decisive(self.done[i], d.interval_pct, None, &self.policy)
+                || budget::futile(self.done[i], d.drop_pct, noise, steps, &self.policy);
             beyond = budget::decisive(self.done[i], None, d.drop_pct, &self.policy);
         };
         if stop == Stop::NotStarted {
@@ -226,15 +250,18 @@ impl Night {
     }
 
     /// The confirm step of a suspect, from what is left of the budget (never the grace): up to
-    /// `confirm_repeats` fresh repeats. Returns how many ran.
+    /// its `budget::confirm_size` fresh repeats, judged on those after each from the minimum
+    /// on, stopping early once they are clearly passing (`budget::futile`). Returns how many
+    /// ran.
     pub(crate) fn confirm(&mut self, i: usize, case: &mut impl Sampler) -> Result<u32, Error> {
         let first = self.first[i];
         let steps = self.plan.cases[i].steps;
-        while self.confirmed[i] < self.confirm_repeats {
+        let size = self.confirm_size[i];
+        while self.confirmed[i] < size {
             let next = NextRepeat {
                 done: self.done[i].max(self.policy.min_repeats),
                 planned: first,
-                confirm: self.confirm_repeats,
+                confirm: size,
                 decisive: false,
                 suspect: true,
                 repeat_s: self.estimate_s(i),
@@ -256,13 +283,52 @@ impl Night {
                     break;
                 }
             }
+            if self.confirmed[i] >= self.policy.min_repeats && self.confirmed[i] < size {
+                let d = case.judge(first)?;
+                let noise = self.noise[i].as_ref();
+                if budget::futile(self.confirmed[i], d.drop_pct, noise, steps, &self.policy) {
+                    self.futile[i] = true;
+                    break;
+                }
+            }
         }
         Ok(self.confirmed[i])
     }
 
-    /// Whether the confirm step of case `i` ran every repeat it asked for.
+    /// Whether the confirm step of case `i` has its evidence: every repeat it asked for, or an
+    /// early stop as clearly passing.
     pub(crate) fn confirm_complete(&self, i: usize) -> bool {
-        self.confirmed[i] >= self.confirm_repeats
+        self.futile[i] || self.confirmed[i] >= self.confirm_size[i]
+    }
+
+    /// Fresh repeats the confirm step of case `i` asks for.
+    pub(crate) fn confirm_size(&self, i: usize) -> u32 {
+        self.confirm_size[i]
+    }
+
+    /// Whether the confirm step of case `i` stopped early as clearly passing.
+    pub(crate) fn confirm_futile(&self, i: usize) -> bool {
+        self.futile[i]
+    }
+
+    /// Case `i` as a suspect for `budget::confirm_order`, at position `index` of the run's
+    /// cases, from the decision its first repeats gave.
+    pub(crate) fn suspect(&self, i: usize, index: usize, d: &Decision) -> Suspect {
+        Suspect {
+            index,
+            p_value: d.p_value.filter(|_| d.drop_pct.is_some_and(|x| x > 0.0)),
+            drop_pct: d.drop_pct,
+            repeats: self.first[i],
+            noise: self.noise[i],
+            steps: self.plan.cases[i].steps,
+            repeat_s: self.estimate_s(i),
+            confirm: self.confirm_size[i],
+        }
+    }
+
+    /// The confirm order of the suspects.
+    pub(crate) fn confirm_order(&self, suspects: &[Suspect]) -> Vec<usize> {
+        budget::confirm_order(suspects, &self.policy, self.plan.cases.len())
     }
 
     /// Repeats of case `i` before the confirm step.
@@ -274,7 +340,7 @@ impl Night {
     pub(crate) fn case_record(&self, i: usize) -> CaseRecord {
         let p = &self.plan.cases[i];
         let mut stop = self.stops[i].unwrap_or(Stop::NotStarted);
-        if stop == Stop::Suspect && !self.confirm_complete(i) && self.confirm_repeats > 0 {
+        if stop == Stop::Suspect && !self.confirm_complete(i) && self.confirm_size[i] > 0 {
             stop = Stop::Budget;
         }
         CaseRecord {
@@ -327,7 +393,8 @@ impl Night {
 pub(crate) trait Sampler {
     /// Run repeat number `repeat` with `steps` counted steps, its harness stopped after `cap`.
     fn measure(&mut self, repeat: u32, steps: u64, cap: Duration) -> Result<Repeat, Error>;
-    /// Decide on the first `repeats` repeats measured so far.
+    /// Decide with `repeats` as the count before the confirm step: on the repeats after them
+    /// when there are more (a confirm step's fresh ones), else on all measured so far.
     fn judge(&mut self, repeats: u32) -> Result<Decision, Error>;
 }
 
@@ -494,7 +561,7 @@ impl<'a> NightRun<'a> {
             runner,
             plan,
             measured: &mut measured,
-            judge: Some((self.store, self.gpu_sku, self.config, self.grid)),
+            judge: (self.store, self.gpu_sku, self.config, self.grid),
         };
         if self.night.sample(i, &mut sampler)? == Stop::NotStarted {
             progress.warn(&format!(
@@ -524,7 +591,7 @@ impl<'a> NightRun<'a> {
             runner,
             plan,
             measured,
-            judge: None,
+            judge: (self.store, self.gpu_sku, self.config, self.grid),
         };
         self.night.confirm(i, &mut sampler)
     }
@@ -535,7 +602,7 @@ struct CaseSampler<'r, 'p, 'm, 'j> {
     runner: &'r Runner<'r>,
     plan: &'p CasePlan<'p>,
     measured: &'m mut Measured,
-    judge: Option<(&'j Store, &'j str, &'j Config, usize)>,
+    judge: (&'j Store, &'j str, &'j Config, usize),
 }
 
 impl Sampler for CaseSampler<'_, '_, '_, '_> {
@@ -560,9 +627,7 @@ impl Sampler for CaseSampler<'_, '_, '_, '_> {
     }
 
     fn judge(&mut self, repeats: u32) -> Result<Decision, Error> {
-        let Some((store, sku, config, grid)) = self.judge else {
-            return Ok(crate::compare::error_decision("not judged"));
-        };
+        let (store, sku, config, grid) = self.judge;
         let input = crate::commands::judge::CaseInput {
             key: self.plan.key.clone(),
             repeats_ms: self.measured.repeats_ms.clone(),
