@@ -360,13 +360,15 @@ impl Tally {
         let pct = |a: usize, b: usize| 100.0 * a as f64 / b.max(1) as f64;
         let all_d: usize = self.detected.iter().sum();
         let all_t: usize = self.trials.iter().sum();
+        let share = |a: usize, b: usize| format!("{:.0}% ({a}/{b})", pct(a, b));
         format!(
-            "| {name} | {:.0}% | {:.0}% | {:.0}% | {:.0}% | {:.1}% | {:.0}% | {:.0} s | {:.0} s |",
-            pct(self.detected[0], self.trials[0]),
-            pct(self.detected[1], self.trials[1]),
-            pct(self.detected[2], self.trials[2]),
-            pct(all_d, all_t),
+            "| {name} | {} | {} | {} | {} | {:.1}% ({}) | {:.0}% | {:.0} s | {:.0} s |",
+            share(self.detected[0], self.trials[0]),
+            share(self.detected[1], self.trials[1]),
+            share(self.detected[2], self.trials[2]),
+            share(all_d, all_t),
             pct(self.false_alarm_nights, all_t),
+            self.false_alarm_nights,
             pct(self.within_budget, all_t),
             self.total_elapsed / all_t.max(1) as f64,
             self.max_elapsed,
