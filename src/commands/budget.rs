@@ -89,11 +89,30 @@ impl Night {
             inputs.push(case_input(key, suite, &history));
         }
         let policy = PlanPolicy::new(budget_s, config.gate.max_drop_pct, config.gate.family_alpha);
-        let plan = budget::plan(&inputs, &policy);
+        let grace_s = config.run.grace_s(budget_s);
+        Ok(Night::of(
+            &inputs,
+            policy,
+            grace_s,
+            config.gate.confirm_repeats,
+            started,
+        ))
+    }
+
+    /// The night of `inputs` under `policy`: the plan and an empty tally.
+    fn of(
+        inputs: &[CaseInput],
+        policy: PlanPolicy,
+        grace_s: f64,
+        confirm_repeats: u32,
+        started: Instant,
+    ) -> Night {
+        let budget_s = policy.budget_s;
+        let plan = budget::plan(inputs, &policy);
         let repeat_s = plan
             .cases
             .iter()
-            .zip(&inputs)
+            .zip(inputs)
             .map(|(p, c)| {
                 c.cost
                     .map(|cost| budget::repeat_cost_s(&cost, p.steps, p.warmup_steps))
@@ -109,16 +128,16 @@ impl Night {
                 budget::confirm_size(
                     n.as_ref(),
                     p.steps,
-                    config.gate.confirm_repeats,
+                    confirm_repeats,
                     &policy,
                     plan.cases.len(),
                 )
             })
             .collect();
-        Ok(Night {
+        Night {
             record: NightRecord {
                 budget_s,
-                grace_s: config.run.grace_s(budget_s),
+                grace_s,
                 planned_s: plan.planned_s,
                 reserve_s: plan.reserve_s,
                 budget_to_resolve_all_s: plan.budget_to_resolve_all_s,
@@ -139,15 +158,26 @@ impl Night {
             confirmed: vec![0; n],
             stops: vec![None; n],
             seen: (0.0, 0),
-        })
+        }
     }
 
     /// A case taken from an interrupted run's journal (or one that could not start: its
-    /// floor failed): its sampling is what it is.
-    pub(crate) fn recovered(&mut self, i: usize, repeats: u32) {
+    /// floor failed, `measured` empty): its sampling is what it was. A case the interrupted
+    /// run's budget cut short stays cut short (it never moves its baseline), and its recorded
+    /// time is its time; one journalled without a budget ran its configured sampling.
+    pub(crate) fn recovered(&mut self, i: usize, measured: &Measured) {
+        let repeats = u32::try_from(measured.repeats_ms.len()).unwrap_or(u32::MAX);
         self.done[i] = repeats;
-        self.first[i] = repeats;
-        self.stops[i] = Some(Stop::Planned);
+        self.first[i] = measured.budget_first.unwrap_or(repeats);
+        self.confirmed[i] = self.done[i].saturating_sub(self.first[i]);
+        self.time_s[i] = measured.costs.iter().map(|c| c.wall_s).sum();
+        self.stops[i] = Some(measured.budget_stop.unwrap_or(Stop::Planned));
+    }
+
+    /// What the journal keeps of case `i`'s sampling tonight, so a resumed run knows it.
+    pub(crate) fn journal_into(&self, i: usize, measured: &mut Measured) {
+        measured.budget_stop = self.stops[i];
+        measured.budget_first = Some(self.first[i]);
     }
 
     pub(crate) fn elapsed_s(&self) -> f64 {
@@ -554,7 +584,7 @@ impl<'a> NightRun<'a> {
         let mut measured = Measured::default();
         if let Err(message) = &plan.floor {
             measured.error = Some(format!("floor: {message}"));
-            self.night.recovered(i, 0);
+            self.night.recovered(i, &measured);
             return Ok(Some(measured));
         }
         let mut sampler = CaseSampler {
@@ -575,6 +605,7 @@ impl<'a> NightRun<'a> {
         }
         measured.error = measured.error.as_deref().map(crate::redact::redact);
         measured.stderr_tail = measured.stderr_tail.as_deref().map(crate::redact::redact);
+        self.night.journal_into(i, &mut measured);
         Ok(Some(measured))
     }
 
@@ -663,4 +694,124 @@ pub(crate) fn add_to_result(
         result.promote &= r.complete();
     }
     result.summary_json = summary_with(result.summary_json.take(), &measured.costs, record);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::budget::{CaseCost, CaseNoise};
+
+    /// A night of two cases with history (1% noise, 5 s a process).
+    fn night(elapsed: Duration) -> Night {
+        let input = |name: &str| CaseInput {
+            name: name.to_owned(),
+            steps: 100,
+            warmup_steps: 10,
+            repeats: 3,
+            cost: Some(CaseCost {
+                start_s: 4.0,
+                step_s: 0.01,
+                warmup_step_s: 0.01,
+            }),
+            noise: Some(CaseNoise {
+                between: 0.01,
+                jitter: 0.0075,
+                reference_repeats: 30,
+            }),
+        };
+        let started = Instant::now()
+            .checked_sub(elapsed)
+            .expect("a clock past boot");
+        let policy = PlanPolicy::new(600.0, 3.0, 0.01);
+        Night::of(&[input("a"), input("b")], policy, 30.0, 12, started)
+    }
+
+    /// A case whose every process takes 5 s and whose estimate is `drop_pct`.
+    struct Steady {
+        drop_pct: f64,
+        ran: u32,
+    }
+
+    impl Sampler for Steady {
+        fn measure(&mut self, _: u32, _: u64, _: Duration) -> Result<Repeat, Error> {
+            self.ran += 1;
+            Ok(Repeat::Done(5.0))
+        }
+
+        fn judge(&mut self, _: u32) -> Result<Decision, Error> {
+            let mut d = crate::compare::error_decision("simulated");
+            d.drop_pct = Some(self.drop_pct);
+            Ok(d)
+        }
+    }
+
+    #[test]
+    fn a_confirm_step_stops_once_clearly_passing_and_runs_its_size_for_a_drop() {
+        let mut n = night(Duration::ZERO);
+        let size = n.confirm_size(0);
+        assert_eq!(
+            size, n.policy.min_confirm,
+            "a 1% case needs few fresh processes"
+        );
+        let mut slow = Steady {
+            drop_pct: 6.0,
+            ran: 0,
+        };
+        assert_eq!(n.sample(0, &mut slow).expect("samples"), Stop::Suspect);
+        assert_eq!(n.first_repeats(0), 2);
+        // Fresh processes clearly under the threshold: stopped at the minimum.
+        let mut fine = Steady {
+            drop_pct: -1.0,
+            ran: 0,
+        };
+        assert_eq!(n.confirm(0, &mut fine).expect("confirms"), 2);
+        assert_eq!(fine.ran, 2);
+        assert!(n.confirm_futile(0) && n.confirm_complete(0));
+        assert_eq!(n.case_record(0).stop, Stop::Suspect);
+        // A drop that stays: every fresh process it asked for.
+        assert_eq!(n.sample(1, &mut slow).expect("samples"), Stop::Suspect);
+        let mut still = Steady {
+            drop_pct: 6.0,
+            ran: 0,
+        };
+        assert_eq!(n.confirm(1, &mut still).expect("confirms"), size);
+        assert!(!n.confirm_futile(1) && n.confirm_complete(1));
+    }
+
+    #[test]
+    fn a_case_resumed_from_the_journal_keeps_how_its_sampling_ended() {
+        // The interrupted night cut case 0 short and journalled it.
+        let mut before = night(Duration::ZERO);
+        let mut cut = Measured {
+            repeats_ms: vec![vec![10.0; 100]],
+            costs: vec![RepeatCost {
+                wall_s: 7.0,
+                steps_s: 1.0,
+                steps: 100,
+                warmup_s: 0.1,
+                warmup_steps: 10,
+            }],
+            ..Measured::default()
+        };
+        before.done[0] = 1;
+        before.first[0] = 1;
+        before.stops[0] = Some(Stop::Budget);
+        before.journal_into(0, &mut cut);
+        let line = serde_json::to_string(&cut).expect("journals");
+        let back: Measured = serde_json::from_str(&line).expect("reads back");
+        // The resumed night: still cut short (never promotes), with the time it took.
+        let mut after = night(Duration::ZERO);
+        after.recovered(0, &back);
+        let r = after.case_record(0);
+        assert_eq!(r.stop, Stop::Budget);
+        assert!(!r.complete());
+        assert!((r.time_s - 7.0).abs() < 1e-9, "{r:?}");
+        assert_eq!(r.first_repeats, 1);
+        // A journal line from before budgets were journalled: its configured sampling, complete.
+        let old: Measured = serde_json::from_str(r#"{"repeats_ms":[[1.0],[1.0],[1.0]],"warmup_ms":[],"env":{},"stderr_tail":null,"error":null,"gpu_samples":[],"traces":[]}"#)
+            .expect("an old line");
+        after.recovered(1, &old);
+        assert!(after.case_record(1).complete());
+        assert_eq!(after.case_record(1).first_repeats, 3);
+    }
 }

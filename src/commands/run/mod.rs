@@ -567,8 +567,7 @@ fn measure_all<'a>(
         let measured = if let Some(recovered) = journal.recovered.remove(&plan.key) {
             progress.start_case(&plan.key.to_string());
             if let Some(n) = night.as_deref_mut() {
-                n.night
-                    .recovered(i, u32::try_from(recovered.repeats_ms.len()).unwrap_or(0));
+                n.night.recovered(i, &recovered);
             }
             recovered
         } else if let Some(n) = night.as_deref_mut() {
