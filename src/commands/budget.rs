@@ -386,6 +386,31 @@ impl Night {
         }
     }
 
+    /// Whether case `i` may still take its traced or profiled repeat (`--trace`, `trace`,
+    /// `nsys`, `ncu`): like a repeat beyond the minimum, only while the budget (never the
+    /// grace) holds it, at its estimate with the cost margin, and the rest of the grid's
+    /// minimum.
+    pub(crate) fn may_trace(&self, i: usize) -> bool {
+        let done = self.done[i].max(self.policy.min_repeats);
+        let next = NextRepeat {
+            done,
+            planned: done + 1,
+            confirm: 0,
+            decisive: false,
+            suspect: false,
+            repeat_s: self.estimate_s(i),
+            elapsed_s: self.elapsed_s(),
+            remaining_min_s: self.remaining_min_s(i),
+        };
+        budget::may_start(&next, &self.policy, self.record.grace_s) && !self.would_overrun(i)
+    }
+
+    /// Charge `wall_s` seconds of a traced or profiled repeat to case `i`: it is the case's time
+    /// tonight, though not one of its counted repeats.
+    pub(crate) fn charge(&mut self, i: usize, wall_s: f64) {
+        self.time_s[i] += wall_s;
+    }
+
     /// Whether case `i` may still start: the budget plus grace holds one more repeat of it.
     pub(crate) fn can_start(&self, i: usize) -> bool {
         !self.would_overrun(i)
@@ -813,5 +838,18 @@ mod tests {
         after.recovered(1, &old);
         assert!(after.case_record(1).complete());
         assert_eq!(after.case_record(1).first_repeats, 3);
+    }
+
+    #[test]
+    fn a_traced_repeat_waits_for_room_in_the_budget_and_is_charged() {
+        let mut n = night(Duration::ZERO);
+        assert!(n.may_trace(0));
+        n.charge(0, 4.5);
+        assert!((n.case_record(0).time_s - 4.5).abs() < 1e-9);
+        // 590 s in: a 5-second repeat (6.3 s with its margin) no longer fits in the budget,
+        // though it would in the grace.
+        let late = night(Duration::from_secs(590));
+        assert!(!late.may_trace(0));
+        assert!(late.can_start(0));
     }
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::case::{CaseKey, Verdict};
 use crate::catalog::{GpuSpec, Precision};
@@ -576,7 +576,19 @@ fn measure_all<'a>(
             let Some(measured) = n.measure(runner, i, &plan, progress)? else {
                 continue;
             };
-            evidence.extend(runner.trace_case(&plan, &measured, trace, evidence_options)?);
+            // Its traced and profiled repeats count against the budget too.
+            let suite = plan.suite;
+            let traces = trace || suite.trace || suite.nsys || suite.ncu.is_some();
+            if !traces || n.night.may_trace(i) {
+                let t = Instant::now();
+                evidence.extend(runner.trace_case(&plan, &measured, trace, evidence_options)?);
+                n.night.charge(i, t.elapsed().as_secs_f64());
+            } else {
+                progress.warn(&format!(
+                    "{}: not traced or profiled: the budget has no room left for that repeat",
+                    plan.key
+                ));
+            }
             journal.journal.append(&plan.key, &measured)?;
             measured
         } else {
