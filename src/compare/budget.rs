@@ -102,8 +102,9 @@ pub struct PlanPolicy {
     /// ([`confirm_size`]), in the module's noise model. Far above the plan's `power`: the
     /// confirm step's verdict is final, and the model is optimistic against the verdict itself
     /// (which tests two statistics at half the level each, with Student's t, a Huber level and
-    /// a term for nights differing), so on the nightly bench 0.95 left a fifth of 2-2.5%-noise
-    /// drops inconclusive and 0.999 finds them as 12 fixed processes do.
+    /// a term for nights differing), so on the nightly bench 0.95 missed 7% of the drops on
+    /// cases of 1-2.5% noise (most left inconclusive at 2-2.5%) and 0.999 finds them as 12
+    /// fixed processes do.
     pub confirm_power: f64,
     /// Fewest fresh processes the confirm step asks of a suspect with known noise (a few
     /// processes give a poor estimate of the night's own noise).
