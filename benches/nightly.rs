@@ -5,7 +5,8 @@
 //! (`utilgate::compare::reference` and `decide_against`, as `utilgate run` judges, default
 //! policy: family false-alarm level 1% per night, threshold 3%; a confirmed case on its fresh
 //! processes only). Writes a Markdown table to stdout; no other I/O. Deterministic (fixed seeds).
-//! Run: `cargo bench --bench nightly` (docs/nightly.md has the numbers).
+//! Run: `cargo bench --bench nightly` (docs/nightly.md has the numbers; `-- 100` runs the first
+//! 100 nights only).
 //!
 //! # The simulated grid
 //! - Case i of 30: process noise (lognormal sigma of a process's offset) `1% + 5% * i/29`,
@@ -155,8 +156,10 @@ fn fixed_night(
 /// Planned and sequential, step by step as `utilgate run --budget` does it
 /// (`commands::budget::Night::sample`, then `Night::confirm` for each suspect after the whole
 /// grid was measured): the planner from the history, `budget::may_start` before every repeat,
-/// `budget::decisive` after each, the confirm step from what is left of the budget (never the
-/// grace), a confirmed case judged on its fresh processes only.
+/// `budget::decisive` and `budget::futile` after each; then the suspects in
+/// `budget::confirm_order`, each asking for `budget::confirm_size` fresh processes from what is
+/// left of the budget (never the grace) and stopping once `budget::futile`, a confirmed case
+/// judged on its fresh processes only.
 #[expect(
     clippy::too_many_lines,
     clippy::many_single_char_names,
@@ -225,14 +228,28 @@ fn planned_night(
             elapsed += c;
             let done = u32::try_from(now.len()).unwrap_or(u32::MAX);
             let j = judge(&now, now.len(), &refs[i], &policy);
-            decisive = budget::decisive(done, j.interval_pct, None, &plan_policy);
+            let noise = inputs[i].noise.as_ref();
+            decisive = budget::decisive(done, j.interval_pct, None, &plan_policy)
+                || budget::futile(done, j.drop_pct, noise, p.steps, &plan_policy);
             beyond = budget::decisive(done, None, j.drop_pct, &plan_policy);
             d = Some(j);
         }
         measured.push(now);
         decisions.push(d);
     }
-    // The suspects are confirmed clearest first (`budget::confirm_order`), as `run` does.
+    // The suspects are confirmed in `budget::confirm_order`, as `run` does, each asking for
+    // `budget::confirm_size` fresh processes and stopping early once `budget::futile`.
+    let sizes: Vec<u32> = (0..CASES)
+        .map(|i| {
+            budget::confirm_size(
+                inputs[i].noise.as_ref(),
+                plan.cases[i].steps,
+                confirm,
+                &plan_policy,
+                CASES,
+            )
+        })
+        .collect();
     let suspects: Vec<budget::Suspect> = decisions
         .iter()
         .enumerate()
@@ -242,11 +259,16 @@ fn planned_night(
                 .map(|d| budget::Suspect {
                     index: i,
                     p_value: d.p_value.filter(|_| d.drop_pct.is_some_and(|x| x > 0.0)),
-                    note: plan.cases[i].note,
+                    drop_pct: d.drop_pct,
+                    repeats: u32::try_from(measured[i].len()).unwrap_or(u32::MAX),
+                    noise: inputs[i].noise,
+                    steps: plan.cases[i].steps,
+                    repeat_s: Some(repeat_s[i]),
+                    confirm: sizes[i],
                 })
         })
         .collect();
-    let order = budget::confirm_order(&suspects);
+    let order = budget::confirm_order(&suspects, &plan_policy, CASES);
     let mut verdicts: Vec<Verdict> = decisions
         .iter()
         .map(|d| d.as_ref().map_or(Verdict::Missing, |d| d.verdict))
@@ -259,32 +281,38 @@ fn planned_night(
         };
         let now = &mut measured[i];
         let first = now.len();
-        if confirm > 0 {
-            let mut fresh = 0;
-            while fresh < confirm {
-                let next = NextRepeat {
-                    done: u32::try_from(now.len())
-                        .unwrap_or(u32::MAX)
-                        .max(plan_policy.min_repeats),
-                    planned: u32::try_from(first).unwrap_or(u32::MAX),
-                    confirm,
-                    decisive: false,
-                    suspect: true,
-                    repeat_s: Some(repeat_s[i]),
-                    elapsed_s: elapsed,
-                    remaining_min_s: 0.0,
-                };
-                if !budget::may_start(&next, &plan_policy, GRACE_S) || would_overrun(elapsed, i) {
+        let (size, steps) = (sizes[i], plan.cases[i].steps);
+        let mut fresh = 0;
+        while fresh < size {
+            let next = NextRepeat {
+                done: u32::try_from(now.len())
+                    .unwrap_or(u32::MAX)
+                    .max(plan_policy.min_repeats),
+                planned: u32::try_from(first).unwrap_or(u32::MAX),
+                confirm: size,
+                decisive: false,
+                suspect: true,
+                repeat_s: Some(repeat_s[i]),
+                elapsed_s: elapsed,
+                remaining_min_s: 0.0,
+            };
+            if !budget::may_start(&next, &plan_policy, GRACE_S) || would_overrun(elapsed, i) {
+                break;
+            }
+            let (s, c) = repeat(case, steps, factor, rng);
+            now.push(s);
+            elapsed += c;
+            fresh += 1;
+            if fresh >= plan_policy.min_repeats && fresh < size {
+                let j = judge(now, first, &refs[i], &policy);
+                let noise = inputs[i].noise.as_ref();
+                if budget::futile(fresh, j.drop_pct, noise, steps, &plan_policy) {
                     break;
                 }
-                let (s, c) = repeat(case, plan.cases[i].steps, factor, rng);
-                now.push(s);
-                elapsed += c;
-                fresh += 1;
             }
-            if fresh > 0 {
-                d = judge(now, first, &refs[i], &policy);
-            }
+        }
+        if fresh > 0 {
+            d = judge(now, first, &refs[i], &policy);
         }
         verdicts[i] = d.verdict;
     }
@@ -332,26 +360,34 @@ impl Tally {
         let pct = |a: usize, b: usize| 100.0 * a as f64 / b.max(1) as f64;
         let all_d: usize = self.detected.iter().sum();
         let all_t: usize = self.trials.iter().sum();
+        let share = |a: usize, b: usize| format!("{:.0}% ({a}/{b})", pct(a, b));
         format!(
-            "| {name} | {:.0}% | {:.0}% | {:.0}% | {:.0}% | {:.1}% | {:.0}% | {:.0} s | {:.0} s |",
-            pct(self.detected[0], self.trials[0]),
-            pct(self.detected[1], self.trials[1]),
-            pct(self.detected[2], self.trials[2]),
-            pct(all_d, all_t),
-            pct(self.false_alarm_nights, NIGHTS),
-            pct(self.within_budget, NIGHTS),
-            self.total_elapsed / NIGHTS as f64,
+            "| {name} | {} | {} | {} | {} | {:.1}% ({}) | {:.0}% | {:.0} s | {:.0} s |",
+            share(self.detected[0], self.trials[0]),
+            share(self.detected[1], self.trials[1]),
+            share(self.detected[2], self.trials[2]),
+            share(all_d, all_t),
+            pct(self.false_alarm_nights, all_t),
+            self.false_alarm_nights,
+            pct(self.within_budget, all_t),
+            self.total_elapsed / all_t.max(1) as f64,
             self.max_elapsed,
         )
     }
 }
 
 fn main() -> std::io::Result<()> {
+    // `cargo bench --bench nightly -- 100` runs the first 100 nights only (while tuning; the
+    // documented figures are the full 600). Cargo passes `--bench` first.
+    let nights = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse::<usize>().ok())
+        .unwrap_or(NIGHTS);
     let cases = grid();
     let mut fixed = Tally::default();
     let mut planned = Tally::default();
     let mut unresolved_total = 0;
-    for night in 0..NIGHTS {
+    for night in 0..nights {
         let mut rng = SmallRng::seed_from_u64(0x5eed_0000 + night as u64);
         // The reference each case is judged against, and the costs the store recorded.
         let mut refs = Vec::with_capacity(CASES);
@@ -403,7 +439,7 @@ fn main() -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{NIGHTS} simulated nights, {CASES} cases, one 5% drop a night, budget {BUDGET_S:.0} s (+{GRACE_S:.0} s grace)\n"
+        "{nights} simulated nights, {CASES} cases, one 5% drop a night, budget {BUDGET_S:.0} s (+{GRACE_S:.0} s grace)\n"
     )?;
     writeln!(
         out,
@@ -415,12 +451,12 @@ fn main() -> std::io::Result<()> {
     writeln!(
         out,
         "\nplanner: {:.1} cases a night named unresolved (too noisy to resolve 3% in the budget)",
-        unresolved_total as f64 / NIGHTS as f64
+        unresolved_total as f64 / nights.max(1) as f64
     )?;
     let grace = planned.within_grace;
     writeln!(
         out,
-        "planned nights within budget + grace: {grace} of {NIGHTS}"
+        "planned nights within budget + grace: {grace} of {nights}"
     )?;
     Ok(())
 }

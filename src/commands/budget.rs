@@ -19,8 +19,8 @@ use crate::cli::BudgetArg;
 use crate::commands::run::{CasePlan, Measured, RepeatLimits, Runner};
 use crate::compare::Decision;
 use crate::compare::budget::{
-    self, CASE_KEY, COST_KEY, CaseCost, CaseInput, CaseRecord, NIGHT_KEY, NextRepeat, NightRecord,
-    Plan, PlanNote, PlanPolicy, RepeatCost, Stop,
+    self, CASE_KEY, COST_KEY, CaseCost, CaseInput, CaseNoise, CaseRecord, NIGHT_KEY, NextRepeat,
+    NightRecord, Plan, PlanNote, PlanPolicy, RepeatCost, Stop, Suspect,
 };
 use crate::config::{Config, SuiteConfig};
 use crate::error::Error;
@@ -55,7 +55,12 @@ pub(crate) struct Night {
     pub(crate) record: NightRecord,
     pub(crate) plan: Plan,
     started: Instant,
-    confirm_repeats: u32,
+    /// Each case's stored noise (the planner's input), for early stops and the confirm step.
+    noise: Vec<Option<CaseNoise>>,
+    /// Fresh processes the confirm step asks of each case (`budget::confirm_size`).
+    confirm_size: Vec<u32>,
+    /// Cases whose confirm step stopped early as clearly passing (`budget::futile`).
+    futile: Vec<bool>,
     /// Seconds of one repeat of each case, from its history (then from tonight's repeats).
     repeat_s: Vec<Option<f64>>,
     done: Vec<u32>,
@@ -84,21 +89,55 @@ impl Night {
             inputs.push(case_input(key, suite, &history));
         }
         let policy = PlanPolicy::new(budget_s, config.gate.max_drop_pct, config.gate.family_alpha);
-        let plan = budget::plan(&inputs, &policy);
+        let grace_s = config.run.grace_s(budget_s);
+        Ok(Night::of(
+            &inputs,
+            policy,
+            grace_s,
+            config.gate.confirm_repeats,
+            started,
+        ))
+    }
+
+    /// The night of `inputs` under `policy`: the plan and an empty tally.
+    fn of(
+        inputs: &[CaseInput],
+        policy: PlanPolicy,
+        grace_s: f64,
+        confirm_repeats: u32,
+        started: Instant,
+    ) -> Night {
+        let budget_s = policy.budget_s;
+        let plan = budget::plan(inputs, &policy);
         let repeat_s = plan
             .cases
             .iter()
-            .zip(&inputs)
+            .zip(inputs)
             .map(|(p, c)| {
                 c.cost
                     .map(|cost| budget::repeat_cost_s(&cost, p.steps, p.warmup_steps))
             })
             .collect();
         let n = plan.cases.len();
-        Ok(Night {
+        let noise: Vec<Option<CaseNoise>> = inputs.iter().map(|c| c.noise).collect();
+        let confirm_size = plan
+            .cases
+            .iter()
+            .zip(&noise)
+            .map(|(p, n)| {
+                budget::confirm_size(
+                    n.as_ref(),
+                    p.steps,
+                    confirm_repeats,
+                    &policy,
+                    plan.cases.len(),
+                )
+            })
+            .collect();
+        Night {
             record: NightRecord {
                 budget_s,
-                grace_s: config.run.grace_s(budget_s),
+                grace_s,
                 planned_s: plan.planned_s,
                 reserve_s: plan.reserve_s,
                 budget_to_resolve_all_s: plan.budget_to_resolve_all_s,
@@ -109,7 +148,9 @@ impl Night {
             policy,
             plan,
             started,
-            confirm_repeats: config.gate.confirm_repeats,
+            noise,
+            confirm_size,
+            futile: vec![false; n],
             repeat_s,
             done: vec![0; n],
             time_s: vec![0.0; n],
@@ -117,15 +158,26 @@ impl Night {
             confirmed: vec![0; n],
             stops: vec![None; n],
             seen: (0.0, 0),
-        })
+        }
     }
 
     /// A case taken from an interrupted run's journal (or one that could not start: its
-    /// floor failed): its sampling is what it is.
-    pub(crate) fn recovered(&mut self, i: usize, repeats: u32) {
+    /// floor failed, `measured` empty): its sampling is what it was. A case the interrupted
+    /// run's budget cut short stays cut short (it never moves its baseline), and its recorded
+    /// time is its time; one journalled without a budget ran its configured sampling.
+    pub(crate) fn recovered(&mut self, i: usize, measured: &Measured) {
+        let repeats = u32::try_from(measured.repeats_ms.len()).unwrap_or(u32::MAX);
         self.done[i] = repeats;
-        self.first[i] = repeats;
-        self.stops[i] = Some(Stop::Planned);
+        self.first[i] = measured.budget_first.unwrap_or(repeats);
+        self.confirmed[i] = self.done[i].saturating_sub(self.first[i]);
+        self.time_s[i] = measured.costs.iter().map(|c| c.wall_s).sum();
+        self.stops[i] = Some(measured.budget_stop.unwrap_or(Stop::Planned));
+    }
+
+    /// What the journal keeps of case `i`'s sampling tonight, so a resumed run knows it.
+    pub(crate) fn journal_into(&self, i: usize, measured: &mut Measured) {
+        measured.budget_stop = self.stops[i];
+        measured.budget_first = Some(self.first[i]);
     }
 
     pub(crate) fn elapsed_s(&self) -> f64 {
@@ -209,7 +261,9 @@ impl Night {
                 }
             }
             let d = case.judge(self.done[i])?;
-            decisive = budget::decisive(self.done[i], d.interval_pct, None, &self.policy);
+            let noise = self.noise[i].as_ref();
+            decisive = budget::decisive(self.done[i], d.interval_pct, None, &self.policy)
+                || budget::futile(self.done[i], d.drop_pct, noise, steps, &self.policy);
             beyond = budget::decisive(self.done[i], None, d.drop_pct, &self.policy);
         };
         if stop == Stop::NotStarted {
@@ -226,15 +280,18 @@ impl Night {
     }
 
     /// The confirm step of a suspect, from what is left of the budget (never the grace): up to
-    /// `confirm_repeats` fresh repeats. Returns how many ran.
+    /// its `budget::confirm_size` fresh repeats, judged on those after each from the minimum
+    /// on, stopping early once they are clearly passing (`budget::futile`). Returns how many
+    /// ran.
     pub(crate) fn confirm(&mut self, i: usize, case: &mut impl Sampler) -> Result<u32, Error> {
         let first = self.first[i];
         let steps = self.plan.cases[i].steps;
-        while self.confirmed[i] < self.confirm_repeats {
+        let size = self.confirm_size[i];
+        while self.confirmed[i] < size {
             let next = NextRepeat {
                 done: self.done[i].max(self.policy.min_repeats),
                 planned: first,
-                confirm: self.confirm_repeats,
+                confirm: size,
                 decisive: false,
                 suspect: true,
                 repeat_s: self.estimate_s(i),
@@ -256,13 +313,52 @@ impl Night {
                     break;
                 }
             }
+            if self.confirmed[i] >= self.policy.min_repeats && self.confirmed[i] < size {
+                let d = case.judge(first)?;
+                let noise = self.noise[i].as_ref();
+                if budget::futile(self.confirmed[i], d.drop_pct, noise, steps, &self.policy) {
+                    self.futile[i] = true;
+                    break;
+                }
+            }
         }
         Ok(self.confirmed[i])
     }
 
-    /// Whether the confirm step of case `i` ran every repeat it asked for.
+    /// Whether the confirm step of case `i` has its evidence: every repeat it asked for, or an
+    /// early stop as clearly passing.
     pub(crate) fn confirm_complete(&self, i: usize) -> bool {
-        self.confirmed[i] >= self.confirm_repeats
+        self.futile[i] || self.confirmed[i] >= self.confirm_size[i]
+    }
+
+    /// Fresh repeats the confirm step of case `i` asks for.
+    pub(crate) fn confirm_size(&self, i: usize) -> u32 {
+        self.confirm_size[i]
+    }
+
+    /// Whether the confirm step of case `i` stopped early as clearly passing.
+    pub(crate) fn confirm_futile(&self, i: usize) -> bool {
+        self.futile[i]
+    }
+
+    /// Case `i` as a suspect for `budget::confirm_order`, at position `index` of the run's
+    /// cases, from the decision its first repeats gave.
+    pub(crate) fn suspect(&self, i: usize, index: usize, d: &Decision) -> Suspect {
+        Suspect {
+            index,
+            p_value: d.p_value.filter(|_| d.drop_pct.is_some_and(|x| x > 0.0)),
+            drop_pct: d.drop_pct,
+            repeats: self.first[i],
+            noise: self.noise[i],
+            steps: self.plan.cases[i].steps,
+            repeat_s: self.estimate_s(i),
+            confirm: self.confirm_size[i],
+        }
+    }
+
+    /// The confirm order of the suspects.
+    pub(crate) fn confirm_order(&self, suspects: &[Suspect]) -> Vec<usize> {
+        budget::confirm_order(suspects, &self.policy, self.plan.cases.len())
     }
 
     /// Repeats of case `i` before the confirm step.
@@ -274,7 +370,7 @@ impl Night {
     pub(crate) fn case_record(&self, i: usize) -> CaseRecord {
         let p = &self.plan.cases[i];
         let mut stop = self.stops[i].unwrap_or(Stop::NotStarted);
-        if stop == Stop::Suspect && !self.confirm_complete(i) && self.confirm_repeats > 0 {
+        if stop == Stop::Suspect && !self.confirm_complete(i) && self.confirm_size[i] > 0 {
             stop = Stop::Budget;
         }
         CaseRecord {
@@ -288,6 +384,31 @@ impl Night {
             needed_repeats: p.needed_repeats,
             needed_s: p.needed_s,
         }
+    }
+
+    /// Whether case `i` may still take its traced or profiled repeat (`--trace`, `trace`,
+    /// `nsys`, `ncu`): like a repeat beyond the minimum, only while the budget (never the
+    /// grace) holds it, at its estimate with the cost margin, and the rest of the grid's
+    /// minimum.
+    pub(crate) fn may_trace(&self, i: usize) -> bool {
+        let done = self.done[i].max(self.policy.min_repeats);
+        let next = NextRepeat {
+            done,
+            planned: done + 1,
+            confirm: 0,
+            decisive: false,
+            suspect: false,
+            repeat_s: self.estimate_s(i),
+            elapsed_s: self.elapsed_s(),
+            remaining_min_s: self.remaining_min_s(i),
+        };
+        budget::may_start(&next, &self.policy, self.record.grace_s) && !self.would_overrun(i)
+    }
+
+    /// Charge `wall_s` seconds of a traced or profiled repeat to case `i`: it is the case's time
+    /// tonight, though not one of its counted repeats.
+    pub(crate) fn charge(&mut self, i: usize, wall_s: f64) {
+        self.time_s[i] += wall_s;
     }
 
     /// Whether case `i` may still start: the budget plus grace holds one more repeat of it.
@@ -327,7 +448,8 @@ impl Night {
 pub(crate) trait Sampler {
     /// Run repeat number `repeat` with `steps` counted steps, its harness stopped after `cap`.
     fn measure(&mut self, repeat: u32, steps: u64, cap: Duration) -> Result<Repeat, Error>;
-    /// Decide on the first `repeats` repeats measured so far.
+    /// Decide with `repeats` as the count before the confirm step: on the repeats after them
+    /// when there are more (a confirm step's fresh ones), else on all measured so far.
     fn judge(&mut self, repeats: u32) -> Result<Decision, Error>;
 }
 
@@ -487,14 +609,14 @@ impl<'a> NightRun<'a> {
         let mut measured = Measured::default();
         if let Err(message) = &plan.floor {
             measured.error = Some(format!("floor: {message}"));
-            self.night.recovered(i, 0);
+            self.night.recovered(i, &measured);
             return Ok(Some(measured));
         }
         let mut sampler = CaseSampler {
             runner,
             plan,
             measured: &mut measured,
-            judge: Some((self.store, self.gpu_sku, self.config, self.grid)),
+            judge: (self.store, self.gpu_sku, self.config, self.grid),
         };
         if self.night.sample(i, &mut sampler)? == Stop::NotStarted {
             progress.warn(&format!(
@@ -508,6 +630,7 @@ impl<'a> NightRun<'a> {
         }
         measured.error = measured.error.as_deref().map(crate::redact::redact);
         measured.stderr_tail = measured.stderr_tail.as_deref().map(crate::redact::redact);
+        self.night.journal_into(i, &mut measured);
         Ok(Some(measured))
     }
 
@@ -524,7 +647,7 @@ impl<'a> NightRun<'a> {
             runner,
             plan,
             measured,
-            judge: None,
+            judge: (self.store, self.gpu_sku, self.config, self.grid),
         };
         self.night.confirm(i, &mut sampler)
     }
@@ -535,7 +658,7 @@ struct CaseSampler<'r, 'p, 'm, 'j> {
     runner: &'r Runner<'r>,
     plan: &'p CasePlan<'p>,
     measured: &'m mut Measured,
-    judge: Option<(&'j Store, &'j str, &'j Config, usize)>,
+    judge: (&'j Store, &'j str, &'j Config, usize),
 }
 
 impl Sampler for CaseSampler<'_, '_, '_, '_> {
@@ -560,9 +683,7 @@ impl Sampler for CaseSampler<'_, '_, '_, '_> {
     }
 
     fn judge(&mut self, repeats: u32) -> Result<Decision, Error> {
-        let Some((store, sku, config, grid)) = self.judge else {
-            return Ok(crate::compare::error_decision("not judged"));
-        };
+        let (store, sku, config, grid) = self.judge;
         let input = crate::commands::judge::CaseInput {
             key: self.plan.key.clone(),
             repeats_ms: self.measured.repeats_ms.clone(),
@@ -598,4 +719,137 @@ pub(crate) fn add_to_result(
         result.promote &= r.complete();
     }
     result.summary_json = summary_with(result.summary_json.take(), &measured.costs, record);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::budget::{CaseCost, CaseNoise};
+
+    /// A night of two cases with history (1% noise, 5 s a process).
+    fn night(elapsed: Duration) -> Night {
+        let input = |name: &str| CaseInput {
+            name: name.to_owned(),
+            steps: 100,
+            warmup_steps: 10,
+            repeats: 3,
+            cost: Some(CaseCost {
+                start_s: 4.0,
+                step_s: 0.01,
+                warmup_step_s: 0.01,
+            }),
+            noise: Some(CaseNoise {
+                between: 0.01,
+                jitter: 0.0075,
+                reference_repeats: 30,
+            }),
+        };
+        let started = Instant::now()
+            .checked_sub(elapsed)
+            .expect("a clock past boot");
+        let policy = PlanPolicy::new(600.0, 3.0, 0.01);
+        Night::of(&[input("a"), input("b")], policy, 30.0, 12, started)
+    }
+
+    /// A case whose every process takes 5 s and whose estimate is `drop_pct`.
+    struct Steady {
+        drop_pct: f64,
+        ran: u32,
+    }
+
+    impl Sampler for Steady {
+        fn measure(&mut self, _: u32, _: u64, _: Duration) -> Result<Repeat, Error> {
+            self.ran += 1;
+            Ok(Repeat::Done(5.0))
+        }
+
+        fn judge(&mut self, _: u32) -> Result<Decision, Error> {
+            let mut d = crate::compare::error_decision("simulated");
+            d.drop_pct = Some(self.drop_pct);
+            Ok(d)
+        }
+    }
+
+    #[test]
+    fn a_confirm_step_stops_once_clearly_passing_and_runs_its_size_for_a_drop() {
+        let mut n = night(Duration::ZERO);
+        let size = n.confirm_size(0);
+        assert_eq!(
+            size, n.policy.min_confirm,
+            "a 1% case needs few fresh processes"
+        );
+        let mut slow = Steady {
+            drop_pct: 6.0,
+            ran: 0,
+        };
+        assert_eq!(n.sample(0, &mut slow).expect("samples"), Stop::Suspect);
+        assert_eq!(n.first_repeats(0), 2);
+        // Fresh processes clearly under the threshold: stopped at the minimum.
+        let mut fine = Steady {
+            drop_pct: -1.0,
+            ran: 0,
+        };
+        assert_eq!(n.confirm(0, &mut fine).expect("confirms"), 2);
+        assert_eq!(fine.ran, 2);
+        assert!(n.confirm_futile(0) && n.confirm_complete(0));
+        assert_eq!(n.case_record(0).stop, Stop::Suspect);
+        // A drop that stays: every fresh process it asked for.
+        assert_eq!(n.sample(1, &mut slow).expect("samples"), Stop::Suspect);
+        let mut still = Steady {
+            drop_pct: 6.0,
+            ran: 0,
+        };
+        assert_eq!(n.confirm(1, &mut still).expect("confirms"), size);
+        assert!(!n.confirm_futile(1) && n.confirm_complete(1));
+    }
+
+    #[test]
+    fn a_case_resumed_from_the_journal_keeps_how_its_sampling_ended() {
+        // The interrupted night cut case 0 short and journalled it.
+        let mut before = night(Duration::ZERO);
+        let mut cut = Measured {
+            repeats_ms: vec![vec![10.0; 100]],
+            costs: vec![RepeatCost {
+                wall_s: 7.0,
+                steps_s: 1.0,
+                steps: 100,
+                warmup_s: 0.1,
+                warmup_steps: 10,
+            }],
+            ..Measured::default()
+        };
+        before.done[0] = 1;
+        before.first[0] = 1;
+        before.stops[0] = Some(Stop::Budget);
+        before.journal_into(0, &mut cut);
+        let line = serde_json::to_string(&cut).expect("journals");
+        let back: Measured = serde_json::from_str(&line).expect("reads back");
+        // The resumed night: still cut short (never promotes), with the time it took.
+        let mut after = night(Duration::ZERO);
+        after.recovered(0, &back);
+        let r = after.case_record(0);
+        assert_eq!(r.stop, Stop::Budget);
+        assert!(!r.complete());
+        assert!((r.time_s - 7.0).abs() < 1e-9, "{r:?}");
+        assert_eq!(r.first_repeats, 1);
+        // A journal line from before budgets were journalled: its configured sampling, complete.
+        let old: Measured = serde_json::from_str(r#"{"repeats_ms":[[1.0],[1.0],[1.0]],"warmup_ms":[],"env":{},"stderr_tail":null,"error":null,"gpu_samples":[],"traces":[]}"#)
+            .expect("an old line");
+        after.recovered(1, &old);
+        assert!(after.case_record(1).complete());
+        assert_eq!(after.case_record(1).first_repeats, 3);
+    }
+
+    #[test]
+    fn a_traced_repeat_waits_for_room_in_the_budget_and_is_charged() {
+        let mut n = night(Duration::ZERO);
+        assert!(n.may_trace(0));
+        n.charge(0, 4.5);
+        assert!((n.case_record(0).time_s - 4.5).abs() < 1e-9);
+        // 590 s in: a 5-second repeat (6.3 s with its margin) no longer fits in the budget,
+        // though it would in the grace.
+        let late = night(Duration::from_secs(590));
+        assert!(!late.may_trace(0));
+        assert!(late.can_start(0));
+    }
 }

@@ -23,8 +23,15 @@
 //!   to resolve them, cheapest first, so as many cases as possible are resolved. The others are
 //!   named in the plan with the budget that would resolve them.
 //! - **Sequential**: after each repeat beyond the minimum, a case whose interval already lies
-//!   under the threshold (or whose drop estimate is beyond it: a suspect for the confirm step)
-//!   stops; the time it saves stays in the pool for suspects.
+//!   under the threshold, or whose estimate is clearly under it ([`futile`]), stops as a pass;
+//!   one whose drop estimate is beyond it stops as a suspect for the confirm step. The time
+//!   saved stays in the pool for suspects.
+//! - **Confirm**: each suspect asks for the fresh processes that resolve it at a high power
+//!   ([`confirm_size`], from its own noise: few for a quiet case, up to `max_repeats` for a
+//!   noisy one) and stops early once they are clearly passing ([`futile`]); suspects go in
+//!   the order of the detections their confirm step is expected to buy per second
+//!   ([`confirm_order`]), so the budget left after the grid goes first to a likely drop that
+//!   the confirm step can settle.
 
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, Normal};
@@ -91,6 +98,23 @@ pub struct PlanPolicy {
     /// whether it still fits in the budget (a fraction): process starts vary from night to
     /// night, and a repeat that fits only at its median time overruns half the time.
     pub cost_margin: f64,
+    /// The power at which the confirm step sizes a suspect's fresh processes
+    /// ([`confirm_size`]), in the module's noise model. Far above the plan's `power`: the
+    /// confirm step's verdict is final, and the model is optimistic against the verdict itself
+    /// (which tests two statistics at half the level each, with Student's t, a Huber level and
+    /// a term for nights differing), so on the nightly bench 0.95 missed 7% of the drops on
+    /// cases of 1-2.5% noise (most left inconclusive at 2-2.5%) and 0.999 finds them as 12
+    /// fixed processes do.
+    pub confirm_power: f64,
+    /// Fewest fresh processes the confirm step asks of a suspect with known noise (a few
+    /// processes give a poor estimate of the night's own noise).
+    pub min_confirm: u32,
+    /// A case stops early as clearly passing once its drop estimate plus this many standard
+    /// errors lies under the threshold ([`futile`]): in the first pass and in the confirm step.
+    /// Lower stops unchanged suspects sooner and leaves more of the budget to the others, at a
+    /// small risk of stopping a true drop (see [`futile`]); the bench found 1.5 best of 1.25
+    /// to 2.
+    pub futility_z: f64,
 }
 
 impl PlanPolicy {
@@ -108,6 +132,9 @@ impl PlanPolicy {
             reserve_fraction: 0.15,
             min_noise_pct: 0.25,
             cost_margin: 0.25,
+            confirm_power: 0.999,
+            min_confirm: 6,
+            futility_z: 1.5,
         }
     }
 }
@@ -177,20 +204,43 @@ fn z(p: f64) -> f64 {
     Normal::standard().inverse_cdf(p)
 }
 
-/// The largest standard error of the drop estimate (a fraction) that resolves the threshold.
-fn target_se(policy: &PlanPolicy, cases: usize) -> f64 {
-    let alpha = policy.family_alpha / cases.max(1) as f64;
-    let (za, zp) = (z(1.0 - alpha), z(policy.power));
+/// The largest standard error of the drop estimate (a fraction) that resolves the threshold
+/// with probability `power`.
+fn target_se(policy: &PlanPolicy, cases: usize, power: f64) -> f64 {
+    let (za, zp) = (z_case(policy, cases), z(power));
     let (d, t) = (policy.detect_drop_pct / 100.0, policy.max_drop_pct / 100.0);
     ((d - t) / zp).min(d / (za + zp)).min(t / zp)
 }
 
+/// The one-sided normal quantile of the grid-corrected level `family_alpha / cases`.
+fn z_case(policy: &PlanPolicy, cases: usize) -> f64 {
+    z(1.0 - policy.family_alpha / cases.max(1) as f64)
+}
+
+/// The variance of one repeat's log level at `steps` steps (the module's noise model).
+fn repeat_var(noise: &CaseNoise, steps: u64, policy: &PlanPolicy) -> f64 {
+    let floor = policy.min_noise_pct / 100.0;
+    (noise.between.powi(2)
+        + std::f64::consts::FRAC_PI_2 * noise.jitter.powi(2) / steps.max(1) as f64)
+        .max(floor * floor)
+}
+
+/// The standard error of the drop estimate (log scale) from `repeats` processes tonight
+/// against the case's reference.
+fn drop_se(noise: &CaseNoise, steps: u64, repeats: u32, policy: &PlanPolicy) -> f64 {
+    let v = repeat_var(noise, steps, policy);
+    (v / f64::from(repeats.max(1)) + v / noise.reference_repeats.max(1) as f64).sqrt()
+}
+
+/// A drop in percent of utilisation as a difference of log levels (`drop = 1 − e^−d`);
+/// `None` for a drop of 100% or more.
+fn log_drop(drop_pct: f64) -> Option<f64> {
+    (drop_pct < 100.0).then(|| -(1.0 - drop_pct / 100.0).ln())
+}
+
 /// Repeats that resolve a case at `steps` steps, or `None` when none do.
 fn needed_repeats(noise: &CaseNoise, steps: u64, se: f64, policy: &PlanPolicy) -> Option<u32> {
-    let floor = policy.min_noise_pct / 100.0;
-    let v = (noise.between.powi(2)
-        + std::f64::consts::FRAC_PI_2 * noise.jitter.powi(2) / steps.max(1) as f64)
-        .max(floor * floor);
+    let v = repeat_var(noise, steps, policy);
     let v_ref = v / noise.reference_repeats.max(1) as f64;
     let room = se * se - v_ref;
     if room <= 0.0 {
@@ -239,7 +289,7 @@ fn cheapest(
 /// Plan the night: see the module documentation.
 #[must_use]
 pub fn plan(cases: &[CaseInput], policy: &PlanPolicy) -> Plan {
-    let se = target_se(policy, cases.len());
+    let se = target_se(policy, cases.len(), policy.power);
     let reserve_s = policy.budget_s * policy.reserve_fraction;
     let mut out: Vec<CasePlan> = Vec::with_capacity(cases.len());
     let mut spent = 0.0;
@@ -392,6 +442,61 @@ pub fn may_start(next: &NextRepeat, policy: &PlanPolicy, grace_s: f64) -> bool {
     !next.decisive && fits && next.done < next.planned
 }
 
+/// Whether a case is clearly passing after `repeats` processes (tonight's, or a confirm step's
+/// fresh ones): its drop estimate plus `futility_z` standard errors of the module's noise
+/// model lies under the threshold, so more processes would very likely not make it a
+/// regression. [`decisive`]'s interval is at the grid-corrected level (about 3.6 standard
+/// errors on a 30-case grid), which a few processes of a noisy case never reach; this bound
+/// is looser but only ever ends sampling of a case whose estimate is under the threshold, so
+/// it can turn a regression into a pass only for a true drop whose estimate fell well short
+/// of it (a drop of 5% against 3%, two processes of 3% noise and `futility_z` 1.5: a chance
+/// of 0.7%), and it never raises a false alarm (a verdict of `regressed` needs the estimate
+/// beyond the threshold). Never before `min_repeats`, nor without the case's noise.
+#[must_use]
+pub fn futile(
+    repeats: u32,
+    drop_pct: Option<f64>,
+    noise: Option<&CaseNoise>,
+    steps: u64,
+    policy: &PlanPolicy,
+) -> bool {
+    let (Some(d), Some(n)) = (drop_pct.and_then(log_drop), noise) else {
+        return false;
+    };
+    let Some(t) = log_drop(policy.max_drop_pct) else {
+        return false;
+    };
+    repeats >= policy.min_repeats && d + policy.futility_z * drop_se(n, steps, repeats, policy) < t
+}
+
+/// Fresh processes the confirm step asks of a suspect: as many as resolve it at
+/// `confirm_power` ([`PlanPolicy::confirm_power`], fresh processes against the case's
+/// reference), at least `min_confirm`, at most `max_repeats`; a case whose reference is too
+/// noisy for any number gets `max_repeats`, and a case without known noise the configured
+/// `confirm_repeats` (0 keeps the confirm step off). A fixed 12 spent 6 processes too many on
+/// a case of 1% noise and half what one of 2.5% needs (26). The size never depends on
+/// the fresh processes themselves, so judging on them keeps its false-alarm level; the budget
+/// may cut it short, and [`futile`] may end it early (which only lowers it).
+#[must_use]
+pub fn confirm_size(
+    noise: Option<&CaseNoise>,
+    steps: u64,
+    confirm_repeats: u32,
+    policy: &PlanPolicy,
+    cases: usize,
+) -> u32 {
+    let Some(n) = noise.filter(|_| confirm_repeats > 0) else {
+        return confirm_repeats;
+    };
+    let se = target_se(policy, cases, policy.confirm_power);
+    needed_repeats(n, steps, se, policy).map_or(policy.max_repeats, |r| {
+        r.clamp(
+            policy.min_confirm,
+            policy.max_repeats.max(policy.min_confirm),
+        )
+    })
+}
+
 /// A suspect waiting for the confirm step of a budgeted night.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Suspect {
@@ -399,26 +504,70 @@ pub struct Suspect {
     pub index: usize,
     /// The one-sided p-value of a slowdown its first repeats gave (`None`: unknown).
     pub p_value: Option<f64>,
-    /// Its plan's note: a case planned as too noisy to resolve cannot be resolved by the
-    /// confirm step either.
-    pub note: PlanNote,
+    /// Its first repeats' drop estimate, percent.
+    pub drop_pct: Option<f64>,
+    /// How many first repeats it had.
+    pub repeats: u32,
+    /// Its stored noise (`None`: no history).
+    pub noise: Option<CaseNoise>,
+    /// Its steps per process.
+    pub steps: u64,
+    /// Estimated seconds of one of its processes.
+    pub repeat_s: Option<f64>,
+    /// Fresh processes its confirm step asks for ([`confirm_size`]).
+    pub confirm: u32,
+}
+
+impl Suspect {
+    /// Expected detections per second of confirming it: the chance that it is a true drop of
+    /// `detect_drop_pct` given its first repeats' estimate (likelihood ratio against no drop,
+    /// one case in the grid slower a priori), times the chance its confirm step finds that
+    /// drop, over the confirm step's time. `None` without noise, cost or estimate.
+    #[must_use]
+    pub fn value(&self, policy: &PlanPolicy, cases: usize) -> Option<f64> {
+        let n = self.noise.as_ref()?;
+        let est = self.drop_pct.and_then(log_drop)?;
+        let repeat_s = self.repeat_s.filter(|s| *s > 0.0)?;
+        let (d, t) = (
+            log_drop(policy.detect_drop_pct)?,
+            log_drop(policy.max_drop_pct)?,
+        );
+        let se = drop_se(n, self.steps, self.repeats, policy);
+        // ln LR of N(d, se) against N(0, se) at the estimate; posterior with prior 1/cases.
+        let log_lr = d * (est - d / 2.0) / (se * se);
+        let others = cases.saturating_sub(1).max(1) as f64;
+        let posterior = 1.0 / (1.0 + others * (-log_lr).exp());
+        let k = self.confirm.max(1);
+        let se_k = drop_se(n, self.steps, k, policy);
+        let bar = t.max(z_case(policy, cases) * se_k);
+        let power = Normal::standard().cdf((d - bar) / se_k);
+        Some(posterior * power / (f64::from(k) * repeat_s))
+    }
 }
 
 /// The order in which a budgeted night confirms its suspects. The confirm step draws on what
 /// the grid left of the budget, which rarely covers every suspect; taking them in grid order
 /// spent it on whichever came first (usually unchanged cases that merely looked slow at
-/// `confirm_alpha`). The clearest suspects go first (lowest p-value of a slowdown), and those
-/// the plan named too noisy to resolve go last, since a few fresh processes cannot settle
-/// them.
+/// `confirm_alpha`). Suspects with known noise and cost go first, by [`Suspect::value`] (the
+/// detections their confirm step is expected to buy per second: a likely drop on a quiet,
+/// cheap case first, a case too noisy for its confirm step to settle last); then the others,
+/// lowest p-value of a slowdown first.
 #[must_use]
-pub fn confirm_order(suspects: &[Suspect]) -> Vec<usize> {
-    let mut order: Vec<&Suspect> = suspects.iter().collect();
-    order.sort_by(|a, b| {
-        let key = |s: &Suspect| (s.note == PlanNote::TooNoisy, s.p_value.unwrap_or(1.0));
-        let (ka, kb) = (key(a), key(b));
-        ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1))
+pub fn confirm_order(suspects: &[Suspect], policy: &PlanPolicy, cases: usize) -> Vec<usize> {
+    let mut order: Vec<(Option<f64>, &Suspect)> = suspects
+        .iter()
+        .map(|s| (s.value(policy, cases).filter(|v| v.is_finite()), s))
+        .collect();
+    order.sort_by(|(va, a), (vb, b)| match (va, vb) {
+        (Some(x), Some(y)) => y.total_cmp(x),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a
+            .p_value
+            .unwrap_or(1.0)
+            .total_cmp(&b.p_value.unwrap_or(1.0)),
     });
-    order.into_iter().map(|s| s.index).collect()
+    order.into_iter().map(|(_, s)| s.index).collect()
 }
 
 /// The time one repeat took, as the run records it in the result's summary (`"cost"`).

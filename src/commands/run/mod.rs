@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::case::{CaseKey, Verdict};
 use crate::catalog::{GpuSpec, Precision};
@@ -408,28 +408,31 @@ impl Judging<'_> {
         if extra == 0 {
             return Ok(());
         }
-        // Under a budget the clearest suspects go first (`budget::confirm_order`): what the grid
-        // left of the budget rarely covers them all.
-        let suspects: Vec<compare::budget::Suspect> = cases
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| compare::should_confirm(&c.judgement.decision))
-            .map(|(i, c)| {
-                let d = &c.judgement.decision;
-                compare::budget::Suspect {
-                    index: i,
-                    p_value: d.p_value.filter(|_| d.drop_pct.is_some_and(|x| x > 0.0)),
-                    note: match (night.as_deref(), c.record.night) {
-                        (Some(n), Some(k)) => n.night.plan.cases[k].note,
-                        _ => compare::budget::PlanNote::Resolved,
-                    },
-                }
+        // Under a budget the suspects whose confirm step is expected to find most per second go
+        // first (`budget::confirm_order`): what the grid left of the budget rarely covers them
+        // all.
+        let suspects: Vec<compare::budget::Suspect> = night
+            .as_deref()
+            .map(|n| {
+                cases
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| compare::should_confirm(&c.judgement.decision))
+                    .filter_map(|(i, c)| {
+                        let k = c.record.night?;
+                        Some(n.night.suspect(k, i, &c.judgement.decision))
+                    })
+                    .collect()
             })
-            .collect();
-        let order = if night.is_some() {
-            compare::budget::confirm_order(&suspects)
-        } else {
-            suspects.iter().map(|s| s.index).collect()
+            .unwrap_or_default();
+        let order: Vec<usize> = match night.as_deref() {
+            Some(n) => n.night.confirm_order(&suspects),
+            None => cases
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| compare::should_confirm(&c.judgement.decision))
+                .map(|(i, _)| i)
+                .collect(),
         };
         for i in order {
             let case = &mut cases[i];
@@ -443,18 +446,23 @@ impl Judging<'_> {
                     }
                 },
             );
+            // Under a budget the night sizes each confirm step from the case's noise.
+            let sized = night.as_deref().zip(case.record.night);
+            let asked = sized.map_or(extra, |(n, k)| n.night.confirm_size(k));
+            let in_night = sized.is_some();
             runner.progress.warn(&format!(
-                "{}: suspect ({moved}); re-measuring in {extra} fresh processes before deciding",
+                "{}: suspect ({moved}); re-measuring in {asked} fresh processes before deciding",
                 case.record.plan.key
             ));
-            let (record, fresh) = (&mut case.record, extra);
+            let record = &mut case.record;
             // The confirm step draws on what is left of the budget.
-            let fresh = if let (Some(n), Some(i)) = (night.as_deref_mut(), record.night) {
-                n.confirm(runner, i, &record.plan, &mut record.measured)?
+            let (fresh, futile) = if let (Some(n), Some(k)) = (night.as_deref_mut(), record.night) {
+                let fresh = n.confirm(runner, k, &record.plan, &mut record.measured)?;
+                (fresh, n.night.confirm_futile(k))
             } else {
                 let first = record.plan.suite.repeats;
-                runner.measure(&record.plan, first..first + fresh, &mut record.measured)?;
-                fresh
+                runner.measure(&record.plan, first..first + extra, &mut record.measured)?;
+                (extra, false)
             };
             if fresh == 0 {
                 case.judgement.decision.reasons.push(
@@ -473,16 +481,28 @@ impl Judging<'_> {
                 &Against::Pinned,
                 self.canary,
             )?;
-            judgement.decision.reasons.push(if fresh < extra {
+            judgement.decision.reasons.push(if futile {
                 format!(
-                    "Re-measured in {fresh} of {extra} fresh processes before deciding (the \
+                    "Re-measured in {fresh} of {asked} fresh processes before deciding: they \
+                     were already clearly under the threshold (its estimate more than two \
+                     standard errors below it), so the rest were not run; the verdict rests on \
+                     those fresh processes, not on the ones that made it a suspect."
+                )
+            } else if fresh < asked {
+                format!(
+                    "Re-measured in {fresh} of {asked} fresh processes before deciding (the \
                      budget ran out for the rest); the verdict rests on those fresh processes, \
                      not on the ones that made it a suspect."
                 )
             } else {
+                let sized = if in_night {
+                    "as many as its noise needs"
+                } else {
+                    "confirm_repeats"
+                };
                 format!(
-                    "Re-measured in {extra} fresh processes before deciding (confirm_repeats); \
-                     the verdict rests on those fresh processes, not on the ones that made it a \
+                    "Re-measured in {asked} fresh processes before deciding ({sized}); the \
+                     verdict rests on those fresh processes, not on the ones that made it a \
                      suspect."
                 )
             });
@@ -560,8 +580,7 @@ fn measure_all<'a>(
         let measured = if let Some(recovered) = journal.recovered.remove(&plan.key) {
             progress.start_case(&plan.key.to_string());
             if let Some(n) = night.as_deref_mut() {
-                n.night
-                    .recovered(i, u32::try_from(recovered.repeats_ms.len()).unwrap_or(0));
+                n.night.recovered(i, &recovered);
             }
             recovered
         } else if let Some(n) = night.as_deref_mut() {
@@ -570,7 +589,19 @@ fn measure_all<'a>(
             let Some(measured) = n.measure(runner, i, &plan, progress)? else {
                 continue;
             };
-            evidence.extend(runner.trace_case(&plan, &measured, trace, evidence_options)?);
+            // Its traced and profiled repeats count against the budget too.
+            let suite = plan.suite;
+            let traces = trace || suite.trace || suite.nsys || suite.ncu.is_some();
+            if !traces || n.night.may_trace(i) {
+                let t = Instant::now();
+                evidence.extend(runner.trace_case(&plan, &measured, trace, evidence_options)?);
+                n.night.charge(i, t.elapsed().as_secs_f64());
+            } else {
+                progress.warn(&format!(
+                    "{}: not traced or profiled: the budget has no room left for that repeat",
+                    plan.key
+                ));
+            }
             journal.journal.append(&plan.key, &measured)?;
             measured
         } else {

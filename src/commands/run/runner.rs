@@ -64,6 +64,12 @@ pub(crate) struct Measured {
     /// What each repeat cost (wall time, steps), stored for the budget planner.
     #[serde(default)]
     pub(crate) costs: Vec<crate::compare::budget::RepeatCost>,
+    /// Under a budget: why its sampling ended, for a resumed run (the journal keeps it).
+    #[serde(default)]
+    pub(crate) budget_stop: Option<crate::compare::budget::Stop>,
+    /// Under a budget: its repeats before the confirm step, for a resumed run.
+    #[serde(default)]
+    pub(crate) budget_first: Option<u32>,
 }
 
 /// What a repeat after the timed ones adds: variables for the harness, and a profiler around

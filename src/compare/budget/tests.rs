@@ -213,23 +213,104 @@ fn costs_and_noise_from_stored_repeats() {
     assert_eq!(noise_from_history(&[&[vec![1.0]][..]], 1), None);
 }
 
-#[test]
-fn suspects_are_confirmed_clearest_first_and_the_too_noisy_last() {
-    let s = |index, p: Option<f64>, note| Suspect {
+fn noise(pct: f64) -> CaseNoise {
+    CaseNoise {
+        between: pct / 100.0,
+        jitter: 0.0075,
+        reference_repeats: 30,
+    }
+}
+
+fn suspect(index: usize, noise_pct: Option<f64>, drop_pct: f64, repeat_s: f64) -> Suspect {
+    let policy = PlanPolicy::new(600.0, 3.0, 0.01);
+    let n = noise_pct.map(noise);
+    Suspect {
         index,
-        p_value: p,
-        note,
-    };
+        p_value: Some(0.05),
+        drop_pct: Some(drop_pct),
+        repeats: 2,
+        noise: n,
+        steps: 100,
+        repeat_s: Some(repeat_s),
+        confirm: confirm_size(n.as_ref(), 100, 12, &policy, 30),
+    }
+}
+
+#[test]
+fn suspects_are_confirmed_by_the_detections_their_confirm_step_buys_per_second() {
+    let policy = PlanPolicy::new(600.0, 3.0, 0.01);
     let suspects = [
-        s(0, Some(0.08), PlanNote::Resolved),
-        s(1, Some(1e-6), PlanNote::TooNoisy),
-        s(2, Some(1e-4), PlanNote::OverBudget),
-        s(3, None, PlanNote::Resolved),
-        s(4, Some(0.01), PlanNote::Resolved),
+        // Unchanged-looking: a 3.2% estimate on a 2% case.
+        suspect(0, Some(2.0), 3.2, 5.0),
+        // A clear 5% drop on a quiet case.
+        suspect(1, Some(1.0), 5.0, 5.0),
+        // The same estimate on a case too noisy for its confirm step to settle.
+        suspect(2, Some(6.0), 5.0, 5.0),
+        // No history: no value, after those with one, lowest p-value first.
+        Suspect {
+            noise: None,
+            p_value: Some(0.2),
+            ..suspect(3, None, 5.0, 5.0)
+        },
+        Suspect {
+            noise: None,
+            p_value: Some(0.01),
+            ..suspect(4, None, 5.0, 5.0)
+        },
+        // The clear drop again, on a case twice as dear to re-measure.
+        suspect(5, Some(1.0), 5.0, 10.0),
     ];
-    // Grid order spent the budget on case 0, which merely looked slow.
-    assert_eq!(confirm_order(&suspects), vec![2, 4, 0, 3, 1]);
-    assert!(confirm_order(&[]).is_empty());
+    assert_eq!(
+        confirm_order(&suspects, &policy, 30),
+        vec![1, 5, 0, 2, 4, 3]
+    );
+    let v = |i: usize| suspects[i].value(&policy, 30).expect("a value");
+    assert!(
+        (v(1) / v(5) - 2.0).abs() < 1e-9,
+        "half the cost, twice the value"
+    );
+    assert!(suspects[3].value(&policy, 30).is_none());
+    assert!(confirm_order(&[], &policy, 30).is_empty());
+}
+
+#[test]
+fn the_confirm_step_asks_for_what_the_suspects_noise_needs() {
+    let policy = PlanPolicy::new(600.0, 3.0, 0.01);
+    let size = |pct: f64| confirm_size(Some(&noise(pct)), 100, 12, &policy, 30);
+    // A quiet case needs few fresh processes, a noisier one more, up to the cap.
+    assert_eq!(size(1.0), policy.min_confirm);
+    assert!(
+        size(2.5) > size(2.0) && size(3.0) > 12,
+        "{} {}",
+        size(2.5),
+        size(3.0)
+    );
+    assert_eq!(size(4.0), policy.max_repeats);
+    // A reference too noisy for any number of processes: the cap.
+    assert_eq!(size(6.0), policy.max_repeats);
+    // Without history, the configured size; a confirm step switched off stays off.
+    assert_eq!(confirm_size(None, 100, 12, &policy, 30), 12);
+    assert_eq!(confirm_size(Some(&noise(3.0)), 100, 0, &policy, 30), 0);
+}
+
+#[test]
+fn a_clearly_passing_case_stops_early_and_a_drop_does_not() {
+    let policy = PlanPolicy::new(600.0, 3.0, 0.01);
+    let n = noise(2.0);
+    // Two processes of 2% noise: a standard error of about 1.45%, so 1.5 of them above an
+    // estimate of -0.5% stays under 3%, above one of 1.5% does not.
+    assert!(futile(2, Some(-0.5), Some(&n), 100, &policy));
+    assert!(!futile(2, Some(1.5), Some(&n), 100, &policy));
+    // More processes narrow it.
+    assert!(futile(12, Some(1.5), Some(&n), 100, &policy));
+    // A drop beyond the threshold is never clearly passing, however many processes.
+    assert!(!futile(30, Some(3.5), Some(&n), 100, &policy));
+    // Not before the minimum, not without noise or an estimate.
+    assert!(!futile(1, Some(-5.0), Some(&n), 100, &policy));
+    assert!(!futile(5, Some(-5.0), None, 100, &policy));
+    assert!(!futile(5, None, Some(&n), 100, &policy));
+    assert!(!futile(5, Some(f64::NAN), Some(&n), 100, &policy));
+    assert!(!futile(5, Some(100.0), Some(&n), 100, &policy));
 }
 
 #[test]
