@@ -246,12 +246,7 @@ pub fn nsys_sqlite(
     {
         return Ok(beside);
     }
-    if let Err(source) = std::fs::metadata(path) {
-        return Err(NsightFileError::Io {
-            path: path.to_owned(),
-            source,
-        });
-    }
+    readable(path)?;
     let nsys = nsys.ok_or_else(|| NsightFileError::NoNsys {
         path: path.to_owned(),
     })?;
@@ -272,16 +267,21 @@ pub fn nsys_sqlite(
     Ok(target)
 }
 
+/// That `path` can be read, before a profiler is asked to read it: else the I/O error naming it.
+fn readable(path: &Path) -> Result<(), NsightFileError> {
+    std::fs::metadata(path)
+        .map(drop)
+        .map_err(|source| NsightFileError::Io {
+            path: path.to_owned(),
+            source,
+        })
+}
+
 /// The `ncu --csv` text of `path`: itself, or for a `.ncu-rep` what `ncu --import --csv --page
 /// raw` prints.
 pub fn ncu_text(path: &Path, ncu_bin: Option<&Path>) -> Result<String, NsightFileError> {
     let bytes = if is_ncu_report(path) {
-        if let Err(source) = std::fs::metadata(path) {
-            return Err(NsightFileError::Io {
-                path: path.to_owned(),
-                source,
-            });
-        }
+        readable(path)?;
         let bin = ncu_bin.ok_or_else(|| NsightFileError::NoNcu {
             path: path.to_owned(),
         })?;

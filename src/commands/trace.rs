@@ -18,13 +18,33 @@ use crate::report::nsight::{
 };
 use crate::store::StoredEvidence;
 
-/// `RUN` (a stored run's id, not a file) with `--case`: a label and the evidence stored with
-/// that result. `None` when `what` names a file.
+/// A stored result named by `RUN --case KEY`, and the evidence stored with it.
+struct StoredCase {
+    run: i64,
+    case: String,
+    evidence: Vec<StoredEvidence>,
+}
+
+impl StoredCase {
+    fn label(&self) -> String {
+        format!("run {} {}", self.run, self.case)
+    }
+
+    fn no_trace(&self) -> Error {
+        Error::NoTrace {
+            run: self.run,
+            case: self.case.clone(),
+        }
+    }
+}
+
+/// `RUN` (a stored run's id, not a file) with `--case`: that result's stored evidence. `None`
+/// when `what` names a file.
 fn stored_evidence(
     what: &Path,
     case: Option<&str>,
     config: &ConfigArgs,
-) -> Result<Option<(String, Vec<StoredEvidence>)>, Error> {
+) -> Result<Option<StoredCase>, Error> {
     let run_id = what.to_str().and_then(|s| s.parse::<i64>().ok());
     let (false, Some(run_id)) = (what.exists(), run_id) else {
         return Ok(None);
@@ -49,8 +69,11 @@ fn stored_evidence(
             run: run_id,
             case: case.to_owned(),
         })?;
-    let stored = store.evidence_for(run_id, &key)?;
-    Ok(Some((format!("run {run_id} {case}"), stored)))
+    Ok(Some(StoredCase {
+        run: run_id,
+        case: case.to_owned(),
+        evidence: store.evidence_for(run_id, &key)?,
+    }))
 }
 
 /// The trace analysis among a result's stored evidence.
@@ -80,23 +103,13 @@ fn analysis_of(
     case: Option<&str>,
     config: &ConfigArgs,
 ) -> Result<(String, Analysis), Error> {
-    if let Some((source, stored)) = stored_evidence(what, case, config)? {
-        return stored_trace(&stored)
-            .map(|a| (source, a))
-            .ok_or_else(|| no_trace(what, case));
+    if let Some(stored) = stored_evidence(what, case, config)? {
+        return stored_trace(&stored.evidence)
+            .map(|a| (stored.label(), a))
+            .ok_or_else(|| stored.no_trace());
     }
     let (file, analysis, _) = crate::evidence::analyse_file(what, &Options::default())?;
     Ok((file.display().to_string(), analysis))
-}
-
-fn no_trace(what: &Path, case: Option<&str>) -> Error {
-    Error::NoTrace {
-        run: what
-            .to_str()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_default(),
-        case: case.unwrap_or_default().to_owned(),
-    }
 }
 
 /// What a file holds, recognised by its content (not only its extension).
@@ -249,12 +262,11 @@ pub fn show(args: &TraceShowArgs) -> Result<Outcome, Error> {
     if let Some(kind) = nsight_kind(&args.trace)? {
         return show_nsight(args, &kind);
     }
-    if let Some((source, stored)) =
-        stored_evidence(&args.trace, args.case.as_deref(), &args.config)?
-    {
-        return show_stored(args, &source, &stored);
+    if let Some(stored) = stored_evidence(&args.trace, args.case.as_deref(), &args.config)? {
+        return show_stored(args, &stored);
     }
-    let (source, a) = analysis_of(&args.trace, args.case.as_deref(), &args.config)?;
+    let (file, a, _) = crate::evidence::analyse_file(&args.trace, &Options::default())?;
+    let source = file.display().to_string();
     let diagnosis = diagnose(&a, None);
     let text = match args.format.format {
         Format::Human => analysis_text(&source, &a, &diagnosis, args.top),
@@ -266,16 +278,13 @@ pub fn show(args: &TraceShowArgs) -> Result<Outcome, Error> {
 
 /// A stored result's evidence: its trace analysis and its Nsight summaries, whichever it has.
 /// JSON: the trace's object with the summaries under `nsight` (`[{file, ...}]`).
-fn show_stored(
-    args: &TraceShowArgs,
-    source: &str,
-    stored: &[StoredEvidence],
-) -> Result<Outcome, Error> {
-    let trace = stored_trace(stored);
-    let nsight = stored_nsight(stored);
+fn show_stored(args: &TraceShowArgs, stored: &StoredCase) -> Result<Outcome, Error> {
+    let trace = stored_trace(&stored.evidence);
+    let nsight = stored_nsight(&stored.evidence);
     if trace.is_none() && nsight.is_empty() {
-        return Err(no_trace(&args.trace, args.case.as_deref()));
+        return Err(stored.no_trace());
     }
+    let source = &stored.label();
     let text = match args.format.format {
         Format::Human => {
             let mut parts: Vec<String> = trace
