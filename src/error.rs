@@ -136,7 +136,7 @@ pub enum Error {
     #[error(transparent)]
     Nsys(#[from] crate::evidence::nsys_sqlite::NsysError),
     #[error(transparent)]
-    NsightFile(#[from] crate::commands::nsight::NsightFileError),
+    NsightFile(#[from] crate::measure::profiler::NsightFileError),
     #[error("Nsight Compute file {}: {source}", path.display())]
     Ncu {
         path: PathBuf,

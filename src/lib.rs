@@ -16,7 +16,9 @@ pub mod floor;
 pub mod github;
 pub mod gpu;
 pub mod measure;
+pub mod outcome;
 pub mod output;
+pub mod pipeline;
 pub mod redact;
 pub mod report;
 pub mod serve;
@@ -26,5 +28,6 @@ pub mod store;
 pub mod suggest;
 pub mod trust;
 
-pub use commands::{Outcome, run};
+pub use commands::run;
 pub use error::Error;
+pub use outcome::Outcome;

@@ -15,12 +15,13 @@ use std::sync::Arc;
 use crate::case::{CaseKey, Verdict};
 use crate::catalog::Precision;
 use crate::cli::{AbArgs, Format};
-use crate::commands::run::{CasePlan, Measured, Runner};
-use crate::commands::{Outcome, device};
 use crate::compare::{AbPlan, Evidence, decide_ab, error_decision, should_confirm};
 use crate::config::{LoadedConfig, SuiteConfig};
 use crate::error::Error;
+use crate::outcome::Outcome;
 use crate::output::{self, Progress};
+use crate::pipeline::device;
+use crate::pipeline::measure::runner::{CasePlan, Measured, Runner};
 use crate::report::{AbCase, AbReport, render_ab};
 
 fn median_of_medians(repeats: &[Vec<f64>]) -> Option<f64> {
@@ -105,11 +106,11 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
     let base = crate::config::load(&base_config_path(&args.base, &args.config.config))?;
     if !args.trusted {
         let db = args.config.db.as_deref();
-        crate::commands::credentials::refuse_near_harness(&head, db)?;
-        crate::commands::credentials::refuse_near_harness(&base, db)?;
+        crate::pipeline::credentials::refuse_near_harness(&head, db)?;
+        crate::pipeline::credentials::refuse_near_harness(&base, db)?;
     }
     let config = &head.config;
-    let suites = crate::commands::select_suites(&head, &args.suites)?;
+    let suites = crate::pipeline::context::select_suites(&head, &args.suites)?;
     let plan = AbPlan {
         pairs: args.pairs.unwrap_or(config.ab.pairs),
         confirm_pairs: args.confirm_pairs.unwrap_or(config.ab.confirm_pairs),
@@ -128,8 +129,8 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
     let keys: Vec<CaseKey> = suites.iter().flat_map(|s| s.case_keys()).collect();
 
     let (cancel, exe) = (
-        crate::commands::run::cancel_on_ctrl_c(),
-        crate::commands::run::this_exe(),
+        crate::pipeline::measure::runner::cancel_on_ctrl_c(),
+        crate::pipeline::measure::runner::this_exe(),
     );
     let tmp = std::env::temp_dir();
     let run_dir = || {
@@ -154,7 +155,7 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
     let mut cases = Vec::with_capacity(keys.len());
     for key in &keys {
         progress.start_case(&key.to_string());
-        let mut policy = crate::commands::judge::policy_for(Some(config), key);
+        let mut policy = crate::pipeline::judge::policy_for(Some(config), key);
         policy.confirm_repeats = plan.confirm_pairs;
         policy.confirm_alpha = plan.confirm_alpha;
         let plans = side_plan(&base, &key.suite, key, &gpu)

@@ -1,17 +1,26 @@
-//! `utilgate baseline list|show|history|accept` (export and import: `baseline_files.rs`; diff:
-//! `baseline_diff.rs`). Baselines are pointers: they move only through a passing run on the
+//! `utilgate baseline list|show|history|accept|export|import|diff` (the baseline files are read
+//! and written by `pipeline::baselines`). Baselines are pointers: they move only through a passing run on the
 //! baseline branch, an `accept` with a reason, or an import, and every move is kept. Does I/O
 //! on the store.
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use crate::case::{CaseKey, Verdict};
-use crate::cli::{BaselineAcceptArgs, BaselineCommand, BaselineListArgs, BaselineShowArgs, Format};
-use crate::commands::Outcome;
-use crate::commands::runs::{StoreMode, store_from, store_with};
+use crate::cli::{
+    BaselineAcceptArgs, BaselineCommand, BaselineDiffArgs, BaselineExportArgs, BaselineImportArgs,
+    BaselineListArgs, BaselineShowArgs, DiffFormat, Format,
+};
 use crate::error::Error;
+use crate::outcome::Outcome;
 use crate::output;
+use crate::pipeline::baselines::{from_store, import_into, read_files, side_from_files};
+use crate::pipeline::context::StoreMode;
+use crate::pipeline::context::store_from;
+use crate::pipeline::context::store_with;
+use crate::report::baseline_diff::{Side, diff_baselines, render_markdown, render_table};
 use crate::report::{self, SCHEMA_VERSION};
+use crate::store::export::{EXPORT_SCHEMA_VERSION, ExportFile, render_export};
 use crate::store::{BaselineMove, BaselineMoveKind, CaseFilter, RunId, StoredResult};
 
 pub fn baseline(cmd: &BaselineCommand) -> Result<Outcome, Error> {
@@ -20,9 +29,9 @@ pub fn baseline(cmd: &BaselineCommand) -> Result<Outcome, Error> {
         BaselineCommand::Show(args) => show(args),
         BaselineCommand::History(args) => history(args),
         BaselineCommand::Accept(args) => accept(args),
-        BaselineCommand::Export(args) => crate::commands::baseline_files::export(args),
-        BaselineCommand::Import(args) => crate::commands::baseline_files::import(args),
-        BaselineCommand::Diff(args) => crate::commands::baseline_diff::diff(args),
+        BaselineCommand::Export(args) => export(args),
+        BaselineCommand::Import(args) => import(args),
+        BaselineCommand::Diff(args) => diff(args),
     }
 }
 
@@ -135,7 +144,7 @@ fn accept(args: &BaselineAcceptArgs) -> Result<Outcome, Error> {
             state: bad.verdict.map_or("unmeasured", Verdict::as_str).to_owned(),
         });
     }
-    let now = crate::commands::now();
+    let now = crate::pipeline::context::now();
     let moves: Vec<BaselineMove> = chosen
         .iter()
         .map(|r| BaselineMove {
@@ -152,4 +161,109 @@ fn accept(args: &BaselineAcceptArgs) -> Result<Outcome, Error> {
     }
     output::emit(&out)?;
     Ok(Outcome::Passed)
+}
+
+pub(crate) fn export(args: &BaselineExportArgs) -> Result<Outcome, Error> {
+    let (store, _) = store_from(&args.config)?;
+    let by_sku = from_store(&store, args.gpu.as_deref())?;
+    if by_sku.is_empty() {
+        return Err(Error::NothingToExport);
+    }
+    // `--out DIR/` (or an existing directory) takes one file per GPU, as the default does.
+    let out_dir = args.out.as_deref().filter(|p| is_directory_arg(p));
+    let out_file = args.out.as_deref().filter(|p| !is_directory_arg(p));
+    if out_file.is_some() && by_sku.len() > 1 {
+        return Err(Error::ExportNeedsGpu {
+            gpus: by_sku.keys().cloned().collect(),
+        });
+    }
+    let base_dir = out_dir.map_or_else(
+        || {
+            args.config
+                .config
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .join("baselines")
+        },
+        Path::to_path_buf,
+    );
+    let mut written = String::new();
+    for (sku, baselines) in by_sku {
+        let path: PathBuf =
+            out_file.map_or_else(|| base_dir.join(format!("{sku}.json")), Path::to_path_buf);
+        let n = baselines.len();
+        let text = render_export(&ExportFile {
+            schema_version: EXPORT_SCHEMA_VERSION,
+            gpu_sku: sku.clone(),
+            baselines,
+        })?;
+        write_atomically(&path, &text)?;
+        let _ = writeln!(written, "wrote {} ({sku}, {n} case(s))", path.display());
+    }
+    output::emit(&written)?;
+    Ok(Outcome::Passed)
+}
+
+pub(crate) fn import(args: &BaselineImportArgs) -> Result<Outcome, Error> {
+    // Read and check every file before touching the store.
+    let files = read_files(&args.files)?;
+    let (mut store, _) = store_with(&args.config, StoreMode::Create)?;
+    let out = import_into(&mut store, &files)?;
+    output::emit(&out)?;
+    Ok(Outcome::Passed)
+}
+
+pub(crate) fn diff(args: &BaselineDiffArgs) -> Result<Outcome, Error> {
+    let gpu = args.gpu.as_deref();
+    let old = side_from_files(&args.old, gpu)?;
+    let (new, new_label) = if let Some(path) = &args.new {
+        (side_from_files(path, gpu)?, path.display().to_string())
+    } else {
+        let (store, _) = store_from(&args.config)?;
+        let mut side = Side::new();
+        for (sku, baselines) in from_store(&store, gpu)? {
+            for b in baselines {
+                side.insert((sku.clone(), b.key.clone()), b);
+            }
+        }
+        (side, "the store".to_owned())
+    };
+    let d = diff_baselines(&old, &new, (args.old.display().to_string(), new_label));
+    let text = match args.format {
+        DiffFormat::Human => render_table(&d, output::stdout_terminal()),
+        DiffFormat::Markdown => render_markdown(&d),
+        DiffFormat::Json => format!("{}\n", serde_json::to_string_pretty(&d)?),
+    };
+    output::emit(&text)?;
+    if args.exit_code && !d.changes.is_empty() {
+        return Ok(Outcome::GateFailed);
+    }
+    Ok(Outcome::Passed)
+}
+
+/// Write beside and rename, so a failed write never leaves half a file.
+fn write_atomically(path: &Path, text: &str) -> Result<(), Error> {
+    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Whether `--out` names a directory: one that exists, or a path ending in a separator.
+fn is_directory_arg(path: &Path) -> bool {
+    path.is_dir()
+        || path
+            .as_os_str()
+            .to_string_lossy()
+            .ends_with(std::path::MAIN_SEPARATOR)
 }

@@ -14,12 +14,13 @@ use std::path::Path;
 
 use crate::case::CaseKey;
 use crate::cli::{BisectArgs, Format};
-use crate::commands::Outcome;
-use crate::commands::runs::{load_run, store_from};
 use crate::compare::bisect::{self, BisectVerdict};
 use crate::compare::history::gpu_env;
 use crate::error::Error;
+use crate::outcome::Outcome;
 use crate::output;
+use crate::pipeline::context::store_from;
+use crate::pipeline::report::load_run;
 use crate::report::bisect::{BisectReport, CaseChange, Commit};
 use crate::store::{StoredResult, StoredRun};
 
@@ -44,7 +45,7 @@ fn commits(dir: &Path, good: Option<&str>, bad: Option<&str>) -> Option<Vec<Comm
     let range = format!("{good}..{bad}");
     // An empty range is an answer too: git prints nothing and `git` returns None, so ask
     // first whether both commits exist.
-    crate::commands::run::git(
+    crate::pipeline::measure::runner::git(
         dir,
         &[
             "rev-parse",
@@ -53,7 +54,7 @@ fn commits(dir: &Path, good: Option<&str>, bad: Option<&str>) -> Option<Vec<Comm
             &format!("{good}^{{commit}}"),
         ],
     )?;
-    crate::commands::run::git(
+    crate::pipeline::measure::runner::git(
         dir,
         &[
             "rev-parse",
@@ -62,8 +63,11 @@ fn commits(dir: &Path, good: Option<&str>, bad: Option<&str>) -> Option<Vec<Comm
             &format!("{bad}^{{commit}}"),
         ],
     )?;
-    let text = crate::commands::run::git(dir, &["log", "--reverse", "--format=%H%x09%s", &range])
-        .unwrap_or_default();
+    let text = crate::pipeline::measure::runner::git(
+        dir,
+        &["log", "--reverse", "--format=%H%x09%s", &range],
+    )
+    .unwrap_or_default();
     Some(
         text.lines()
             .filter_map(|l| l.split_once('\t'))
@@ -221,7 +225,7 @@ pub fn bisect(args: &BisectArgs) -> Result<Outcome, Error> {
             fix: "swap --good and --bad, or pick runs around the slowdown".into(),
         }));
     };
-    let sha = crate::commands::run::git(Path::new("."), &["rev-parse", "HEAD"]);
+    let sha = crate::pipeline::measure::runner::git(Path::new("."), &["rev-parse", "HEAD"]);
     output::note(&crate::report::bisect::render_call(
         &key.to_string(),
         sha.as_deref(),
@@ -244,12 +248,13 @@ fn abort(err: &Error) -> Outcome {
 /// Measure `key` at this checkout, as its config describes it now: the suite's repeats, in
 /// fresh processes, nothing stored. Returns each repeat's counted step times.
 fn measure_case(config: &Path, key: &CaseKey, trusted: bool) -> Result<Vec<Vec<f64>>, Error> {
-    use crate::commands::run::{CasePlan, Measured, Runner};
+    use crate::pipeline::measure::runner::{CasePlan, Measured, Runner};
     let loaded = crate::config::load(config)?;
     if !trusted {
-        crate::commands::credentials::refuse_near_harness(&loaded, None)?;
+        crate::pipeline::credentials::refuse_near_harness(&loaded, None)?;
     }
-    let suites = crate::commands::select_suites(&loaded, std::slice::from_ref(&key.suite))?;
+    let suites =
+        crate::pipeline::context::select_suites(&loaded, std::slice::from_ref(&key.suite))?;
     let Some(suite) = suites.into_iter().find(|s| s.case_keys().contains(key)) else {
         return Err(Error::Argument {
             arg: format!("--case {key}"),
@@ -275,8 +280,8 @@ fn measure_case(config: &Path, key: &CaseKey, trusted: bool) -> Result<Vec<Vec<f
     let progress = output::Progress::new(1, true);
     let runner = Runner {
         loaded: &loaded,
-        exe: crate::commands::run::this_exe(),
-        cancel: crate::commands::run::cancel_on_ctrl_c(),
+        exe: crate::pipeline::measure::runner::this_exe(),
+        cancel: crate::pipeline::measure::runner::cancel_on_ctrl_c(),
         watch: None,
         run_dir: std::cell::RefCell::new(run_dir),
         progress: &progress,

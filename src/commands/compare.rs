@@ -4,10 +4,13 @@
 use std::collections::BTreeSet;
 
 use crate::cli::CompareArgs;
-use crate::commands::Outcome;
-use crate::commands::judge::{self, Against, CaseInput};
-use crate::commands::runs::{fail_on, load_run, print_report, store_from};
 use crate::error::Error;
+use crate::outcome::Outcome;
+use crate::pipeline::context::store_from;
+use crate::pipeline::judge::{self, Against, CaseInput};
+use crate::pipeline::report::fail_on;
+use crate::pipeline::report::load_run;
+use crate::pipeline::report::print_report;
 use crate::report::RunReport;
 use crate::store::RunId;
 
@@ -39,7 +42,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
             env: r.env.clone(),
             gpu_guard: None,
             gpu_state: r.gpu_state_json.clone(),
-            first_repeats: crate::commands::budget::stored_record(r)
+            first_repeats: crate::pipeline::budget::stored_record(r)
                 .map(|b| b.first_repeats as usize),
         })
         .collect();

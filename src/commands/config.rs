@@ -7,11 +7,13 @@ use serde::Serialize;
 
 use crate::catalog::{GpuSpec, Precision};
 use crate::cli::{ConfigCheckArgs, Format};
-use crate::commands::gpu_run::GpuWatch;
-use crate::commands::{Outcome, device, env_lookup};
 use crate::config::{ConfigError, LoadedConfig, Problem};
 use crate::error::Error;
+use crate::outcome::Outcome;
 use crate::output;
+use crate::pipeline::context::env_lookup;
+use crate::pipeline::device;
+use crate::pipeline::gpu::GpuWatch;
 
 /// One case of the grid and its floor (or why it has none).
 #[derive(Debug, Serialize)]

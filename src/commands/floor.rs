@@ -5,11 +5,13 @@ use std::path::Path;
 
 use crate::catalog::{CatalogError, GpuSpec, ModelSpec, Precision};
 use crate::cli::{FloorArgs, Format};
-use crate::commands::gpu_run::GpuWatch;
-use crate::commands::{Outcome, device, env_lookup};
 use crate::config::LoadedConfig;
 use crate::error::Error;
+use crate::outcome::Outcome;
 use crate::output;
+use crate::pipeline::context::env_lookup;
+use crate::pipeline::device;
+use crate::pipeline::gpu::GpuWatch;
 use crate::report::floor::{build_report, render_human};
 
 fn resolve_model(name: &str, loaded: Option<&LoadedConfig>) -> Result<ModelSpec, Error> {

@@ -1,14 +1,10 @@
 //! `utilgate gpus`, `utilgate completions SHELL` and `utilgate man`: the front door's reference
 //! output. Prints to stdout; `man --out-dir` writes files.
 
-use std::path::Path;
-
-use clap::CommandFactory;
-
 use crate::catalog::gpu::catalogue;
-use crate::cli::{Cli, CompletionsArgs, Format, GpusArgs, ManArgs};
-use crate::commands::Outcome;
+use crate::cli::{Format, GpusArgs};
 use crate::error::Error;
+use crate::outcome::Outcome;
 use crate::output;
 use crate::report::gpus::{GpuList, SCHEMA_VERSION, render_human};
 
@@ -22,48 +18,6 @@ pub fn gpus(args: &GpusArgs) -> Result<Outcome, Error> {
                 gpus: &gpus,
             })? + "\n"),
         )?,
-    }
-    Ok(Outcome::Passed)
-}
-
-pub fn completions(args: &CompletionsArgs) -> Result<Outcome, Error> {
-    let mut out = Vec::new();
-    clap_complete::generate(args.shell, &mut Cli::command(), "utilgate", &mut out);
-    output::emit(&String::from_utf8_lossy(&out))?;
-    Ok(Outcome::Passed)
-}
-
-fn render_page(cmd: clap::Command, title: &str) -> Result<Vec<u8>, Error> {
-    let mut out = Vec::new();
-    clap_mangen::Man::new(cmd)
-        .title(title)
-        .render(&mut out)
-        .map_err(|source| Error::Io {
-            path: "<man page>".into(),
-            source,
-        })?;
-    Ok(out)
-}
-
-fn write_page(dir: &Path, name: &str, page: &[u8]) -> Result<(), Error> {
-    let path = dir.join(format!("{name}.1"));
-    std::fs::write(&path, page).map_err(|source| Error::Io { path, source })
-}
-
-pub fn man(args: &ManArgs) -> Result<Outcome, Error> {
-    let cmd = Cli::command();
-    let Some(dir) = &args.out_dir else {
-        output::emit(&String::from_utf8_lossy(&render_page(cmd, "utilgate")?))?;
-        return Ok(Outcome::Passed);
-    };
-    std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-        path: dir.clone(),
-        source,
-    })?;
-    write_page(dir, "utilgate", &render_page(cmd.clone(), "utilgate")?)?;
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
-        let name = format!("utilgate-{}", sub.get_name());
-        write_page(dir, &name, &render_page(sub.clone(), &name)?)?;
     }
     Ok(Outcome::Passed)
 }

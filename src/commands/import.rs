@@ -1,16 +1,22 @@
 //! `utilgate import run FILE`: stores a run that `utilgate run` measured but could not write
-//! (the rescue file it printed), in one transaction. Sequences I/O only. (`import serve`, for
-//! load-generator results, joins this group.)
+//! (the rescue file it printed), in one transaction; `utilgate import serve FILE...`: records
+//! load-generator result files as one gated run of service cases. Sequences I/O only.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
-use crate::cli::ImportRunArgs;
-use crate::commands::Outcome;
-use crate::commands::resume::RescuedRun;
-use crate::commands::runs::{StoreMode, store_with};
+use crate::cli::{ImportRunArgs, ImportServeArgs};
+use crate::compare::{self, ServePolicy};
+use crate::config::GateConfig;
 use crate::error::Error;
+use crate::outcome::Outcome;
 use crate::output;
+use crate::pipeline::context::{StoreMode, env_lookup, open_store, store_with};
+use crate::pipeline::journal::RescuedRun;
+use crate::pipeline::serve::{ServeCaseInput, ServeRunPlan, emit_report, judge_and_store};
+use crate::serve::{self, ServeKey};
 use crate::store::journal;
+use crate::store::meta::{MetaFlags, resolve_meta};
 
 pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {
     // Read and check the file before touching the store.
@@ -54,4 +60,103 @@ pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {
     );
     output::emit(&out)?;
     Ok(Outcome::Passed)
+}
+
+/// Reads every file first (a bad file fails before the store is touched), keyed and grouped.
+fn read_inputs(args: &ImportServeArgs) -> Result<Vec<ServeCaseInput>, Error> {
+    let mut groups: Vec<ServeCaseInput> = Vec::new();
+    for path in &args.files {
+        let results = serve::read_file(path)?;
+        let many = results.len() > 1;
+        for (i, result) in results.into_iter().enumerate() {
+            if result.settings.model.is_none() && args.model.is_none() {
+                return Err(Error::Serve(serve::ServeError::NoModel {
+                    origin: path.display().to_string(),
+                    schema: result.schema.as_str(),
+                }));
+            }
+            let key = ServeKey::of_result(&args.suite, &result, args.model.as_deref());
+            let source = if many {
+                format!("{}:{}", path.display(), i + 1)
+            } else {
+                path.display().to_string()
+            };
+            match groups.iter_mut().find(|g| g.key == key) {
+                Some(g) => g.repeats.push((source, result)),
+                None => groups.push(ServeCaseInput {
+                    key,
+                    repeats: vec![(source, result)],
+                    error: None,
+                    stderr_tail: None,
+                    estimate: None,
+                }),
+            }
+        }
+    }
+    Ok(groups)
+}
+
+/// `utilgate import serve FILE...`.
+pub fn import_serve(args: &ImportServeArgs) -> Result<Outcome, Error> {
+    let loaded = match &args.config {
+        Some(path) => Some(crate::config::load(path)?),
+        None if Path::new(crate::config::DEFAULT_CONFIG_PATH).is_file() => Some(
+            crate::config::load(Path::new(crate::config::DEFAULT_CONFIG_PATH))?,
+        ),
+        None => None,
+    };
+    let inputs = read_inputs(args)?;
+    let store_path = match &loaded {
+        Some(l) => l.store_path(args.db.as_deref()),
+        None => args
+            .db
+            .clone()
+            .unwrap_or_else(|| crate::config::DEFAULT_STORE_PATH.into()),
+    };
+    let default_gate = GateConfig::default();
+    let gate = loaded.as_ref().map_or(&default_gate, |l| &l.config.gate);
+    let busy = loaded
+        .as_ref()
+        .map_or(10.0, |l| l.config.store.busy_timeout_s);
+    let mut store = open_store(&store_path, busy)?;
+    let dir = loaded
+        .as_ref()
+        .map_or_else(|| Path::new(".").to_path_buf(), |l| l.dir.clone());
+    let meta = resolve_meta(
+        &MetaFlags {
+            git_sha: args.git_sha.clone(),
+            branch: args.branch.clone(),
+            trigger: args.trigger.clone(),
+            pr_number: args.pr,
+        },
+        &env_lookup(),
+        crate::pipeline::measure::runner::git(&dir, &["rev-parse", "HEAD"]),
+        crate::pipeline::measure::runner::git(&dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
+    );
+    let mut meta = meta;
+    if meta.trigger == "manual" {
+        "import".clone_into(&mut meta.trigger);
+    }
+    let stats = compare::Policy {
+        family_alpha: gate.family_alpha,
+        ..compare::Policy::default()
+    };
+    let policy = move |_: &ServeKey| ServePolicy {
+        stats: stats.clone(),
+        ..ServePolicy::default()
+    };
+    let plan = ServeRunPlan {
+        gpu_sku: &args.gpu,
+        suite_label: &args.suite,
+        gate,
+        policy: &policy,
+        meta: &meta,
+        no_promote: args.no_promote,
+        started_at: crate::pipeline::context::now(),
+        config_json: None,
+        host: None,
+    };
+    let (report, outcome) = judge_and_store(&mut store, &inputs, &plan)?;
+    emit_report(&report, args.format.format)?;
+    Ok(outcome)
 }

@@ -5,11 +5,13 @@
 
 use crate::catalog::{ComputeDtype, GpuSpec};
 use crate::cli::{Format, ProbeArgs};
-use crate::commands::{Outcome, env_lookup, open_store};
 use crate::error::Error;
 use crate::gpu::nvml::GpuMonitor;
 use crate::gpu::state::select_device;
 use crate::measure::cuda::CudaDevice;
+use crate::outcome::Outcome;
+use crate::pipeline::context::env_lookup;
+use crate::pipeline::context::open_store;
 use crate::report::probe::{COPY_KIND, GEMM_KIND, ProbeFigure, ProbeReport, figure, render_human};
 use crate::store::NewProbe;
 

@@ -4,9 +4,11 @@
 //! stdout or one file. Never writes the store.
 
 use crate::cli::{ReportArgs, ReportFormatArg};
-use crate::commands::{Outcome, publish, runs};
 use crate::error::Error;
+use crate::outcome::Outcome;
 use crate::output;
+use crate::pipeline::publish;
+use crate::pipeline::{context, report as stored};
 use crate::report::{
     RenderError, Renderer, ReportFormat, RunReport, render_bmf, render_gab, render_openmetrics,
 };
@@ -38,17 +40,17 @@ fn render(
 }
 
 pub fn report(args: &ReportArgs) -> Result<Outcome, Error> {
-    let loaded = runs::optional_config(&args.config)?;
+    let loaded = context::optional_config(&args.config)?;
     let renderer = publish::renderer(loaded.as_ref())?;
-    let (store, config) = runs::store_from(&args.config)?;
+    let (store, config) = context::store_from(&args.config)?;
     let report = if let Some(group) = &args.group {
-        let (report, notes) = crate::commands::fleet::group_report(&store, group, config.as_ref())?;
+        let (report, notes) = crate::pipeline::fleet::group_report(&store, group, config.as_ref())?;
         for note in notes {
             output::warn(&note);
         }
         report
     } else {
-        let run = runs::load_run(&store, args.run)?;
+        let run = stored::load_run(&store, args.run)?;
         publish::stored_report(&store, &run, config.as_ref())?
     };
     let text = render(&renderer, args.format, &report)?;

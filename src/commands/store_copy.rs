@@ -9,8 +9,8 @@ use comfy_table::Table;
 use comfy_table::presets::UTF8_BORDERS_ONLY;
 
 use crate::cli::{Format, StoreCopyArgs};
-use crate::commands::Outcome;
 use crate::error::Error;
+use crate::outcome::Outcome;
 use crate::output;
 use crate::report;
 use crate::store::{CopyReport, Store};

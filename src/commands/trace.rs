@@ -7,10 +7,10 @@ use std::path::Path;
 
 use crate::case::CaseKey;
 use crate::cli::{ConfigArgs, Format, TraceDiffArgs, TraceShowArgs};
-use crate::commands::Outcome;
 use crate::error::Error;
 use crate::evidence::nsight::{NsightSummary, ncu_diff, nsys_diff};
 use crate::evidence::{Analysis, Options, diagnose, diff};
+use crate::outcome::Outcome;
 use crate::output;
 use crate::report::evidence::{analysis_json, analysis_text, diff_json, diff_text};
 use crate::report::nsight::{
@@ -56,7 +56,7 @@ fn stored_evidence(
         .clone()
         .or_else(|| loaded.as_ref().map(|l| l.store_path(None)));
     let store_path = store_path.unwrap_or_else(|| crate::config::DEFAULT_STORE_PATH.into());
-    let store = crate::commands::open_store(&store_path, 10.0)?;
+    let store = crate::pipeline::context::open_store(&store_path, 10.0)?;
     let run = store
         .run(crate::store::RunId(run_id))?
         .ok_or(Error::NoSuchRun(run_id))?;
@@ -137,7 +137,7 @@ impl Kind {
 /// Sniffs `path`: `SQLite` magic bytes mean an nsys export; a text with an `ncu --csv` header
 /// (after any program output) an ncu file; anything else (JSON, gzip, a directory) a trace.
 fn kind_of(path: &Path) -> Result<Kind, Error> {
-    use crate::commands::nsight;
+    use crate::measure::profiler as nsight;
     if path.is_dir() {
         return Ok(Kind::Kineto);
     }
@@ -194,8 +194,8 @@ fn nsys_of(path: &Path, kind: &Kind) -> Result<crate::evidence::nsys::Summary, E
         })?;
         return Ok(crate::evidence::nsys_stats::summary(&reports));
     }
-    let nsys = crate::commands::nsight::find("nsys");
-    let sqlite = crate::commands::nsight::nsys_sqlite(path, nsys.as_deref(), None)?;
+    let nsys = crate::measure::profiler::find("nsys");
+    let sqlite = crate::measure::profiler::nsys_sqlite(path, nsys.as_deref(), None)?;
     Ok(crate::evidence::nsys::summarise(
         &crate::evidence::nsys_sqlite::read(&sqlite)?,
     ))

@@ -19,7 +19,8 @@
 
 use super::canary::CanaryShift;
 use super::decide::{Run, Test, apply_guard, drop_of, judge, noise_variance};
-use super::stat::{GateStat, units};
+use super::gate_stat::GateStat;
+use super::stat::units;
 use super::{Canary, Decision, Evidence, Policy, Reference, canary_shift, decide};
 use crate::case::Verdict;
 

@@ -33,6 +33,8 @@
 //!   ([`confirm_order`]), so the budget left after the grid goes first to a likely drop that
 //!   the confirm step can settle.
 
+use std::time::Duration;
+
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, Normal};
 
@@ -723,6 +725,18 @@ pub fn eta_s(
             left * costs.get(i).copied().flatten().unwrap_or(fallback_repeat_s)
         })
         .sum()
+}
+
+/// The recorded cost of one repeat, for the result's summary.
+#[must_use]
+pub(crate) fn repeat_cost(wall: Duration, steps_ms: &[f64], warmup_ms: &[f64]) -> RepeatCost {
+    RepeatCost {
+        wall_s: wall.as_secs_f64(),
+        steps_s: steps_ms.iter().sum::<f64>() / 1e3,
+        steps: steps_ms.len() as u64,
+        warmup_s: warmup_ms.iter().sum::<f64>() / 1e3,
+        warmup_steps: warmup_ms.len() as u64,
+    }
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@ use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
 use super::canary::CanaryShift;
-use super::stat::{GateStat, TailDecision};
+use super::gate_stat::{GateStat, TailDecision};
 use crate::case::Verdict;
 
 mod estimate;
@@ -530,7 +530,7 @@ fn stall_change(t: &Test, then: f64, now: f64) -> String {
     format!(
         "The time lost to stalls (steps over {}x their process's median) went from {:.1}% to \
          {:.1}% of the typical step: throughput {way} {by:.1}%",
-        super::stat::STALL_FACTOR,
+        super::gate_stat::STALL_FACTOR,
         pct(then - 1.0),
         pct(now - 1.0),
     )

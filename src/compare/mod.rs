@@ -16,6 +16,7 @@ mod common;
 mod decide;
 mod env;
 mod gate;
+mod gate_stat;
 pub mod history;
 mod reference;
 mod service;
@@ -35,10 +36,10 @@ pub use gate::{
     acceptable, gate_failed, missing_keys, promotable, run_promotes, should_confirm,
     unpromoted_note,
 };
+pub use gate_stat::{GateStat, TailDecision};
 pub use reference::{Canary, Night, Pooled, Reference, confirm_evidence, eligible, reference};
 pub use service::{
     DEFAULT_GATED, MetricDecision, ServeDecision, ServePolicy, decide_serve, invalid_reason,
     settings_diff,
 };
-pub use stat::{GateStat, TailDecision};
 pub use trend::{Trend, trend};

@@ -9,6 +9,7 @@
 mod axes;
 mod error;
 mod load;
+mod names;
 mod parse;
 mod serve;
 mod types;

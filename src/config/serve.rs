@@ -2,8 +2,8 @@
 //! service variables, its grid of rates, concurrencies and lengths, and its gate settings.
 //! Pure.
 
+use super::names::check_name;
 use super::types::SuiteConfig;
-use super::validate::check_name;
 
 /// Pushes every problem of a service suite with its key and a fix.
 #[expect(

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use super::names::check_name;
 use super::{Config, Problem};
 use crate::catalog::Precision;
 
@@ -14,22 +15,6 @@ pub struct ValidationContext<'a> {
 
 fn has_control(text: &str) -> bool {
     text.chars().any(char::is_control)
-}
-
-/// A name that reaches a shell, a terminal and the store must hold no control character
-/// (escape sequences, NUL, bell).
-pub(super) fn check_name(key: &str, name: &str, push: &mut impl FnMut(String, String, &str)) {
-    if let Some(c) = name.chars().find(|c| c.is_control()) {
-        push(
-            key.to_owned(),
-            format!(
-                "\"{}\" contains a control character (U+{:04X})",
-                name.escape_debug(),
-                u32::from(c)
-            ),
-            "use printable characters only in model, suite and precision names",
-        );
-    }
 }
 
 /// Every problem in a parsed config, with key paths and fixes. Pure.

@@ -9,6 +9,7 @@ pub mod cuda;
 pub mod guard;
 pub mod harness;
 pub mod host;
+pub mod profiler;
 pub mod protocol;
 pub mod reference;
 pub mod workdir;

@@ -93,7 +93,7 @@ pub fn publish_report(
         }
     }
     // A nightly's failed suite keeps an issue open (commands/publish_issue.rs).
-    let issues = crate::commands::publish_issue::publish_issues(
+    let issues = crate::pipeline::publish::issue::publish_issues(
         renderer,
         report,
         &target,

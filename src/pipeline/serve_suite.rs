@@ -13,16 +13,15 @@ use std::time::Duration;
 use crate::case::Verdict;
 use crate::catalog::{GpuSpec, Precision};
 use crate::cli::RunArgs;
-use crate::commands::serve::{
-    Decided, ServeCaseInput, ServeRunPlan, decide_all, emit_report, judge_and_store, new_cases,
-    serve_report,
-};
-use crate::commands::{Outcome, env_lookup, open_store};
 use crate::compare::{self, ServePolicy};
 use crate::config::{LoadedConfig, SuiteConfig};
 use crate::error::Error;
 use crate::measure::harness::{self, HarnessError, ServeRepeatSpec};
 use crate::output::Progress;
+use crate::pipeline::context::env_lookup;
+use crate::pipeline::serve::{
+    Decided, ServeCaseInput, ServeRunPlan, decide_all, emit_report, new_cases, serve_report,
+};
 use crate::serve::{self, ServeCommandVars, ServeKey, ServeResult, format_rate, opt_text};
 use crate::store::NewServeCase;
 use crate::store::meta::RunMeta;
@@ -224,7 +223,7 @@ fn failure(repeat: u32, err: &dyn std::fmt::Display, hint: Option<String>) -> St
 
 /// The GPU a service run is recorded against: `[gpu]` as declared (a catalogue name or
 /// figures), else "unknown"; the spec only feeds the estimates.
-fn gpu_of(loaded: &LoadedConfig) -> (String, Option<GpuSpec>) {
+pub(crate) fn gpu_of(loaded: &LoadedConfig) -> (String, Option<GpuSpec>) {
     let spec = loaded
         .config
         .gpu
@@ -285,7 +284,7 @@ fn estimate_of(
 
 /// The gate of one service case: its suite's `gated` metrics and `max_change_pct`, else the
 /// defaults, with the statistics of `[gate]`.
-fn policy_of(
+pub(crate) fn policy_of(
     suites: &[&SuiteConfig],
     config: &crate::config::Config,
     key: &ServeKey,
@@ -308,7 +307,7 @@ fn policy_of(
 
 /// Measures every grid point of the service suites, in order (one progress bar); Ctrl-C ends
 /// it as [`Error::Interrupted`].
-fn measure_all(
+pub(crate) fn measure_all(
     loaded: &LoadedConfig,
     suites: &[&SuiteConfig],
     cancel: &Arc<AtomicBool>,
@@ -316,7 +315,7 @@ fn measure_all(
 ) -> Result<Vec<ServeCaseInput>, Error> {
     let runner = Runner {
         loaded,
-        exe: crate::commands::run::this_exe(),
+        exe: crate::pipeline::measure::runner::this_exe(),
         cancel: Arc::clone(cancel),
     };
     let points: Vec<Point<'_>> = suites.iter().flat_map(|s| grid(s)).collect();
@@ -390,7 +389,7 @@ impl<'a> MixedServe<'a> {
             policy: &policy,
             meta,
             no_promote: false,
-            started_at: crate::commands::now(),
+            started_at: crate::pipeline::context::now(),
             config_json: None,
             host: None,
         })
@@ -432,62 +431,4 @@ impl<'a> MixedServe<'a> {
         }
         Ok(report.with_service(serve.cases, serve.readings))
     }
-}
-
-/// Runs the service suites of a config without step suites as one stored run, prints its
-/// report and, with `--github` or `--report-dir`, publishes it like any run.
-pub fn run_serve_suites(
-    loaded: &LoadedConfig,
-    suites: &[&SuiteConfig],
-    args: &RunArgs,
-) -> Result<Outcome, Error> {
-    check_options(suites, args)?;
-    let mut publishing = crate::commands::publish::prepare_run(args, loaded)?;
-    let pr_event = crate::commands::publish::pull_request_event(&env_lookup())?;
-    let store_path = loaded.store_path(args.config.db.as_deref());
-    let meta = crate::commands::run::run_meta(args, loaded, pr_event);
-    let config = &loaded.config;
-    let mut store = if args.init {
-        crate::store::Store::open_init(
-            &store_path,
-            Duration::from_secs_f64(config.store.busy_timeout_s),
-        )?
-    } else {
-        open_store(&store_path, config.store.busy_timeout_s)?
-    };
-    // The store must take the run before the load generator runs for an hour.
-    store.preflight()?;
-    let (gpu_sku, gpu_spec) = gpu_of(loaded);
-    if let Some(publishing) = publishing.as_mut() {
-        let names: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
-        publishing.start(&gpu_sku, &names)?;
-    }
-    let cancel = crate::commands::run::cancel_on_ctrl_c();
-    let started_at = crate::commands::now();
-    let inputs = measure_all(loaded, suites, &cancel, gpu_spec.as_ref())?;
-    let policy = |key: &ServeKey| policy_of(suites, config, key);
-    let label: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
-    let label = label.join(",");
-    let plan = ServeRunPlan {
-        gpu_sku: &gpu_sku,
-        suite_label: &label,
-        gate: &config.gate,
-        policy: &policy,
-        meta: &meta,
-        no_promote: args.no_promote,
-        started_at,
-        config_json: serde_json::to_value(config).ok(),
-        host: Some(crate::commands::device::hostname()),
-    };
-    let (report, outcome) = judge_and_store(&mut store, &inputs, &plan)?;
-    emit_report(&report, args.format.format)?;
-    if let Some(publishing) = publishing {
-        let run_id = crate::store::RunId(report.run_id);
-        let stored = store.run(run_id)?.ok_or(Error::NoSuchRun(run_id.0))?;
-        let full =
-            crate::report::RunReport::build(&stored, &[], &config.gate.fail_on, report.promoted)
-                .with_service(report.cases, report.readings);
-        publishing.finish(&store, &full, report.gate_failed, meta.head_sha.as_deref())?;
-    }
-    Ok(outcome)
 }

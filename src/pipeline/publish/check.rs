@@ -10,15 +10,16 @@
 //!   "not measured", never success, unless a measurement of that same commit already set it.
 
 use crate::cli::PublishArgs;
-use crate::commands::publish::{self, GithubEnv, PublishOptions};
-use crate::commands::{Outcome, env_lookup, runs};
 use crate::config::LoadedConfig;
 use crate::error::Error;
 use crate::github::{self, CommitState, GithubError, GithubTarget, Publication, StatusPost};
+use crate::outcome::Outcome;
 use crate::output;
+use crate::pipeline::context;
+use crate::pipeline::context::env_lookup;
+use crate::pipeline::publish::{self, GithubEnv};
 use crate::report::{self, STATUS_DESCRIPTION_LIMIT};
-use crate::store::{StoreError, StoredRun};
-use crate::trust::{self, CheckConclusion};
+use crate::store::StoredRun;
 
 /// The statuses a measurement of a commit leaves; "not measured" never replaces them.
 const MEASURED_STATES: [&str; 3] = ["success", "failure", "error"];
@@ -140,7 +141,7 @@ fn mark_not_measured(
 }
 
 /// What a conclusion other than success or failure says, for the status line.
-fn not_finished(conclusion: &str) -> String {
+pub(crate) fn not_finished(conclusion: &str) -> String {
     match conclusion {
         "cancelled" => "the PR check was cancelled".to_owned(),
         "timed_out" => "the PR check timed out".to_owned(),
@@ -150,17 +151,17 @@ fn not_finished(conclusion: &str) -> String {
 }
 
 /// What the publishing side knows before it opens the check's store.
-struct Check {
-    genv: GithubEnv,
-    target: GithubTarget,
-    event: github::WorkflowRunInfo,
-    head: String,
-    loaded: Option<LoadedConfig>,
-    template: String,
+pub(crate) struct Check {
+    pub(crate) genv: GithubEnv,
+    pub(crate) target: GithubTarget,
+    pub(crate) event: github::WorkflowRunInfo,
+    pub(crate) head: String,
+    pub(crate) loaded: Option<LoadedConfig>,
+    pub(crate) template: String,
 }
 
 impl Check {
-    fn not_measured(&self, run: Option<&StoredRun>, why: &str) -> Result<(), Error> {
+    pub(crate) fn not_measured(&self, run: Option<&StoredRun>, why: &str) -> Result<(), Error> {
         let names = contexts(self.loaded.as_ref(), run, &self.template);
         mark_not_measured(
             &self.target,
@@ -172,7 +173,7 @@ impl Check {
     }
 
     /// Mark the head not measured and refuse the run (exit 2).
-    fn refuse(&self, run: &StoredRun, reason: String) -> Result<Outcome, Error> {
+    pub(crate) fn refuse(&self, run: &StoredRun, reason: String) -> Result<Outcome, Error> {
         let why = format!(
             "run {} in the PR check's store is not this commit's",
             run.summary.id
@@ -187,7 +188,7 @@ impl Check {
 
     /// The pull request: GitHub's word when the event names it; else the run's number,
     /// confirmed by GitHub to have the head commit the check ran for.
-    fn pull_request(&self, run: &StoredRun) -> Result<Result<u64, String>, Error> {
+    pub(crate) fn pull_request(&self, run: &StoredRun) -> Result<Result<u64, String>, Error> {
         match (self.event.pr_number, run.summary.pr_number) {
             (Some(pr), _) => Ok(Ok(pr)),
             (None, Some(pr)) => {
@@ -215,7 +216,7 @@ fn short(sha: &str) -> String {
     sha.chars().take(12).collect()
 }
 
-fn read_check(args: &PublishArgs) -> Result<Check, Error> {
+pub(crate) fn read_check(args: &PublishArgs) -> Result<Check, Error> {
     let genv = GithubEnv::from_env(&env_lookup());
     let event = read_workflow_run(args, &genv)?;
     let target = target(&genv)?;
@@ -223,7 +224,7 @@ fn read_check(args: &PublishArgs) -> Result<Check, Error> {
         path: "the workflow_run event".to_owned(),
         message: "names no head commit (workflow_run.head_sha)".to_owned(),
     })?;
-    let loaded = runs::optional_config(&args.config)?;
+    let loaded = context::optional_config(&args.config)?;
     let template = publish::status_context(loaded.as_ref().map(|l| &l.config), None);
     Ok(Check {
         genv,
@@ -233,74 +234,4 @@ fn read_check(args: &PublishArgs) -> Result<Check, Error> {
         loaded,
         template,
     })
-}
-
-/// `utilgate publish --workflow-run`.
-pub fn publish_after_check(args: &PublishArgs) -> Result<Outcome, Error> {
-    let check = read_check(args)?;
-    if let CheckConclusion::NotMeasured(conclusion) =
-        CheckConclusion::from_event(check.event.conclusion.as_deref())
-    {
-        check.not_measured(None, &not_finished(&conclusion))?;
-        return Ok(Outcome::Passed);
-    }
-    let store = match runs::store_from(&args.config) {
-        Ok((store, _)) => store,
-        Err(Error::Store(StoreError::Missing { .. })) => {
-            check.not_measured(
-                None,
-                "the PR check left no report (new commits since the label?)",
-            )?;
-            return Ok(Outcome::Passed);
-        }
-        Err(err) => return Err(err),
-    };
-    let run = runs::load_run(&store, args.run)?;
-    let facts = store.publish_facts(run.summary.id)?;
-    let run_head = facts
-        .as_ref()
-        .and_then(|f| f.pr_head_sha.clone())
-        .or_else(|| run.summary.git_sha.clone());
-    let pr = match check.pull_request(&run)? {
-        Ok(pr) => pr,
-        Err(reason) => return check.refuse(&run, reason),
-    };
-    let belongs = trust::check_target(
-        &trust::RunFacts {
-            id: run.summary.id.0,
-            pr_number: run.summary.pr_number,
-            head_sha: run_head.as_deref(),
-            branch: run.summary.branch.as_deref(),
-        },
-        &trust::Target {
-            pr_number: Some(pr),
-            sha: Some(&check.head),
-        },
-    );
-    if let Err(mismatch) = belongs {
-        return check.refuse(&run, mismatch.to_string());
-    }
-
-    let config = check.loaded.as_ref().map(|l| &l.config);
-    let renderer = publish::renderer(check.loaded.as_ref())?;
-    let report = publish::stored_report(&store, &run, config)?;
-    let outcome = publish::outcome_of(&report);
-    let opts = PublishOptions {
-        event_file: None,
-        pr: Some(pr),
-        sha: Some(check.head.clone()),
-        run_head_sha: run_head,
-        status_context: Some(publish::status_context(config, facts.as_ref())),
-        target_url: check.event.html_url.clone(),
-        checks: config.map(|c| c.github.checks).unwrap_or_default(),
-        ..PublishOptions::default()
-    };
-    let result = (|| {
-        if let Some(dir) = &args.report_dir {
-            publish::write_report_dir(&renderer, &report, dir)?;
-        }
-        publish::publish_report(&renderer, &report, &check.genv, &opts)
-    })();
-    publish::unless_gate_failed(result, outcome == Outcome::GateFailed)?;
-    Ok(outcome)
 }

@@ -3,13 +3,13 @@
 //! when it is needed, never copied and re-synced, so a confirmation that adds repeats changes
 //! the one record and everything read from it afterwards. No I/O.
 
-use crate::commands::gpu_run::GpuWatch;
-use crate::commands::judge::{CaseInput, Judgement};
 use crate::compare;
+use crate::pipeline::gpu::GpuWatch;
+use crate::pipeline::judge::{CaseInput, Judgement};
 use crate::stats::{self, SteadyStateWarning};
 use crate::store::NewResult;
 
-use super::runner::{CasePlan, Measured};
+use crate::pipeline::measure::runner::{CasePlan, Measured};
 
 /// A planned case and what measuring it gave.
 pub(crate) struct CaseRecord<'a> {

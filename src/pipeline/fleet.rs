@@ -4,7 +4,6 @@
 //! except where `publish --group` hands over to the publishing of one run.
 
 use crate::cli::RunArgs;
-use crate::commands::Outcome;
 use crate::config::Config;
 use crate::error::Error;
 use crate::report::{GroupMember, RunReport};
@@ -59,12 +58,12 @@ pub fn group_report(
     let mut members = Vec::with_capacity(runs.len());
     let mut gpus: Vec<String> = Vec::new();
     for (id, place) in &runs {
-        let run = crate::commands::runs::load_run(store, Some(id.0))?;
+        let run = crate::pipeline::report::load_run(store, Some(id.0))?;
         if !gpus.contains(&run.summary.gpu_sku) {
             gpus.push(run.summary.gpu_sku.clone());
         }
         members.push(GroupMember {
-            report: crate::commands::publish::stored_report(store, &run, config)?,
+            report: crate::pipeline::publish::files::stored_report(store, &run, config)?,
             shard: place.shard,
         });
     }
@@ -147,48 +146,4 @@ pub fn group_facts(
         });
     }
     Ok(merged)
-}
-
-/// `utilgate publish --group ID`: the group's merged report (as `report --group` builds it)
-/// published as one run's is: one sticky comment, one status (or check run) per suite, the step
-/// summary and annotations. The outcome is the union of the shards' gates.
-///
-/// # Errors
-/// As [`group_report`] and [`group_facts`]; publishing errors as for one run (exit 2 unless the
-/// gate failed).
-pub fn publish_group(args: &crate::cli::PublishArgs, group: &str) -> Result<Outcome, Error> {
-    use crate::commands::publish::{self, GithubEnv, PublishOptions};
-    let loaded = crate::commands::runs::optional_config(&args.config)?;
-    let renderer = publish::renderer(loaded.as_ref())?;
-    let (store, config) = crate::commands::runs::store_from(&args.config)?;
-    let (report, notes) = group_report(&store, group, config.as_ref())?;
-    for note in &notes {
-        crate::output::warn(note);
-    }
-    let outcome = publish::outcome_of(&report);
-    let facts = group_facts(&store, group)?;
-    let opts = PublishOptions {
-        event_file: args.event.clone(),
-        pr: args.pr,
-        sha: args.sha.clone(),
-        run_head_sha: facts.as_ref().and_then(|f| f.pr_head_sha.clone()),
-        status_context: Some(publish::status_context(config.as_ref(), facts.as_ref())),
-        target_url: None,
-        checks: config.as_ref().map(|c| c.github.checks).unwrap_or_default(),
-        // The config file as the repository names it, for check-run annotations.
-        annotation_path: loaded.as_ref().map(|l| {
-            let path = l.path.strip_prefix("./").unwrap_or(&l.path);
-            path.to_string_lossy().replace('\\', "/")
-        }),
-        ..PublishOptions::default()
-    };
-    let genv = GithubEnv::from_env(&crate::commands::env_lookup());
-    let result = (|| {
-        if let Some(dir) = &args.report_dir {
-            publish::write_report_dir(&renderer, &report, dir)?;
-        }
-        publish::publish_report(&renderer, &report, &genv, &opts)
-    })();
-    publish::unless_gate_failed(result, outcome == Outcome::GateFailed)?;
-    Ok(outcome)
 }

@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::case::{CaseKey, CommandVars};
-use crate::commands::gpu_run::{self, GpuWatch};
 use crate::config::{LoadedConfig, SuiteConfig};
 use crate::error::Error;
 use crate::floor::Floor;
 use crate::gpu::GpuSample;
 use crate::measure::harness::{self, HarnessError, RepeatSpec};
 use crate::output::Progress;
+use crate::pipeline::gpu::{self, GpuWatch};
 
 /// Ask git about the checkout the config lives in; silence when it is not one.
 pub(crate) fn git(dir: &Path, args: &[&str]) -> Option<String> {
@@ -167,7 +167,7 @@ impl Runner<'_> {
         trace: bool,
         options: &crate::evidence::Options,
     ) -> Result<Vec<crate::store::NewEvidence>, Error> {
-        use crate::commands::nsight::Profiler;
+        use crate::measure::profiler::Profiler;
         let mut out = Vec::new();
         if measured.error.is_some() || plan.floor.is_err() {
             return Ok(out);
@@ -192,7 +192,7 @@ impl Runner<'_> {
                     self.profiled(plan, &p, repeat - 1, options)?
                 }
                 None => match reported.last() {
-                    Some(path) => crate::commands::nsight::evidence(
+                    Some(path) => crate::pipeline::nsight::evidence(
                         &plan.key,
                         kind,
                         &self.harness_cwd(suite).join(path),
@@ -228,13 +228,14 @@ impl Runner<'_> {
     fn profiled(
         &self,
         plan: &CasePlan<'_>,
-        profiler: &crate::commands::nsight::Profiler,
+        profiler: &crate::measure::profiler::Profiler,
         repeat: u32,
         options: &crate::evidence::Options,
     ) -> Result<crate::store::NewEvidence, Error> {
-        use crate::commands::nsight;
+        use crate::measure::profiler;
+        use crate::pipeline::nsight;
         let kind = profiler.program();
-        let Some(program) = nsight::find(kind) else {
+        let Some(program) = profiler::find(kind) else {
             return Ok(nsight::missing(&plan.key, profiler));
         };
         let dir = tempfile::tempdir().map_err(|source| Error::Io {
@@ -244,7 +245,7 @@ impl Runner<'_> {
         let out = dir.path().join(format!("utilgate-{kind}"));
         let wrap = |command: &str| profiler.wrap(&program, &out, command);
         let extra = Extra {
-            env: vec![(nsight::PROFILER_ENV.to_owned(), kind.to_owned())],
+            env: vec![(profiler::PROFILER_ENV.to_owned(), kind.to_owned())],
             wrap: Some(&wrap),
         };
         let mut under = Measured::default();
@@ -323,14 +324,14 @@ impl Runner<'_> {
         let mut traced = Measured::default();
         let extra = Extra {
             env: vec![(
-                crate::commands::evidence::TRACE_DIR_ENV.to_owned(),
+                crate::pipeline::evidence::TRACE_DIR_ENV.to_owned(),
                 dir.path().display().to_string(),
             )],
             wrap: None,
         };
         self.measure_with(plan, repeat..repeat + 1, &mut traced, Some(&extra), None)?;
         let max_bytes = self.max_evidence_bytes();
-        let mut evidence = crate::commands::evidence::capture(
+        let mut evidence = crate::pipeline::evidence::capture(
             &plan.key,
             &traced.traces,
             &self.harness_cwd(plan.suite),
@@ -387,7 +388,7 @@ impl Runner<'_> {
                 axes: &plan.key.axes,
             };
             let command =
-                crate::case::render_command(&gpu_run::suite_command(suite, self.loaded), &vars)
+                crate::case::render_command(&gpu::suite_command(suite, self.loaded), &vars)
                     .map_err(|source| Error::CommandTemplate {
                         suite: suite.name.clone(),
                         source,
@@ -436,7 +437,7 @@ impl Runner<'_> {
                         into.error = Some(message);
                         return Ok(true);
                     }
-                    into.costs.push(crate::commands::budget::repeat_cost(
+                    into.costs.push(crate::compare::budget::repeat_cost(
                         out.wall,
                         &out.report.steps_ms,
                         &out.report.warmup_ms,

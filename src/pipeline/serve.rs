@@ -4,18 +4,17 @@
 //! `compare::decide_serve`, the readers from `serve`.
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use crate::case::Verdict;
-use crate::cli::{Format, ImportServeArgs};
-use crate::commands::{Outcome, env_lookup, open_store};
+use crate::cli::Format;
 use crate::compare::{self, ServeDecision, ServePolicy};
 use crate::config::GateConfig;
 use crate::error::Error;
+use crate::outcome::Outcome;
 use crate::output;
 use crate::report::{self, ServeCaseReport, ServeRepeatReport, ServeReport};
 use crate::serve::{self, ServeEstimate, ServeKey, ServeResult, SplitPoint};
-use crate::store::meta::{MetaFlags, RunMeta, resolve_meta};
+use crate::store::meta::RunMeta;
 use crate::store::{NewRun, NewServeCase, NewServeRepeat, Store, StoredServeCase};
 
 /// One service case as measured or imported: its repeats (source name and parsed result), or
@@ -175,7 +174,7 @@ pub fn judge_and_store(
     let cases = new_cases(inputs, &decided, promote_run);
     let run = NewRun {
         started_at: plan.started_at,
-        finished_at: crate::commands::now(),
+        finished_at: crate::pipeline::context::now(),
         git_sha: plan.meta.git_sha.clone(),
         branch: plan.meta.branch.clone(),
         trigger: Some(plan.meta.trigger.clone()),
@@ -192,7 +191,7 @@ pub fn judge_and_store(
     };
     // Load-generator results measured here live in temporary files: a store that refuses the
     // run gets them in a rescue file (`utilgate import run`), never lost.
-    let run_id = crate::commands::resume::store_or_rescue(
+    let run_id = crate::pipeline::journal::store_or_rescue(
         store,
         (&run, &cases),
         None,
@@ -300,103 +299,4 @@ pub fn emit_report(report: &ServeReport, format: Format) -> Result<(), Error> {
         )),
         Format::Json => output::emit(&report::render_serve_json(report)?),
     }
-}
-
-/// Reads every file first (a bad file fails before the store is touched), keyed and grouped.
-fn read_inputs(args: &ImportServeArgs) -> Result<Vec<ServeCaseInput>, Error> {
-    let mut groups: Vec<ServeCaseInput> = Vec::new();
-    for path in &args.files {
-        let results = serve::read_file(path)?;
-        let many = results.len() > 1;
-        for (i, result) in results.into_iter().enumerate() {
-            if result.settings.model.is_none() && args.model.is_none() {
-                return Err(Error::Serve(serve::ServeError::NoModel {
-                    origin: path.display().to_string(),
-                    schema: result.schema.as_str(),
-                }));
-            }
-            let key = ServeKey::of_result(&args.suite, &result, args.model.as_deref());
-            let source = if many {
-                format!("{}:{}", path.display(), i + 1)
-            } else {
-                path.display().to_string()
-            };
-            match groups.iter_mut().find(|g| g.key == key) {
-                Some(g) => g.repeats.push((source, result)),
-                None => groups.push(ServeCaseInput {
-                    key,
-                    repeats: vec![(source, result)],
-                    error: None,
-                    stderr_tail: None,
-                    estimate: None,
-                }),
-            }
-        }
-    }
-    Ok(groups)
-}
-
-/// `utilgate import serve FILE...`.
-pub fn import_serve(args: &ImportServeArgs) -> Result<Outcome, Error> {
-    let loaded = match &args.config {
-        Some(path) => Some(crate::config::load(path)?),
-        None if Path::new(crate::config::DEFAULT_CONFIG_PATH).is_file() => Some(
-            crate::config::load(Path::new(crate::config::DEFAULT_CONFIG_PATH))?,
-        ),
-        None => None,
-    };
-    let inputs = read_inputs(args)?;
-    let store_path = match &loaded {
-        Some(l) => l.store_path(args.db.as_deref()),
-        None => args
-            .db
-            .clone()
-            .unwrap_or_else(|| crate::config::DEFAULT_STORE_PATH.into()),
-    };
-    let default_gate = GateConfig::default();
-    let gate = loaded.as_ref().map_or(&default_gate, |l| &l.config.gate);
-    let busy = loaded
-        .as_ref()
-        .map_or(10.0, |l| l.config.store.busy_timeout_s);
-    let mut store = open_store(&store_path, busy)?;
-    let dir = loaded
-        .as_ref()
-        .map_or_else(|| Path::new(".").to_path_buf(), |l| l.dir.clone());
-    let meta = resolve_meta(
-        &MetaFlags {
-            git_sha: args.git_sha.clone(),
-            branch: args.branch.clone(),
-            trigger: args.trigger.clone(),
-            pr_number: args.pr,
-        },
-        &env_lookup(),
-        crate::commands::run::git(&dir, &["rev-parse", "HEAD"]),
-        crate::commands::run::git(&dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
-    );
-    let mut meta = meta;
-    if meta.trigger == "manual" {
-        "import".clone_into(&mut meta.trigger);
-    }
-    let stats = compare::Policy {
-        family_alpha: gate.family_alpha,
-        ..compare::Policy::default()
-    };
-    let policy = move |_: &ServeKey| ServePolicy {
-        stats: stats.clone(),
-        ..ServePolicy::default()
-    };
-    let plan = ServeRunPlan {
-        gpu_sku: &args.gpu,
-        suite_label: &args.suite,
-        gate,
-        policy: &policy,
-        meta: &meta,
-        no_promote: args.no_promote,
-        started_at: crate::commands::now(),
-        config_json: None,
-        host: None,
-    };
-    let (report, outcome) = judge_and_store(&mut store, &inputs, &plan)?;
-    emit_report(&report, args.format.format)?;
-    Ok(outcome)
 }

@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::commands::serve::readings;
 use crate::compare::ServeDecision;
 use crate::error::Error;
+use crate::pipeline::serve::readings;
 use crate::report::{RunReport, ServeCaseReport, ServeHistoryPoint};
 use crate::serve::ServeKey;
 use crate::store::{RunId, Store, StoredServeCase};

@@ -7,9 +7,9 @@
 use std::path::Path;
 
 use crate::catalog::GpuSpec;
-use crate::commands::gpu_run::{self, GpuWatch};
 use crate::config::GpuConfig;
 use crate::error::Error;
+use crate::pipeline::gpu::GpuWatch;
 
 /// The name of the host CPU as a stand-in device, when `[gpu]` names none.
 pub const HOST_CPU: &str = "host-cpu";
@@ -36,7 +36,7 @@ pub fn device_spec(
     store_path: &Path,
     watch: Option<&GpuWatch>,
 ) -> Result<GpuSpec, Error> {
-    if let Some(spec) = gpu_run::spec_from_nvml(gpu, watch)? {
+    if let Some(spec) = crate::pipeline::gpu::spec_from_nvml(gpu, watch)? {
         return Ok(spec);
     }
     let Some(gpu) = gpu else {
@@ -44,7 +44,7 @@ pub fn device_spec(
     };
     if gpu.measure_host_bandwidth {
         let cache = host_cache(store_path);
-        let now = crate::commands::now().to_string();
+        let now = crate::pipeline::context::now().to_string();
         let measured = crate::measure::host::pinned_or_measured(&cache, &hostname(), &now)
             .map_err(|source| Error::Io {
                 path: cache,

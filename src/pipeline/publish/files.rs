@@ -8,10 +8,10 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::case::CaseKey;
-use crate::commands::runs;
 use crate::config::{Config, GateConfig, LoadedConfig, ReportConfig};
 use crate::error::Error;
 use crate::output;
+use crate::pipeline::report as stored;
 use crate::report::{
     self, BUILTIN_TEMPLATES, Judgement, Renderer, ReportFormat, RunReport, TrendPoint,
 };
@@ -116,7 +116,7 @@ pub fn stored_report(
     config: Option<&Config>,
 ) -> Result<RunReport, Error> {
     let facts = store.publish_facts(run.summary.id)?;
-    let mut judgements = runs::stored_judgements(store, run, config)?;
+    let mut judgements = stored::stored_judgements(store, run, config)?;
     if let Some(facts) = &facts {
         for j in &mut judgements {
             if let Some(t) = facts.thresholds_pct.get(&j.key.to_string()) {
@@ -124,7 +124,7 @@ pub fn stored_report(
             }
         }
         for missing in &facts.missing {
-            let baseline = crate::commands::judge::baseline_before(
+            let baseline = crate::pipeline::judge::baseline_before(
                 store,
                 &missing.key,
                 &run.summary.gpu_sku,
@@ -133,7 +133,7 @@ pub fn stored_report(
             judgements.push(Judgement {
                 key: missing.key.clone(),
                 decision: missing.decision.clone(),
-                baseline: baseline.as_ref().map(crate::commands::judge::baseline_ref),
+                baseline: baseline.as_ref().map(crate::pipeline::judge::baseline_ref),
                 env_changes: Vec::new(),
                 threshold_pct: facts
                     .thresholds_pct
@@ -145,13 +145,13 @@ pub fn stored_report(
     }
     let fail_on = facts
         .as_ref()
-        .map_or_else(|| runs::fail_on(config), |f| f.fail_on.clone());
+        .map_or_else(|| stored::fail_on(config), |f| f.fail_on.clone());
     let promoted = store
         .baselines(Some(&run.summary.gpu_sku))?
         .iter()
         .any(|b| b.run_id == run.summary.id);
     let mut report = RunReport::build(run, &judgements, &fail_on, promoted);
-    crate::commands::evidence::attach(store, &mut report);
+    crate::pipeline::evidence::attach(store, &mut report);
     let report_config = config.map_or_else(ReportConfig::default, |c| c.report.clone());
     let branch = facts.as_ref().map_or_else(
         || {
@@ -163,9 +163,9 @@ pub fn stored_report(
         |f| f.baseline_branch.clone(),
     );
     let trends = trends(store, &report, report_config.trend_runs, Some(&branch))?;
-    let report = crate::commands::serve_stored::with_stored_service(store, report)?;
+    let report = crate::pipeline::serve_stored::with_stored_service(store, report)?;
     let history =
-        crate::commands::serve_stored::service_history(store, &report, report_config.trend_runs)?;
+        crate::pipeline::serve_stored::service_history(store, &report, report_config.trend_runs)?;
     Ok(report.with_trends(&trends).with_service_history(&history))
 }
 

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 
 use crate::case::CaseKey;
 use crate::cli::BudgetArg;
-use crate::commands::run::{CasePlan, Measured, RepeatLimits, Runner};
 use crate::compare::Decision;
 use crate::compare::budget::{
     self, CASE_KEY, COST_KEY, CaseCost, CaseInput, CaseNoise, CaseRecord, NIGHT_KEY, NextRepeat,
@@ -24,6 +23,7 @@ use crate::compare::budget::{
 };
 use crate::config::{Config, SuiteConfig};
 use crate::error::Error;
+use crate::pipeline::measure::runner::{CasePlan, Measured, RepeatLimits, Runner};
 use crate::store::{Store, StoredResult};
 
 /// The run's budget in seconds: the flag, else `[run] budget_minutes`, else none.
@@ -499,18 +499,6 @@ fn case_input(key: &CaseKey, suite: &SuiteConfig, history: &[StoredResult]) -> C
     }
 }
 
-/// The recorded cost of one repeat, for the result's summary.
-#[must_use]
-pub(crate) fn repeat_cost(wall: Duration, steps_ms: &[f64], warmup_ms: &[f64]) -> RepeatCost {
-    RepeatCost {
-        wall_s: wall.as_secs_f64(),
-        steps_s: steps_ms.iter().sum::<f64>() / 1e3,
-        steps: steps_ms.len() as u64,
-        warmup_s: warmup_ms.iter().sum::<f64>() / 1e3,
-        warmup_steps: warmup_ms.len() as u64,
-    }
-}
-
 /// A result's summary with its costs and (under a budget) its night's record added.
 pub(crate) fn summary_with(
     summary: Option<serde_json::Value>,
@@ -684,7 +672,7 @@ impl Sampler for CaseSampler<'_, '_, '_, '_> {
 
     fn judge(&mut self, repeats: u32) -> Result<Decision, Error> {
         let (store, sku, config, grid) = self.judge;
-        let input = crate::commands::judge::CaseInput {
+        let input = crate::pipeline::judge::CaseInput {
             key: self.plan.key.clone(),
             repeats_ms: self.measured.repeats_ms.clone(),
             floor_ms: self.plan.floor.as_ref().ok().map(|f| f.floor_ms),
@@ -694,8 +682,8 @@ impl Sampler for CaseSampler<'_, '_, '_, '_> {
             gpu_state: None,
             first_repeats: Some(repeats as usize),
         };
-        let against = crate::commands::judge::Against::Pinned;
-        let j = crate::commands::judge::judge_case(
+        let against = crate::pipeline::judge::Against::Pinned;
+        let j = crate::pipeline::judge::judge_case(
             store,
             sku,
             &input,

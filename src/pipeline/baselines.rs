@@ -1,19 +1,15 @@
-//! `utilgate baseline export|import` and the reading of baseline files and directories that
-//! `baseline diff` and `run --baselines` share. Does I/O: reads and writes `baselines/*.json`
-//! and the store.
+//! The baseline files (`baselines/*.json`): read from files and directories, written from the
+//! store, imported into it, and a scratch store seeded from them for `run --baselines`; shared by
+//! `baseline export|import|diff` and `run`. Does I/O: reads files and the store.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::cli::{BaselineExportArgs, BaselineImportArgs};
-use crate::commands::Outcome;
-use crate::commands::runs::{StoreMode, store_from, store_with};
 use crate::error::Error;
 use crate::output;
-use crate::store::export::{
-    EXPORT_SCHEMA_VERSION, ExportFile, ExportedBaseline, parse_export, render_export,
-};
+use crate::report::baseline_diff::Side;
+use crate::store::export::{ExportFile, ExportedBaseline, parse_export};
 use crate::store::{BaselineMoveKind, NewResult, NewRun, Store};
 
 /// The current baselines of the store, per GPU SKU, as the files hold them.
@@ -105,74 +101,6 @@ pub(crate) fn read_files(paths: &[PathBuf]) -> Result<Vec<(PathBuf, ExportFile)>
     Ok(out)
 }
 
-pub(crate) fn export(args: &BaselineExportArgs) -> Result<Outcome, Error> {
-    let (store, _) = store_from(&args.config)?;
-    let by_sku = from_store(&store, args.gpu.as_deref())?;
-    if by_sku.is_empty() {
-        return Err(Error::NothingToExport);
-    }
-    // `--out DIR/` (or an existing directory) takes one file per GPU, as the default does.
-    let out_dir = args.out.as_deref().filter(|p| is_directory_arg(p));
-    let out_file = args.out.as_deref().filter(|p| !is_directory_arg(p));
-    if out_file.is_some() && by_sku.len() > 1 {
-        return Err(Error::ExportNeedsGpu {
-            gpus: by_sku.keys().cloned().collect(),
-        });
-    }
-    let base_dir = out_dir.map_or_else(
-        || {
-            args.config
-                .config
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."))
-                .join("baselines")
-        },
-        Path::to_path_buf,
-    );
-    let mut written = String::new();
-    for (sku, baselines) in by_sku {
-        let path: PathBuf =
-            out_file.map_or_else(|| base_dir.join(format!("{sku}.json")), Path::to_path_buf);
-        let n = baselines.len();
-        let text = render_export(&ExportFile {
-            schema_version: EXPORT_SCHEMA_VERSION,
-            gpu_sku: sku.clone(),
-            baselines,
-        })?;
-        write_atomically(&path, &text)?;
-        let _ = writeln!(written, "wrote {} ({sku}, {n} case(s))", path.display());
-    }
-    output::emit(&written)?;
-    Ok(Outcome::Passed)
-}
-
-/// Write beside and rename, so a failed write never leaves half a file.
-fn write_atomically(path: &Path, text: &str) -> Result<(), Error> {
-    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })
-}
-
-/// Whether `--out` names a directory: one that exists, or a path ending in a separator.
-fn is_directory_arg(path: &Path) -> bool {
-    path.is_dir()
-        || path
-            .as_os_str()
-            .to_string_lossy()
-            .ends_with(std::path::MAIN_SEPARATOR)
-}
-
 /// What identifies the run an exported baseline came from: commit, branch, time, and how, why
 /// and when its baseline moved.
 type SourceRun = (
@@ -222,7 +150,7 @@ pub(crate) fn import_into(
     store: &mut Store,
     files: &[(PathBuf, ExportFile)],
 ) -> Result<String, Error> {
-    let now = crate::commands::now();
+    let now = crate::pipeline::context::now();
     let mut out = String::new();
     for (path, file) in files {
         let mut groups: BTreeMap<SourceRun, Vec<&ExportedBaseline>> = BTreeMap::new();
@@ -288,15 +216,6 @@ pub(crate) fn import_into(
     Ok(out)
 }
 
-pub(crate) fn import(args: &BaselineImportArgs) -> Result<Outcome, Error> {
-    // Read and check every file before touching the store.
-    let files = read_files(&args.files)?;
-    let (mut store, _) = store_with(&args.config, StoreMode::Create)?;
-    let out = import_into(&mut store, &files)?;
-    output::emit(&out)?;
-    Ok(Outcome::Passed)
-}
-
 /// The scratch store of `run --baselines`: removed when dropped.
 pub(crate) struct Scratch {
     _dir: tempfile::TempDir,
@@ -325,4 +244,17 @@ pub(crate) fn seeded_store(files: &Path, busy_timeout_s: f64) -> Result<(Store, 
         read.len()
     ));
     Ok((store, Scratch { _dir: dir, path }))
+}
+
+pub(crate) fn side_from_files(path: &Path, gpu: Option<&str>) -> Result<Side, Error> {
+    let mut side = Side::new();
+    for (_, file) in read_files(&[path.to_path_buf()])? {
+        if gpu.is_some_and(|g| g != file.gpu_sku) {
+            continue;
+        }
+        for b in file.baselines {
+            side.insert((file.gpu_sku.clone(), b.key.clone()), b);
+        }
+    }
+    Ok(side)
 }

@@ -6,11 +6,11 @@
 use std::path::PathBuf;
 
 use crate::cli::RunArgs;
-use crate::commands::env_lookup;
 use crate::config::LoadedConfig;
 use crate::error::Error;
 use crate::github::{self, CheckConclusion, CheckOutput, CheckRunPost, CheckRunStart};
 use crate::output;
+use crate::pipeline::context::env_lookup;
 use crate::report::{self, Renderer, RunReport};
 use crate::store::Store;
 
@@ -36,7 +36,7 @@ pub struct RunPublishing {
 
 /// The config file as the repository names it (relative to the working directory, which in
 /// Actions is the checkout), for check-run annotations.
-pub(super) fn annotation_path(loaded: &LoadedConfig) -> String {
+pub(crate) fn annotation_path(loaded: &LoadedConfig) -> String {
     let path = loaded.path.strip_prefix("./").unwrap_or(&loaded.path);
     path.to_string_lossy().replace('\\', "/")
 }
@@ -165,7 +165,7 @@ impl RunPublishing {
         let result = (|| {
             let trends = trends(store, report, self.trend_runs, Some(&self.baseline_branch))?;
             let history =
-                crate::commands::serve_stored::service_history(store, report, self.trend_runs)?;
+                crate::pipeline::serve_stored::service_history(store, report, self.trend_runs)?;
             let report = report
                 .clone()
                 .with_trends(&trends)

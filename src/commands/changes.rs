@@ -1,0 +1,61 @@
+//! `utilgate changes [--since DATE]`: every case's change points and slides over the nightly
+//! history, newest first. Reads the store; writes nothing.
+
+use crate::cli::{ChangesArgs, Format};
+use crate::error::Error;
+use crate::outcome::Outcome;
+use crate::output;
+use crate::pipeline::context::store_from;
+use crate::pipeline::history::{case_report, detector};
+use crate::report::history::{render_changes, render_json};
+
+pub fn changes(args: &ChangesArgs) -> Result<Outcome, Error> {
+    let detector = detector(&args.detector)?;
+    let from = args.since.as_deref().map(since).transpose()?;
+    let (store, config) = store_from(&args.config)?;
+    let mut reports = Vec::new();
+    for (key, sku) in store.series()? {
+        if args.suite.as_ref().is_some_and(|s| *s != key.suite)
+            || args.detector.gpu.as_ref().is_some_and(|g| *g != sku)
+        {
+            continue;
+        }
+        let mut report = case_report(
+            &store,
+            config.as_ref(),
+            &key,
+            &sku,
+            args.detector.nights,
+            detector,
+        )?;
+        if let Some(from) = from {
+            report.read.changes.retain(|c| {
+                c.night
+                    .started_at
+                    .parse::<jiff::Timestamp>()
+                    .is_ok_and(|t| t >= from)
+            });
+        }
+        reports.push(report);
+    }
+    match args.format.format {
+        Format::Human => output::emit(&render_changes(&reports, &detector, args.since.as_deref()))?,
+        Format::Json => output::emit(&render_json(&reports, &detector)?)?,
+    }
+    Ok(Outcome::Passed)
+}
+
+/// `--since` as a timestamp: a UTC date or an RFC 3339 time.
+fn since(text: &str) -> Result<jiff::Timestamp, Error> {
+    if let Ok(t) = text.parse::<jiff::Timestamp>() {
+        return Ok(t);
+    }
+    text.parse::<jiff::civil::Date>()
+        .ok()
+        .and_then(|d| jiff::tz::TimeZone::UTC.to_timestamp(d.at(0, 0, 0, 0)).ok())
+        .ok_or_else(|| Error::Argument {
+            arg: format!("--since {text}"),
+            problem: "not a date".into(),
+            fix: "write --since 2026-11-01 or --since 2026-11-01T03:00:00Z".into(),
+        })
+}

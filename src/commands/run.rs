@@ -1,0 +1,259 @@
+//! `utilgate run`, in the order it happens: plan the cases (config, device, floors, shard) ->
+//! measure each in fresh processes (journalled as it ends) -> judge against the baselines ->
+//! confirm suspects with fresh repeats -> store the run in one transaction -> report and exit
+//! code. Each case is one [`record::CaseRecord`] from plan to store. Sequences I/O; every
+//! decision is delegated to pure modules.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::case::Verdict;
+use crate::cli::RunArgs;
+use crate::compare::{self, Canary};
+use crate::config::{LoadedConfig, SuiteConfig};
+use crate::error::Error;
+use crate::outcome::Outcome;
+use crate::output::{self, Progress};
+use crate::pipeline::context::{env_lookup, open_store};
+use crate::pipeline::gpu::{self, GpuWatch};
+use crate::pipeline::measure::grid::measure_all;
+use crate::pipeline::measure::runner::{Runner, cancel_on_ctrl_c, this_exe};
+use crate::pipeline::plan::{check_grid, plan_cases, run_meta, split_suites};
+use crate::pipeline::record::JudgedCase;
+use crate::pipeline::report::report_run;
+use crate::pipeline::serve::{ServeRunPlan, emit_report, judge_and_store};
+use crate::pipeline::serve_suite::{check_options, gpu_of, policy_of};
+use crate::pipeline::store::{
+    RunStores, new_run, open_journal, promotes, publish_facts, store_run,
+};
+use crate::pipeline::verdicts::Judging;
+use crate::serve::ServeKey;
+use crate::store::NewRun;
+
+#[expect(
+    clippy::too_many_lines,
+    reason = "the run's steps in order, read top to bottom; each step is a call"
+)]
+pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
+    // A budget (`--budget`) covers the whole run, from here.
+    let clock = std::time::Instant::now();
+    // What a killed run left behind (results directories, cgroup scopes) goes first.
+    crate::measure::workdir::sweep_stale(&std::env::temp_dir());
+    let group = crate::pipeline::fleet::run_group(args, &env_lookup())?;
+    // Validate everything cheap before the first harness starts.
+    let loaded = crate::config::load(&args.config.config)?;
+    let config = &loaded.config;
+    let (serve_suites, suites) = split_suites(&loaded, args)?;
+    if suites.is_empty() {
+        return run_serve_suites(&loaded, &serve_suites, args);
+    }
+    crate::pipeline::serve_suite::check_options(&serve_suites, args)?;
+    let mut publishing = crate::pipeline::publish::during_run::prepare_run(args, &loaded)?;
+    let pr_event = crate::pipeline::publish::env::pull_request_event(&env_lookup())?;
+    gpu::check_workloads(&suites)?;
+    let mut stores = RunStores::open(args, &loaded)?;
+    // The store must take the run before an hour of measuring goes into it.
+    stores.store.preflight()?;
+    let watch = GpuWatch::start(config, env_lookup()("CUDA_VISIBLE_DEVICES").as_deref());
+    // A measured host bandwidth stays pinned beside the configured store, scratch or not.
+    let gpu = crate::pipeline::device::device_spec(
+        config.gpu.as_ref(),
+        &stores.configured,
+        watch.as_ref(),
+    )?;
+    if let Some(publishing) = publishing.as_mut() {
+        let names = suites.iter().chain(&serve_suites).map(|s| s.name.as_str());
+        publishing.start(&gpu.name, &names.collect::<Vec<_>>())?;
+    }
+
+    // Plan.
+    let (plans, grid) = plan_cases(&loaded, &suites, &gpu, args.shard)?;
+    check_grid(&stores.store, &suites, plans.len(), args, config)?;
+    let meta = run_meta(args, &loaded, pr_event);
+
+    // Measure, each case journalled as it ends.
+    let (cancel, exe) = (cancel_on_ctrl_c(), this_exe());
+    let mut serve =
+        crate::pipeline::serve_suite::MixedServe::measure(&loaded, serve_suites, &cancel, &gpu)?;
+    let in_actions = env_lookup()("GITHUB_ACTIONS").as_deref() == Some("true");
+    let progress = Progress::new(plans.len() as u64, in_actions);
+    let runner = Runner::new(&loaded, Arc::clone(&cancel), watch.as_ref(), &progress, exe)?;
+    let mut journal = open_journal(&stores, config, &gpu.name, &plans, args.resume)?;
+    let started_at = journal
+        .started_at
+        .unwrap_or_else(crate::pipeline::context::now);
+    let evidence_options = crate::pipeline::evidence::options(&config.evidence)?;
+    // With a budget, the night is planned from the store's history and printed first.
+    let mut night = crate::pipeline::budget::NightRun::start(
+        args.budget,
+        &stores.store,
+        &gpu.name,
+        config,
+        (&plans, grid.keys.len()),
+        clock,
+        &progress,
+    )?;
+    // The machine canary before the cases (and after them, below), stored with the run.
+    let mut canary = config.canary.enabled.then(Canary::default);
+    let (records, evidence) = measure_all(
+        &runner,
+        plans,
+        (&mut journal, &mut canary, night.as_mut()),
+        args.trace,
+        &evidence_options,
+    )?;
+
+    // Judge, then confirm suspects in fresh processes before failing them.
+    let (store, sku, watched) = (&stores.store, gpu.name.as_str(), watch.as_ref());
+    let judging = Judging {
+        store,
+        gpu_sku: sku,
+        config,
+        canary: canary.as_ref(),
+        watch: watched,
+    };
+    let (mut cases, missing) = judging.judge(records, &grid)?;
+    judging.confirm(&runner, &mut cases, grid.keys.len(), night.as_mut())?;
+    let night = night.map(|n| n.night.finish_with(&progress));
+    for warning in cases.iter().filter_map(JudgedCase::limiting_variance) {
+        progress.warn(&warning);
+    }
+    // The grid's baselines no case measured (missing) count in the gate like measured cases.
+    let measured = cases.iter().map(|c| &c.judgement);
+    let judged = measured.chain(&missing).map(|j| j.decision.verdict);
+    let mut verdicts: Vec<Verdict> = judged.collect();
+    verdicts.extend(serve.judge(&stores.store, &gpu.name, &meta)?);
+    let gate_failed = compare::gate_failed(verdicts.iter().copied(), &config.gate.fail_on);
+    let no_promote = args.no_promote || stores.scratch.is_some();
+    let promote_run = promotes(config, &meta, &verdicts, no_promote);
+
+    // Store: one transaction, or a rescue file that `import run` reads.
+    let mut new_run = NewRun {
+        started_at,
+        results: cases
+            .iter()
+            .map(|c| {
+                let mut result = c.result(watch.as_ref(), promote_run);
+                let record = night
+                    .as_ref()
+                    .zip(c.record.night)
+                    .map(|(n, i)| n.case_record(i));
+                crate::pipeline::budget::add_to_result(
+                    &mut result,
+                    &c.record.measured,
+                    record.as_ref(),
+                );
+                result
+            })
+            .collect(),
+        canary_json: canary.as_ref().and_then(|c| serde_json::to_value(c).ok()),
+        group,
+        ..new_run(config, &meta, &gpu, watch.as_ref())
+    };
+    new_run.config_json = crate::pipeline::budget::config_with(
+        new_run.config_json.take(),
+        night.as_ref().map(|n| &n.record),
+    );
+    if cancel.load(Ordering::SeqCst) {
+        return Err(Error::Interrupted);
+    }
+    let judgements = JudgedCase::all_judgements(&cases, missing);
+    let facts = publish_facts(config, &meta, &judgements, cases.len(), gate_failed);
+    let serve_cases = serve.cases(promote_run);
+    let (store, to_store) = (&mut stores.store, (&new_run, serve_cases.as_slice()));
+    let run_id = store_run(store, to_store, &facts, journal.journal, &evidence, config)?;
+
+    // Report.
+    let report = report_run(
+        store,
+        run_id,
+        &judgements,
+        (&config.gate.fail_on, promote_run),
+        &serve,
+        &meta,
+        args,
+    )?;
+    if let Some(note) = stores.unpromoted_note(args, &verdicts, config, &meta, run_id.0) {
+        output::warn(&note);
+    }
+    if let Some(publishing) = publishing {
+        publishing.finish(
+            &stores.store,
+            &report,
+            gate_failed,
+            meta.head_sha.as_deref(),
+        )?;
+    }
+    Ok(outcome(gate_failed, &verdicts))
+}
+
+/// The exit: a failed gate first, then any case that errored.
+fn outcome(gate_failed: bool, verdicts: &[Verdict]) -> Outcome {
+    if gate_failed {
+        Outcome::GateFailed
+    } else if verdicts.contains(&Verdict::Error) {
+        Outcome::CasesFailed
+    } else {
+        Outcome::Passed
+    }
+}
+
+/// Runs the service suites of a config without step suites as one stored run, prints its
+/// report and, with `--github` or `--report-dir`, publishes it like any run.
+pub fn run_serve_suites(
+    loaded: &LoadedConfig,
+    suites: &[&SuiteConfig],
+    args: &RunArgs,
+) -> Result<Outcome, Error> {
+    check_options(suites, args)?;
+    let mut publishing = crate::pipeline::publish::during_run::prepare_run(args, loaded)?;
+    let pr_event = crate::pipeline::publish::env::pull_request_event(&env_lookup())?;
+    let store_path = loaded.store_path(args.config.db.as_deref());
+    let meta = crate::pipeline::plan::run_meta(args, loaded, pr_event);
+    let config = &loaded.config;
+    let mut store = if args.init {
+        crate::store::Store::open_init(
+            &store_path,
+            Duration::from_secs_f64(config.store.busy_timeout_s),
+        )?
+    } else {
+        open_store(&store_path, config.store.busy_timeout_s)?
+    };
+    // The store must take the run before the load generator runs for an hour.
+    store.preflight()?;
+    let (gpu_sku, gpu_spec) = gpu_of(loaded);
+    if let Some(publishing) = publishing.as_mut() {
+        let names: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
+        publishing.start(&gpu_sku, &names)?;
+    }
+    let cancel = crate::pipeline::measure::runner::cancel_on_ctrl_c();
+    let started_at = crate::pipeline::context::now();
+    let inputs =
+        crate::pipeline::serve_suite::measure_all(loaded, suites, &cancel, gpu_spec.as_ref())?;
+    let policy = |key: &ServeKey| policy_of(suites, config, key);
+    let label: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
+    let label = label.join(",");
+    let plan = ServeRunPlan {
+        gpu_sku: &gpu_sku,
+        suite_label: &label,
+        gate: &config.gate,
+        policy: &policy,
+        meta: &meta,
+        no_promote: args.no_promote,
+        started_at,
+        config_json: serde_json::to_value(config).ok(),
+        host: Some(crate::pipeline::device::hostname()),
+    };
+    let (report, outcome) = judge_and_store(&mut store, &inputs, &plan)?;
+    emit_report(&report, args.format.format)?;
+    if let Some(publishing) = publishing {
+        let run_id = crate::store::RunId(report.run_id);
+        let stored = store.run(run_id)?.ok_or(Error::NoSuchRun(run_id.0))?;
+        let full =
+            crate::report::RunReport::build(&stored, &[], &config.gate.fail_on, report.promoted)
+                .with_service(report.cases, report.readings);
+        publishing.finish(&store, &full, report.gate_failed, meta.head_sha.as_deref())?;
+    }
+    Ok(outcome)
+}

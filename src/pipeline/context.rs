@@ -1,0 +1,119 @@
+//! What every verb reads from the outside before its stages start: the clock, the environment
+//! (as a lookup function, so pure code takes it as an argument), the suites it runs and the store
+//! it opens. The edge of the pipeline: I/O only, no decision.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::cli::ConfigArgs;
+use crate::config::{Config, DEFAULT_STORE_PATH, StoreConfig};
+use crate::error::Error;
+use crate::store::Store;
+
+/// The current time: commands read the clock here and pass it on.
+#[must_use]
+pub fn now() -> jiff::Timestamp {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "edge: the one place commands read the clock"
+    )]
+    jiff::Timestamp::now()
+}
+
+/// The process environment as a lookup function, so pure code can take it as an argument.
+pub fn env_lookup() -> impl Fn(&str) -> Option<String> {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "edge: the one place commands read the environment"
+    )]
+    |name: &str| std::env::var(name).ok()
+}
+
+/// The suites a command runs: all of them, or those `wanted` names (each must exist, with a
+/// did-you-mean otherwise); a config without suites is an error naming the file.
+pub fn select_suites<'a>(
+    loaded: &'a crate::config::LoadedConfig,
+    wanted: &[String],
+) -> Result<Vec<&'a crate::config::SuiteConfig>, Error> {
+    let suites = &loaded.config.suites;
+    if suites.is_empty() {
+        return Err(Error::NoSuites {
+            path: loaded.path.clone(),
+        });
+    }
+    for name in wanted {
+        if !suites.iter().any(|s| &s.name == name) {
+            let names: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
+            return Err(Error::UnknownSuite {
+                name: name.clone(),
+                path: loaded.path.clone(),
+                known: names.iter().map(|n| (*n).to_owned()).collect(),
+                suggestion: crate::suggest::did_you_mean(name, names).map(str::to_owned),
+            });
+        }
+    }
+    Ok(suites
+        .iter()
+        .filter(|s| wanted.is_empty() || wanted.contains(&s.name))
+        .collect())
+}
+
+pub fn open_store(path: &Path, busy_timeout_s: f64) -> Result<Store, Error> {
+    Ok(Store::open(path, Duration::from_secs_f64(busy_timeout_s))?)
+}
+
+/// The config when its file exists (thresholds, store path); read-only commands work without.
+pub fn optional_config(args: &ConfigArgs) -> Result<Option<crate::config::LoadedConfig>, Error> {
+    if args.config.exists() {
+        crate::config::load(&args.config)
+            .map(Some)
+            .map_err(Error::from)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Open the store named by `--db`, the config, or the default path.
+pub fn store_from(args: &ConfigArgs) -> Result<(Store, Option<Config>), Error> {
+    store_with(args, StoreMode::Read)
+}
+
+/// How a command opens the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreMode {
+    /// Reading only: the store must exist, and is never created or migrated.
+    Read,
+    /// Moving baselines: the store must exist.
+    Write,
+    /// Importing: the store is created when absent.
+    Create,
+}
+
+/// Open the store named by `--db`, else the config's `[store] path`, else the default path.
+pub fn store_with(args: &ConfigArgs, mode: StoreMode) -> Result<(Store, Option<Config>), Error> {
+    let loaded = optional_config(args)?;
+    let timeout = loaded
+        .as_ref()
+        .map_or(StoreConfig::default().busy_timeout_s, |l| {
+            l.config.store.busy_timeout_s
+        });
+    let path: PathBuf = match (&args.db, &loaded) {
+        (Some(db), _) => db.clone(),
+        (None, Some(l)) => l.store_path(None),
+        (None, None) => Path::new(DEFAULT_STORE_PATH).to_path_buf(),
+    };
+    let timeout = std::time::Duration::from_secs_f64(timeout);
+    let store = match mode {
+        StoreMode::Read => Store::open_existing_read_only(&path, timeout)?,
+        // A `postgres://` store is a server's database, never a file here.
+        StoreMode::Write if !is_pg_url(&path) && !path.exists() => {
+            return Err(Error::Store(crate::store::StoreError::Missing { path }));
+        }
+        StoreMode::Write | StoreMode::Create => Store::open(&path, timeout)?,
+    };
+    Ok((store, loaded.map(|l| l.config)))
+}
+
+fn is_pg_url(path: &Path) -> bool {
+    path.to_str().is_some_and(crate::store::sql::is_url)
+}

@@ -1,0 +1,111 @@
+//! Each case's nightly history (results on the baseline branch) read from the store and handed
+//! to the change-point reading (`compare::history`), for `history`, `changes` and the check a
+//! nightly `run` makes. Reads the store; writes nothing.
+
+use std::collections::BTreeMap;
+
+use crate::case::{CaseKey, Verdict};
+use crate::cli::DetectorArgs;
+use crate::compare::history::{HistoryPolicy, Night, gpu_env, read_history};
+use crate::compare::{Detector, Significance};
+use crate::config::{Config, GateConfig};
+use crate::error::Error;
+use crate::report::history::CaseHistoryReport;
+use crate::store::{Store, StoredResult};
+
+pub(crate) fn detector(args: &DetectorArgs) -> Result<Detector, Error> {
+    if !(args.max_pvalue > 0.0 && args.max_pvalue < 1.0) {
+        return Err(Error::Argument {
+            arg: format!("--max-pvalue {}", args.max_pvalue),
+            problem: "must be between 0 and 1".into(),
+            fix: "write --max-pvalue 0.01".into(),
+        });
+    }
+    if args.permutations == 0 {
+        return Err(Error::Argument {
+            arg: "--permutations 0".into(),
+            problem: "no permutation test can run".into(),
+            fix: "use at least 19, e.g. --permutations 199".into(),
+        });
+    }
+    Ok(Detector {
+        significance: Significance::Permutation {
+            permutations: args.permutations,
+            seed: args.seed,
+        },
+        max_pvalue: args.max_pvalue,
+    })
+}
+
+/// The case's threshold: its suite's (with case overrides) when the config has the suite.
+fn threshold(config: Option<&Config>, key: &CaseKey) -> f64 {
+    let gate = config.map_or_else(GateConfig::default, |c| c.gate.clone());
+    config
+        .and_then(|c| c.suites.iter().find(|s| s.name == key.suite))
+        .map_or(gate.max_drop_pct, |s| s.max_drop_pct_for(key, &gate))
+}
+
+fn baseline_branch(config: Option<&Config>) -> String {
+    config.map_or_else(
+        || GateConfig::default().baseline_branch,
+        |c| c.gate.baseline_branch.clone(),
+    )
+}
+
+/// A stored result as a night of history: measured, judged (not `error`/`invalid`), on the
+/// baseline branch.
+fn night(r: &StoredResult, branch: &str) -> Option<Night> {
+    let util = r.utilisation.filter(|u| u.is_finite() && *u > 0.0)?;
+    if r.branch.as_deref() != Some(branch)
+        || matches!(r.verdict, Some(Verdict::Error | Verdict::Invalid))
+    {
+        return None;
+    }
+    let mut env: BTreeMap<String, String> = r.env.clone();
+    env.extend(gpu_env(r.gpu_state_json.as_ref()));
+    Some(Night {
+        run_id: r.run_id.0,
+        started_at: r.started_at.to_string(),
+        git_sha: r.git_sha.clone(),
+        utilisation: util,
+        median_ms: r.median_ms,
+        env,
+    })
+}
+
+/// Read one case's history on one GPU.
+pub(crate) fn case_report(
+    store: &Store,
+    config: Option<&Config>,
+    key: &CaseKey,
+    gpu_sku: &str,
+    nights: usize,
+    detector: Detector,
+) -> Result<CaseHistoryReport, Error> {
+    let branch = baseline_branch(config);
+    // Results of other branches share the table; read enough to find `nights` of the branch.
+    let stored = store.case_history(key, gpu_sku, nights.saturating_mul(8).max(64))?;
+    let mut series: Vec<Night> = stored
+        .iter()
+        .filter_map(|r| night(r, &branch))
+        .take(nights)
+        .collect();
+    series.reverse();
+    let max_drop_pct = threshold(config, key);
+    let mut policy = HistoryPolicy::new(max_drop_pct);
+    policy.detector = detector;
+    let read = read_history(&series, &policy).map_err(|e| Error::Argument {
+        arg: format!("history of {key} on {gpu_sku}"),
+        problem: e.to_string(),
+        fix: "check --nights, --max-pvalue and --permutations".into(),
+    })?;
+    Ok(CaseHistoryReport {
+        case: key.clone(),
+        gpu_sku: gpu_sku.to_owned(),
+        baseline_branch: branch,
+        max_drop_pct,
+        first_night: series.first().map(|n| n.started_at.clone()),
+        last_night: series.last().map(|n| n.started_at.clone()),
+        read,
+    })
+}
