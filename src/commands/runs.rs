@@ -6,8 +6,8 @@ use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::output;
 use crate::pipeline::context::store_from;
-use crate::pipeline::report::{fail_on, load_run, print_report, stored_judgements};
-use crate::report::{self, RunReport};
+use crate::pipeline::report::{load_run, print_report, stored_report};
+use crate::report::{self};
 use crate::store::RunFilter;
 
 pub fn list(args: &RunsListArgs) -> Result<Outcome, Error> {
@@ -31,13 +31,8 @@ pub fn list(args: &RunsListArgs) -> Result<Outcome, Error> {
 pub fn show(args: &RunsShowArgs) -> Result<Outcome, Error> {
     let (store, config) = store_from(&args.config)?;
     let run = load_run(&store, args.run)?;
-    let judgements = stored_judgements(&store, &run, config.as_ref())?;
-    let promoted = store
-        .baselines(Some(&run.summary.gpu_sku))?
-        .iter()
-        .any(|b| b.run_id == run.summary.id);
-    let mut report = RunReport::build(&run, &judgements, &fail_on(config.as_ref()), promoted);
-    crate::pipeline::evidence::attach(&store, &mut report);
+    // The one report of a stored run, as `report` and `publish` read it: service cases too.
+    let report = stored_report(&store, &run, config.as_ref())?;
     print_report(&report, args.format.format)?;
     Ok(Outcome::Passed)
 }

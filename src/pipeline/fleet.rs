@@ -63,7 +63,7 @@ pub fn group_report(
             gpus.push(run.summary.gpu_sku.clone());
         }
         members.push(GroupMember {
-            report: crate::pipeline::publish::files::stored_report(store, &run, config)?,
+            report: crate::pipeline::report::stored_report(store, &run, config)?,
             shard: place.shard,
         });
     }

@@ -1,14 +1,16 @@
 //! The report stage: a stored run read back with the verdicts it stored (never re-judged), as the
 //! one report model (`report::RunReport`) that every renderer reads. Reads the store.
 
-use crate::case::Verdict;
+use std::collections::BTreeMap;
+
+use crate::case::{CaseKey, Verdict};
 use crate::cli::{Format, RunArgs};
 use crate::compare;
-use crate::config::Config;
+use crate::config::{Config, GateConfig, ReportConfig};
 use crate::error::Error;
 use crate::output;
 use crate::pipeline::judge;
-use crate::report::{self, Judgement, RunReport};
+use crate::report::{self, Judgement, RunReport, TrendPoint};
 use crate::store::meta::RunMeta;
 use crate::store::{RunId, Store, StoredRun};
 
@@ -93,4 +95,109 @@ pub(crate) fn report_run(
         output::emit(&report::render_json(&report)?)?;
     }
     Ok(report)
+}
+
+/// Each case's recent results on the run's GPU, oldest first: earlier runs on the baseline
+/// branch (the nightlies), up to `limit` of them, then the run itself.
+pub fn trends(
+    store: &Store,
+    report: &RunReport,
+    limit: usize,
+    baseline_branch: Option<&str>,
+) -> Result<BTreeMap<CaseKey, Vec<TrendPoint>>, Error> {
+    let mut out = BTreeMap::new();
+    for case in &report.cases {
+        let history =
+            store.case_history(&case.key, &report.run.gpu_sku, limit.saturating_mul(4) + 1)?;
+        let mut points: Vec<TrendPoint> = Vec::new();
+        let mut earlier = 0;
+        for r in &history {
+            let current = r.run_id.0 == report.run.id;
+            if r.run_id.0 > report.run.id || r.median_ms.is_none() {
+                continue;
+            }
+            if !current {
+                if earlier >= limit
+                    || baseline_branch.is_some_and(|b| r.branch.as_deref() != Some(b))
+                {
+                    continue;
+                }
+                earlier += 1;
+            }
+            points.push(TrendPoint {
+                run_id: r.run_id.0,
+                started_at: r.started_at.to_string(),
+                git_sha: r.git_sha.clone(),
+                median_ms: r.median_ms,
+                utilisation: r.utilisation,
+                current,
+            });
+        }
+        points.reverse();
+        out.insert(case.key.clone(), points);
+    }
+    Ok(out)
+}
+
+/// The report of a stored run with the verdicts and the gate stored with it (`fail_on`,
+/// thresholds, missing cases, the baseline branch in force when it ran), never re-judged;
+/// `config` (the publishing side's) only fills in for runs stored before these were kept,
+/// and sets the trend length.
+pub fn stored_report(
+    store: &Store,
+    run: &StoredRun,
+    config: Option<&Config>,
+) -> Result<RunReport, Error> {
+    let facts = store.publish_facts(run.summary.id)?;
+    let mut judgements = stored_judgements(store, run, config)?;
+    if let Some(facts) = &facts {
+        for j in &mut judgements {
+            if let Some(t) = facts.thresholds_pct.get(&j.key.to_string()) {
+                j.threshold_pct = *t;
+            }
+        }
+        for missing in &facts.missing {
+            let baseline = crate::pipeline::judge::baseline_before(
+                store,
+                &missing.key,
+                &run.summary.gpu_sku,
+                run.summary.started_at,
+            )?;
+            judgements.push(Judgement {
+                key: missing.key.clone(),
+                decision: missing.decision.clone(),
+                baseline: baseline.as_ref().map(crate::pipeline::judge::baseline_ref),
+                env_changes: Vec::new(),
+                threshold_pct: facts
+                    .thresholds_pct
+                    .get(&missing.key.to_string())
+                    .copied()
+                    .unwrap_or_else(|| GateConfig::default().max_drop_pct),
+            });
+        }
+    }
+    let fail_on = facts
+        .as_ref()
+        .map_or_else(|| fail_on(config), |f| f.fail_on.clone());
+    let promoted = store
+        .baselines(Some(&run.summary.gpu_sku))?
+        .iter()
+        .any(|b| b.run_id == run.summary.id);
+    let mut report = RunReport::build(run, &judgements, &fail_on, promoted);
+    crate::pipeline::evidence::attach(store, &mut report);
+    let report_config = config.map_or_else(ReportConfig::default, |c| c.report.clone());
+    let branch = facts.as_ref().map_or_else(
+        || {
+            config.map_or_else(
+                || GateConfig::default().baseline_branch,
+                |c| c.gate.baseline_branch.clone(),
+            )
+        },
+        |f| f.baseline_branch.clone(),
+    );
+    let trends = trends(store, &report, report_config.trend_runs, Some(&branch))?;
+    let report = crate::pipeline::serve_stored::with_stored_service(store, report)?;
+    let history =
+        crate::pipeline::serve_stored::service_history(store, &report, report_config.trend_runs)?;
+    Ok(report.with_trends(&trends).with_service_history(&history))
 }

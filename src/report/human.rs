@@ -62,9 +62,21 @@ pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
         run.pr_number
             .map_or_else(String::new, |n| format!(", PR #{n}")),
     );
-    let _ = writeln!(out, "{table}");
+    // A run of service cases only has no step table to show.
+    if !report.cases.is_empty() || report.service.is_empty() {
+        let _ = writeln!(out, "{table}");
+    }
     for c in report.cases.iter().filter(|c| needs_detail(c)) {
         details(&mut out, c);
+    }
+    if !report.service.is_empty() {
+        let _ = writeln!(out, "service cases: means over repeats");
+        let _ = writeln!(
+            out,
+            "{}",
+            super::serve::service_table(&report.service, terminal)
+        );
+        super::serve::service_notes(&mut out, &report.service, &report.service_readings);
     }
     if let Some(budget) = &report.budget {
         out.push_str(&super::budget::render_human(budget));

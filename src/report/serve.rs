@@ -118,9 +118,10 @@ fn worst(c: &ServeCaseReport) -> String {
         .map_or_else(|| "-".to_owned(), |(w, m)| format!("{w:+.1}% {m}"))
 }
 
-/// The service table for a terminal, with the reasons of every case that needs attention.
+/// The service cases as a terminal table: means over repeats, the worst gated change, the
+/// verdict. One table for `import serve`, a service suite's run and a stored run's report.
 #[must_use]
-pub fn render_serve_human(report: &ServeReport, terminal: Terminal) -> String {
+pub fn service_table(cases: &[ServeCaseReport], terminal: Terminal) -> comfy_table::Table {
     let color = terminal.color;
     let mut table = terminal.table();
     table.set_header(vec![
@@ -134,7 +135,7 @@ pub fn render_serve_human(report: &ServeReport, terminal: Terminal) -> String {
         "worst change",
         "verdict",
     ]);
-    for c in &report.cases {
+    for c in cases {
         let m = |k: &str| c.means.get(k).copied();
         let failed = m("failed").unwrap_or(0.0);
         let verdict = Cell::new(c.verdict.as_str());
@@ -155,6 +156,37 @@ pub fn render_serve_human(report: &ServeReport, terminal: Terminal) -> String {
             },
         ]);
     }
+    table
+}
+
+/// What the terminal says under a service table: the reasons of every case that needs
+/// attention, the estimates, and the latency-split readings.
+pub fn service_notes(out: &mut String, cases: &[ServeCaseReport], readings: &[String]) {
+    for c in cases
+        .iter()
+        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::New))
+    {
+        let _ = writeln!(out, "\n{} — {}", c.case, c.verdict);
+        for r in &c.reasons {
+            let _ = writeln!(out, "  - {r}");
+        }
+    }
+    for c in cases {
+        if let Some(e) = &c.estimate {
+            for line in e.lines() {
+                let _ = writeln!(out, "{}: {line}", c.case);
+            }
+        }
+    }
+    for r in readings {
+        let _ = writeln!(out, "reading (estimate): {r}");
+    }
+}
+
+/// The service table for a terminal, with the reasons of every case that needs attention.
+#[must_use]
+pub fn render_serve_human(report: &ServeReport, terminal: Terminal) -> String {
+    let table = service_table(&report.cases, terminal);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -165,26 +197,7 @@ pub fn render_serve_human(report: &ServeReport, terminal: Terminal) -> String {
         report.gpu_sku
     );
     let _ = writeln!(out, "{table}");
-    for c in report
-        .cases
-        .iter()
-        .filter(|c| !matches!(c.verdict, Verdict::Pass | Verdict::New))
-    {
-        let _ = writeln!(out, "\n{} — {}", c.case, c.verdict);
-        for r in &c.reasons {
-            let _ = writeln!(out, "  - {r}");
-        }
-    }
-    for c in &report.cases {
-        if let Some(e) = &c.estimate {
-            for line in e.lines() {
-                let _ = writeln!(out, "{}: {line}", c.case);
-            }
-        }
-    }
-    for r in &report.readings {
-        let _ = writeln!(out, "reading (estimate): {r}");
-    }
+    service_notes(&mut out, &report.cases, &report.readings);
     let _ = writeln!(
         out,
         "\ngate {}{}",

@@ -15,8 +15,9 @@ use crate::report::{self, Renderer, RunReport};
 use crate::store::Store;
 
 use super::env::{GithubEnv, PublishOptions, check_ready, head_sha, read_event};
-use super::files::{create_dir, renderer, trends, write_report_dir};
+use super::files::{create_dir, renderer, write_report_dir};
 use super::{post::publish_report, unless_gate_failed};
+use crate::pipeline::report::trends;
 
 /// What `utilgate run` will do with its report, checked before measuring.
 pub struct RunPublishing {

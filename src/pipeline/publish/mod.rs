@@ -9,8 +9,9 @@ pub(crate) mod issue;
 pub(crate) mod outcome;
 pub(crate) mod post;
 
+pub(crate) use crate::pipeline::report::stored_report;
 pub(crate) use during_run::annotation_path;
 pub(crate) use env::{GithubEnv, PublishOptions};
-pub(crate) use files::{renderer, stored_report, write_report_dir};
+pub(crate) use files::{renderer, write_report_dir};
 pub(crate) use outcome::{outcome_of, status_context, unless_gate_failed};
 pub(crate) use post::publish_report;

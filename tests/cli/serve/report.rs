@@ -318,3 +318,38 @@ fn a_mixed_run_the_store_refuses_is_rescued_with_its_service_cases() {
     );
     assert_eq!(count("SELECT COUNT(*) FROM results WHERE run_id = 2"), 2);
 }
+
+#[test]
+fn runs_show_of_an_imported_service_run_shows_its_cases_as_report_does() {
+    let env = bare();
+    let file = real("sglang_bench/datacrunch__llama_3_3_70b_online_output.jsonl");
+    let out = import(&env, &[file], &["--model", "llama-3.3-70b"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let show = |format: &str| {
+        env.cmd()
+            .args(["runs", "show", "--db", "serve.db", "--format", format])
+            .output()
+            .expect("runs")
+    };
+    let human = show("human");
+    let text = stdout(&human);
+    assert_eq!(human.status.code(), Some(0), "{}", stderr(&human));
+    assert!(text.contains("TTFT p50 ms"), "the service table: {text}");
+    assert!(text.contains("llama-3.3-70b"), "its cases: {text}");
+    let report = env
+        .cmd()
+        .args(["report", "--db", "serve.db", "--format", "json"])
+        .output()
+        .expect("runs");
+    let shown: serde_json::Value = serde_json::from_slice(&show("json").stdout).expect("JSON");
+    let reported: serde_json::Value = serde_json::from_slice(&report.stdout).expect("JSON");
+    let cases = shown["service"].as_array().expect("service cases");
+    assert!(!cases.is_empty(), "{shown}");
+    assert_eq!(shown["service"], reported["service"], "one report model");
+    assert_eq!(shown["summary"], reported["summary"]);
+    assert!(
+        !shown["summary"].to_string().contains("No cases"),
+        "{}",
+        shown["summary"]
+    );
+}
