@@ -116,10 +116,11 @@ fn missing_cases_and_changed_floors_are_named() {
         "missing is reported, not failed by default"
     );
     let report = env.json(&["runs", "show"]);
-    // `runs show` lists what the run stored; `compare` lists the missing case too.
+    // `runs show` reads the stored run as `report` and `publish` do: the missing case too.
     let compared = env.json(&["compare"]);
     assert_eq!(verdict_of(&compared, B8), "missing");
-    assert_eq!(report["cases"].as_array().expect("cases").len(), 1);
+    assert_eq!(verdict_of(&report, B8), "missing");
+    assert_eq!(report["cases"].as_array().expect("cases").len(), 2);
 
     env.write_config(&TestEnv::config_with("").replace("params = 8.0e9", "params = 7.0e9"));
     let out = env.run("feature", &[]);
