@@ -45,7 +45,7 @@ fn commits(dir: &Path, good: Option<&str>, bad: Option<&str>) -> Option<Vec<Comm
     let range = format!("{good}..{bad}");
     // An empty range is an answer too: git prints nothing and `git` returns None, so ask
     // first whether both commits exist.
-    crate::pipeline::measure::runner::git(
+    crate::pipeline::context::git(
         dir,
         &[
             "rev-parse",
@@ -54,7 +54,7 @@ fn commits(dir: &Path, good: Option<&str>, bad: Option<&str>) -> Option<Vec<Comm
             &format!("{good}^{{commit}}"),
         ],
     )?;
-    crate::pipeline::measure::runner::git(
+    crate::pipeline::context::git(
         dir,
         &[
             "rev-parse",
@@ -63,11 +63,9 @@ fn commits(dir: &Path, good: Option<&str>, bad: Option<&str>) -> Option<Vec<Comm
             &format!("{bad}^{{commit}}"),
         ],
     )?;
-    let text = crate::pipeline::measure::runner::git(
-        dir,
-        &["log", "--reverse", "--format=%H%x09%s", &range],
-    )
-    .unwrap_or_default();
+    let text =
+        crate::pipeline::context::git(dir, &["log", "--reverse", "--format=%H%x09%s", &range])
+            .unwrap_or_default();
     Some(
         text.lines()
             .filter_map(|l| l.split_once('\t'))
@@ -225,7 +223,7 @@ pub fn bisect(args: &BisectArgs) -> Result<Outcome, Error> {
             fix: "swap --good and --bad, or pick runs around the slowdown".into(),
         }));
     };
-    let sha = crate::pipeline::measure::runner::git(Path::new("."), &["rev-parse", "HEAD"]);
+    let sha = crate::pipeline::context::git(Path::new("."), &["rev-parse", "HEAD"]);
     output::note(&crate::report::bisect::render_call(
         &key.to_string(),
         sha.as_deref(),

@@ -11,12 +11,13 @@ use crate::config::GateConfig;
 use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::output;
-use crate::pipeline::context::{StoreMode, env_lookup, open_store, store_with};
+use crate::pipeline::context::{StoreMode, open_store, store_with};
 use crate::pipeline::journal::RescuedRun;
+use crate::pipeline::plan::meta_of;
 use crate::pipeline::serve::{ServeCaseInput, ServeRunPlan, emit_report, judge_and_store};
 use crate::serve::{self, ServeKey};
 use crate::store::journal;
-use crate::store::meta::{MetaFlags, resolve_meta};
+use crate::store::meta::MetaFlags;
 
 pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {
     // Read and check the file before touching the store.
@@ -122,18 +123,13 @@ pub fn import_serve(args: &ImportServeArgs) -> Result<Outcome, Error> {
     let dir = loaded
         .as_ref()
         .map_or_else(|| Path::new(".").to_path_buf(), |l| l.dir.clone());
-    let meta = resolve_meta(
-        &MetaFlags {
-            git_sha: args.git_sha.clone(),
-            branch: args.branch.clone(),
-            trigger: args.trigger.clone(),
-            pr_number: args.pr,
-        },
-        &env_lookup(),
-        crate::pipeline::measure::runner::git(&dir, &["rev-parse", "HEAD"]),
-        crate::pipeline::measure::runner::git(&dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
-    );
-    let mut meta = meta;
+    let flags = MetaFlags {
+        git_sha: args.git_sha.clone(),
+        branch: args.branch.clone(),
+        trigger: args.trigger.clone(),
+        pr_number: args.pr,
+    };
+    let mut meta = meta_of(&flags, &dir);
     if meta.trigger == "manual" {
         "import".clone_into(&mut meta.trigger);
     }

@@ -23,8 +23,9 @@ use crate::pipeline::fleet::{group_facts, group_report};
 use crate::pipeline::publish::check::{not_finished, read_check};
 use crate::pipeline::publish::{
     self, GithubEnv, PublishOptions, annotation_path, outcome_of, publish_report, renderer,
-    status_context, stored_report, unless_gate_failed, write_report_dir,
+    status_context, unless_gate_failed, write_report_dir,
 };
+use crate::pipeline::report::stored_report;
 
 /// `utilgate publish [RUN]`.
 pub fn publish(args: &PublishArgs) -> Result<Outcome, Error> {
@@ -155,7 +156,7 @@ pub fn publish_after_check(args: &PublishArgs) -> Result<Outcome, Error> {
 
     let config = check.loaded.as_ref().map(|l| &l.config);
     let renderer = publish::renderer(check.loaded.as_ref())?;
-    let report = publish::stored_report(&store, &run, config)?;
+    let report = stored_report(&store, &run, config)?;
     let outcome = publish::outcome_of(&report);
     let opts = PublishOptions {
         event_file: None,

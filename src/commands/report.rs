@@ -51,7 +51,7 @@ pub fn report(args: &ReportArgs) -> Result<Outcome, Error> {
         report
     } else {
         let run = stored::load_run(&store, args.run)?;
-        publish::stored_report(&store, &run, config.as_ref())?
+        stored::stored_report(&store, &run, config.as_ref())?
     };
     let text = render(&renderer, args.format, &report)?;
     match &args.out {

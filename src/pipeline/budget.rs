@@ -672,16 +672,8 @@ impl Sampler for CaseSampler<'_, '_, '_, '_> {
 
     fn judge(&mut self, repeats: u32) -> Result<Decision, Error> {
         let (store, sku, config, grid) = self.judge;
-        let input = crate::pipeline::judge::CaseInput {
-            key: self.plan.key.clone(),
-            repeats_ms: self.measured.repeats_ms.clone(),
-            floor_ms: self.plan.floor.as_ref().ok().map(|f| f.floor_ms),
-            error: self.measured.error.clone(),
-            env: self.measured.env.clone(),
-            gpu_guard: None,
-            gpu_state: None,
-            first_repeats: Some(repeats as usize),
-        };
+        let input =
+            crate::pipeline::record::case_input(self.plan, self.measured, Some(repeats as usize));
         let against = crate::pipeline::judge::Against::Pinned;
         let j = crate::pipeline::judge::judge_case(
             store,

@@ -117,3 +117,19 @@ pub fn store_with(args: &ConfigArgs, mode: StoreMode) -> Result<(Store, Option<C
 fn is_pg_url(path: &Path) -> bool {
     path.to_str().is_some_and(crate::store::sql::is_url)
 }
+
+/// Ask git about the checkout the config lives in; silence when it is not one.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> Option<String> {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "edge: reading the checkout's commit"
+    )]
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?.trim().to_owned();
+    (out.status.success() && !text.is_empty() && text != "HEAD").then_some(text)
+}

@@ -11,7 +11,8 @@ use crate::cli::RunArgs;
 use crate::config::{Config, LoadedConfig, SuiteConfig};
 use crate::error::Error;
 use crate::pipeline::context::env_lookup;
-use crate::pipeline::measure::runner::{CasePlan, git};
+use crate::pipeline::context::git;
+use crate::pipeline::measure::runner::CasePlan;
 use crate::shard::Shard;
 use crate::store::Store;
 use crate::store::meta::{MetaFlags, RunMeta, resolve_meta};
@@ -73,22 +74,29 @@ pub(crate) fn run_meta(
     loaded: &LoadedConfig,
     pr_event: Option<crate::github::EventInfo>,
 ) -> RunMeta {
-    let mut meta = resolve_meta(
-        &MetaFlags {
-            git_sha: args.git_sha.clone(),
-            branch: args.branch.clone(),
-            trigger: args.trigger.clone(),
-            pr_number: args.pr,
-        },
-        &env_lookup(),
-        git(&loaded.dir, &["rev-parse", "HEAD"]),
-        git(&loaded.dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
-    );
+    let flags = MetaFlags {
+        git_sha: args.git_sha.clone(),
+        branch: args.branch.clone(),
+        trigger: args.trigger.clone(),
+        pr_number: args.pr,
+    };
+    let mut meta = meta_of(&flags, &loaded.dir);
     if let Some(event) = pr_event {
         meta.pr_number = meta.pr_number.or(event.pr_number);
         meta.head_sha = event.head_sha;
     }
     meta
+}
+
+/// A run's commit, branch, trigger and pull request from `flags`, the environment, and the
+/// git checkout at `dir` (asked only for what the flags leave open).
+pub(crate) fn meta_of(flags: &MetaFlags, dir: &std::path::Path) -> RunMeta {
+    resolve_meta(
+        flags,
+        &env_lookup(),
+        git(dir, &["rev-parse", "HEAD"]),
+        git(dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
+    )
 }
 
 /// The selected suites as (service suites, step suites), once the harness environment is

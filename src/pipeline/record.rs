@@ -50,14 +50,8 @@ impl<'a> CaseRecord<'a> {
     /// What the judge reads: the case as measured so far.
     pub(crate) fn input(&self, watch: Option<&GpuWatch>) -> CaseInput {
         CaseInput {
-            key: self.plan.key.clone(),
-            repeats_ms: self.measured.repeats_ms.clone(),
-            floor_ms: self.plan.floor.as_ref().ok().map(|f| f.floor_ms),
-            error: self.measured.error.clone(),
-            env: self.measured.env.clone(),
-            gpu_guard: None,
             gpu_state: gpu_state(&self.measured, watch),
-            first_repeats: self.first_repeats,
+            ..case_input(&self.plan, &self.measured, self.first_repeats)
         }
     }
 }
@@ -123,4 +117,23 @@ impl JudgedCase<'_> {
 /// The case's GPU-state summary, when NVML sampled its repeats.
 fn gpu_state(measured: &Measured, watch: Option<&GpuWatch>) -> Option<serde_json::Value> {
     watch.and_then(|w| w.summary_json(&measured.gpu_samples))
+}
+
+/// What the judge reads of a planned case and its repeats so far, before any GPU state is
+/// added: one shape for a run's records and a budgeted night's sampling.
+pub(crate) fn case_input(
+    plan: &CasePlan<'_>,
+    measured: &Measured,
+    first_repeats: Option<usize>,
+) -> CaseInput {
+    CaseInput {
+        key: plan.key.clone(),
+        repeats_ms: measured.repeats_ms.clone(),
+        floor_ms: plan.floor.as_ref().ok().map(|f| f.floor_ms),
+        error: measured.error.clone(),
+        env: measured.env.clone(),
+        gpu_guard: None,
+        gpu_state: None,
+        first_repeats,
+    }
 }

@@ -19,22 +19,6 @@ use crate::measure::harness::{self, HarnessError, RepeatSpec};
 use crate::output::Progress;
 use crate::pipeline::gpu::{self, GpuWatch};
 
-/// Ask git about the checkout the config lives in; silence when it is not one.
-pub(crate) fn git(dir: &Path, args: &[&str]) -> Option<String> {
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "edge: reading the checkout's commit"
-    )]
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()?;
-    let text = String::from_utf8(out.stdout).ok()?.trim().to_owned();
-    (out.status.success() && !text.is_empty() && text != "HEAD").then_some(text)
-}
-
 /// Everything needed to run one case.
 pub(crate) struct CasePlan<'a> {
     pub(crate) suite: &'a SuiteConfig,

@@ -9,7 +9,6 @@ pub(crate) mod issue;
 pub(crate) mod outcome;
 pub(crate) mod post;
 
-pub(crate) use crate::pipeline::report::stored_report;
 pub(crate) use during_run::annotation_path;
 pub(crate) use env::{GithubEnv, PublishOptions};
 pub(crate) use files::{renderer, write_report_dir};
