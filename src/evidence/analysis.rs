@@ -354,6 +354,15 @@ pub struct Analyser<'o> {
     held: usize,
     retained: Retained,
     overflow: Option<Overflow>,
+    /// Merged GPU busy intervals that reach past the start of the next step to analyse: work
+    /// of steps analysed already, or launched before the analysed steps. A step's window counts
+    /// whatever GPU work runs in it, wherever that work was launched (a graphed decode step's
+    /// window starts while the GPU still runs the previous step's graph).
+    carry: Vec<(f64, f64)>,
+    /// Where the last GPU work on each stream ended (work analysed already, or launched before
+    /// the analysed steps): a step's first gap on a stream starts there, as HTA's idle split
+    /// sees it, so the host wait between two steps is counted in the later one.
+    stream_end: HashMap<i64, f64>,
 }
 
 impl<'o> Analyser<'o> {
@@ -377,6 +386,8 @@ impl<'o> Analyser<'o> {
             held: 0,
             retained: Retained::default(),
             overflow: None,
+            carry: Vec::new(),
+            stream_end: HashMap::new(),
         }
     }
 
@@ -512,7 +523,7 @@ impl<'o> Analyser<'o> {
     /// Puts GPU work into the step whose span holds `t` (its launch's time, else its own).
     fn place(&mut self, names: &Names, rec: GpuRec, t: f64) {
         let Some(i) = self.plan.step_of(t) else {
-            return; // launched outside the analysed steps
+            return self.outside(&rec, t); // launched outside the analysed steps
         };
         if i < self.finalized {
             return self.overflow("GPU work arrived after its step was analysed");
@@ -524,6 +535,26 @@ impl<'o> Analyser<'o> {
         {
             self.finalize_until(names, i + 1 - lag);
         }
+    }
+
+    /// GPU work launched outside the analysed steps (before the first, or between two) is no
+    /// step's work, but the GPU is busy with it in any later step window it reaches.
+    fn outside(&mut self, rec: &GpuRec, t: f64) {
+        let next = self.plan.slot_of(t);
+        let Some(step) = self.plan.steps.get(next) else {
+            return; // after the last analysed step
+        };
+        if next < self.finalized {
+            if rec.op.end() > step.ts {
+                self.overflow("GPU work arrived after the step it reaches was analysed");
+            }
+            return;
+        }
+        if rec.op.end() > step.ts {
+            self.carry.push((rec.op.ts, rec.op.end()));
+        }
+        let end = self.stream_end.entry(rec.op.stream).or_insert(rec.op.end());
+        *end = end.max(rec.op.end());
     }
 
     /// Analyses steps `finalized..k` and drops their records and launches.
@@ -552,15 +583,23 @@ impl<'o> Analyser<'o> {
     fn step_gpu(&mut self, names: &Names, i: usize, ops: &[GpuRec]) {
         let step = self.plan.steps[i];
         let options = self.opts;
+        // The step's window holds its own work and whatever earlier work still runs in it.
+        let mut intervals = std::mem::take(&mut self.carry);
+        intervals.extend(ops.iter().map(|r| (r.op.ts, r.op.end())));
+        let merged = merge(intervals);
+        let busy: f64 = merged
+            .iter()
+            .map(|&(start, end)| (end.min(step.end) - start.max(step.ts)).max(0.0))
+            .sum();
+        if let Some(next) = self.plan.steps.get(i + 1) {
+            self.carry = merged.into_iter().filter(|iv| iv.1 > next.ts).collect();
+        }
         let s = &mut self.summaries[i];
-        let merged = merge(ops.iter().map(|r| (r.op.ts, r.op.end())).collect());
-        let busy: f64 = merged.iter().map(|(start, end)| end - start).sum();
-        let window_end = merged.last().map_or(step.end, |m| m.1.max(step.end));
-        let window = window_end - step.ts;
-        s.wall_us = step.end - step.ts;
+        let wall = step.end - step.ts;
+        s.wall_us = wall;
         s.gpu_busy_us = busy;
-        s.gpu_idle_share = if window > 0.0 {
-            (1.0 - busy / window).clamp(0.0, 1.0)
+        s.gpu_idle_share = if wall > 0.0 {
+            (1.0 - busy / wall).clamp(0.0, 1.0)
         } else {
             0.0
         };
@@ -587,18 +626,26 @@ impl<'o> Analyser<'o> {
             });
             by_stream.entry(op.stream).or_default().push(rec);
         }
-        for list in by_stream.values_mut() {
+        // HTA's idle split per stream: each gap before a kernel, the first one from where the
+        // stream's previous work ended (in an earlier step: the wait between two steps).
+        for (stream, list) in &mut by_stream {
             list.sort_by(|a, b| a.op.ts.total_cmp(&b.op.ts));
-            for w in list.windows(2) {
-                let prev_end = w[0].op.end();
-                let gap = (w[1].op.ts - prev_end).max(0.0);
-                if w[1].launch.is_some_and(|l| l > prev_end) {
-                    s.host_wait_us += gap;
-                } else if gap < options.kernel_wait_us {
-                    s.kernel_wait_us += gap;
-                } else {
-                    s.other_idle_us += gap;
+            let mut prev_end = self.stream_end.get(stream).copied();
+            for rec in list.iter() {
+                if let Some(prev_end) = prev_end {
+                    let gap = (rec.op.ts - prev_end).max(0.0);
+                    if rec.launch.is_some_and(|l| l > prev_end) {
+                        s.host_wait_us += gap;
+                    } else if gap < options.kernel_wait_us {
+                        s.kernel_wait_us += gap;
+                    } else {
+                        s.other_idle_us += gap;
+                    }
                 }
+                prev_end = Some(rec.op.end());
+            }
+            if let Some(end) = prev_end {
+                self.stream_end.insert(*stream, end);
             }
         }
         let n = self.plan.len().max(1) as f64;

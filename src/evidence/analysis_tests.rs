@@ -219,3 +219,94 @@ fn a_trace_without_steps_is_one_step_and_annotations_count_as_steps() {
     assert_eq!(a.step_source, "decode_step");
     assert_eq!(a.steps_used, 2, "two steps: nothing dropped as warm-up");
 }
+
+/// A decode loop of `steps` steps of 1000 µs, tiling time, with known idle figures. Graphed: the
+/// host launches one graph at 600 µs into its step; the graph's ten 94 µs kernels, 2 µs apart,
+/// start 5 µs later and run on into the next step, so every step window begins while the GPU
+/// still runs the previous step's graph. Per step window exactly 940 µs of kernels run (553 µs
+/// of the previous graph, 387 µs of its own): idle 6.0%, of which the host wait between the two
+/// graphs is 42 µs and the nine 2 µs gaps 18 µs of kernel wait. Eager: ten launches 96 µs
+/// apart, each 90 µs kernel 5 µs after its launch, all inside the step: idle 10.0%, all of it
+/// host wait (each launch comes after the previous kernel ended): 46 µs before each step's
+/// first kernel and nine 6 µs gaps.
+fn decode_loop(steps: u32, graphed: bool) -> String {
+    let mut ev = Vec::new();
+    let mut corr = 1;
+    for step in 0..steps {
+        let t0 = step * 1000;
+        ev.push(format!(r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{step}","pid":1,"tid":1,"ts":{t0},"dur":1000}}"#));
+        if graphed {
+            ev.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaGraphLaunch","pid":1,"tid":1,"ts":{},"dur":5,"args":{{"correlation":{corr}}}}}"#, t0 + 600));
+            for j in 0..10 {
+                ev.push(format!(r#"{{"ph":"X","cat":"kernel","name":"gemv_kernel_{j}","pid":0,"tid":7,"ts":{},"dur":94,"args":{{"stream":7,"correlation":{corr},"device":0}}}}"#, t0 + 605 + j * 96));
+            }
+            corr += 1;
+        } else {
+            for j in 0..10 {
+                let launch = t0 + 10 + j * 96;
+                ev.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{launch},"dur":3,"args":{{"correlation":{corr}}}}}"#));
+                ev.push(format!(r#"{{"ph":"X","cat":"kernel","name":"gemv_kernel_{j}","pid":0,"tid":7,"ts":{},"dur":90,"args":{{"stream":7,"correlation":{corr},"device":0}}}}"#, launch + 5));
+                corr += 1;
+            }
+        }
+    }
+    format!(r#"{{"traceEvents":[{}]}}"#, ev.join(","))
+}
+
+#[test]
+fn idle_on_a_graphed_trace_counts_the_previous_graph_as_busy_and_the_diff_runs_forwards() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut analysed = Vec::new();
+    for graphed in [true, false] {
+        let text = decode_loop(40, graphed);
+        let trace = kineto::read(text.as_bytes()).expect("valid");
+        let whole = analyse(&trace, &Options::default());
+        let path = dir.path().join(format!("graphed-{graphed}.json"));
+        std::fs::write(&path, &text).expect("write");
+        let (_, streamed, _) =
+            super::source::analyse_file(&path, &Options::default()).expect("analyses");
+        for a in [&whole, &streamed] {
+            let (idle, host, kernel) = if graphed {
+                (0.06, 42.0, 18.0)
+            } else {
+                (0.10, 100.0, 0.0)
+            };
+            let s = &a.step;
+            assert!((s.gpu_idle_share - idle).abs() < 1e-9, "graphed {graphed}: {s:?}");
+            assert!((s.gpu_busy_us - 1000.0 * (1.0 - idle)).abs() < 1e-6, "{s:?}");
+            assert!((s.host_wait_us - host).abs() < 1e-9, "graphed {graphed}: {s:?}");
+            assert!((s.kernel_wait_us - kernel).abs() < 1e-9, "graphed {graphed}: {s:?}");
+            assert!(s.other_idle_us.abs() < 1e-9, "{s:?}");
+        }
+        // HTA's temporal breakdown over the whole trace (edges included) agrees to 0.25 points.
+        let hta = super::hta::Frame::new(&trace).temporal();
+        assert!(
+            (hta.idle_pct - 100.0 * whole.step.gpu_idle_share).abs() < 0.25,
+            "HTA {}% vs {}",
+            hta.idle_pct,
+            whole.step.gpu_idle_share
+        );
+        // And its idle split, per step: the host wait between steps is counted.
+        let split = super::hta::Frame::new(&trace).idle(super::hta::CONSECUTIVE_KERNEL_DELAY);
+        let host_total: f64 = split
+            .iter()
+            .filter(|r| r.category == super::hta::IdleCategory::HostWait)
+            .map(|r| r.idle_us)
+            .sum();
+        // HTA drops the last step (partial): 38 gaps between the 39 steps it keeps.
+        let gaps = u32::try_from(whole.steps_found - 2).expect("small");
+        let per_step = host_total / f64::from(gaps);
+        assert!(
+            (per_step - whole.step.host_wait_us).abs() < 0.05 * whole.step.host_wait_us,
+            "HTA host wait {per_step} µs per step vs {}",
+            whole.step.host_wait_us
+        );
+        analysed.push(whole);
+    }
+    let d = diff(&analysed[0], &analysed[1]);
+    let lines = d.lines(30);
+    assert!(
+        lines.iter().any(|l| l == "GPU idle 6% -> 10% of the step"),
+        "{lines:?}"
+    );
+}
