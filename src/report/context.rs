@@ -66,6 +66,97 @@ pub struct GateInfo {
     /// is never headed as a clean pass.
     pub errors: usize,
     pub baselines_promoted: bool,
+    /// How the gate ended, as every headline shows it (mark and word).
+    pub state: GateState,
+    /// The largest drop the gate saw but could not confirm (see [`Unconfirmed`]).
+    pub unconfirmed: Option<Unconfirmed>,
+}
+
+/// How a gate (or one suite of it) ended, in the order a headline checks them: a case failed
+/// `fail_on`; a case could not be measured; an inconclusive case's point estimate lies beyond
+/// its threshold (`undecided`: the gate could not tell, and shows no tick); else passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GateState {
+    Failed,
+    Error,
+    Undecided,
+    Passed,
+}
+
+impl GateState {
+    /// The state of a gate with these facts.
+    #[must_use]
+    pub fn of(passed: bool, errors: usize, unconfirmed: Option<&Unconfirmed>) -> GateState {
+        if !passed {
+            GateState::Failed
+        } else if errors > 0 {
+            GateState::Error
+        } else if unconfirmed.is_some() {
+            GateState::Undecided
+        } else {
+            GateState::Passed
+        }
+    }
+
+    /// The headline's mark: never a tick unless the gate passed and could tell.
+    #[must_use]
+    pub fn mark(self) -> &'static str {
+        match self {
+            GateState::Failed => "❌",
+            GateState::Error => "⚠️",
+            GateState::Undecided => "❔",
+            GateState::Passed => "✅",
+        }
+    }
+
+    /// The word a table or a terminal line shows.
+    #[must_use]
+    pub fn word(self) -> &'static str {
+        match self {
+            GateState::Failed => "failed",
+            GateState::Error => "errors",
+            GateState::Undecided => "could not tell",
+            GateState::Passed => "passed",
+        }
+    }
+}
+
+/// The largest drop a gate could not confirm: the worst `inconclusive` case whose point
+/// estimate of the drop exceeds its threshold (too noisy to confirm, too large to call a pass).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Unconfirmed {
+    pub case: String,
+    pub drop_pct: f64,
+    pub threshold_pct: f64,
+    /// How many inconclusive cases lie beyond their thresholds.
+    pub cases: usize,
+}
+
+impl Unconfirmed {
+    /// The worst unconfirmed drop among `cases` (a case failing the gate is not unconfirmed).
+    #[must_use]
+    pub fn of<'a>(cases: impl IntoIterator<Item = &'a CaseReport>) -> Option<Unconfirmed> {
+        let beyond: Vec<&CaseReport> = cases
+            .into_iter()
+            .filter(|c| {
+                c.verdict == Verdict::Inconclusive
+                    && !c.fails_gate
+                    && c.drop_pct.is_some_and(|d| d > c.threshold_pct)
+            })
+            .collect();
+        let worst = beyond.iter().max_by(|a, b| {
+            a.drop_pct
+                .unwrap_or(0.0)
+                .total_cmp(&b.drop_pct.unwrap_or(0.0))
+        })?;
+        Some(Unconfirmed {
+            case: worst.case.clone(),
+            drop_pct: worst.drop_pct.unwrap_or(0.0),
+            threshold_pct: worst.threshold_pct,
+            cases: beyond.len(),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -154,6 +245,10 @@ pub struct SuiteReport {
     pub summary: String,
     /// The names of the suite's free axes (a column each in tables); empty without axes.
     pub axes: Vec<String>,
+    /// How the suite ended (see [`GateState`]).
+    pub state: GateState,
+    /// The suite's largest unconfirmed drop (see [`Unconfirmed`]).
+    pub unconfirmed: Option<Unconfirmed>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -295,6 +390,8 @@ impl RunReport {
                 errors: counts.get(&Verdict::Error).copied().unwrap_or(0),
                 counts,
                 baselines_promoted,
+                state: GateState::Passed,
+                unconfirmed: None,
             },
             summary: String::new(),
             suites: Vec::new(),
@@ -356,6 +453,8 @@ impl RunReport {
                 errors: counts.get(&Verdict::Error).copied().unwrap_or(0),
                 counts,
                 baselines_promoted: self.gate.baselines_promoted,
+                state: GateState::Passed,
+                unconfirmed: None,
             },
             summary: String::new(),
             suites: Vec::new(),
@@ -379,15 +478,20 @@ impl RunReport {
                 let cases: Vec<&CaseReport> =
                     self.cases.iter().filter(|c| c.key.suite == *name).collect();
                 let counts = count(cases.iter().copied());
+                let passed = !cases.iter().any(|c| c.fails_gate);
+                let errors = counts.get(&Verdict::Error).copied().unwrap_or(0);
+                let unconfirmed = Unconfirmed::of(cases.iter().copied());
                 SuiteReport {
                     name: (*name).to_owned(),
-                    passed: !cases.iter().any(|c| c.fails_gate),
+                    passed,
+                    state: GateState::of(passed, errors, unconfirmed.as_ref()),
+                    unconfirmed,
                     cases: cases.len(),
                     failures: cases
                         .iter()
                         .filter(|c| c.fails_gate && c.verdict != Verdict::Error)
                         .count(),
-                    errors: counts.get(&Verdict::Error).copied().unwrap_or(0),
+                    errors,
                     skipped: counts.get(&Verdict::Missing).copied().unwrap_or(0),
                     attention: cases.iter().filter(|c| c.attention).count(),
                     summary: summary_line(&cases, &self.run.gpu_sku),
@@ -398,6 +502,7 @@ impl RunReport {
             .collect();
         let all: Vec<&CaseReport> = self.cases.iter().collect();
         self.summary = summary_line(&all, &self.run.gpu_sku);
+        self.gate.unconfirmed = Unconfirmed::of(all.iter().copied());
         let judged: Vec<(&crate::compare::Decision, f64)> = self
             .cases
             .iter()
@@ -407,6 +512,11 @@ impl RunReport {
             self.summary = format!("{} {}.", self.summary, shift.describe());
         }
         self.refresh_service_summaries();
+        self.gate.state = GateState::of(
+            self.gate.passed,
+            self.gate.errors,
+            self.gate.unconfirmed.as_ref(),
+        );
     }
 }
 
@@ -472,6 +582,16 @@ pub fn summary_line(cases: &[&CaseReport], gpu_sku: &str) -> String {
         return format!(
             "Not measured on {gpu_sku}: {k} of {} could not be measured{first}.",
             plural(n, "case")
+        );
+    }
+    if let Some(u) = Unconfirmed::of(cases.iter().copied()) {
+        let inconclusive = counts.get(&Verdict::Inconclusive).copied().unwrap_or(0);
+        return format!(
+            "Could not tell on {gpu_sku}: {inconclusive} of {} inconclusive; the largest unconfirmed drop is {:.1}% on {}, beyond its {} threshold.",
+            plural(n, "case"),
+            u.drop_pct + 0.0,
+            u.case,
+            format!("{}%", u.threshold_pct),
         );
     }
     let noteworthy: Vec<String> = counts

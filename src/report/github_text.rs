@@ -6,7 +6,7 @@ use crate::case::Verdict;
 use crate::github::{
     AnnotationLevel, CHECK_TITLE_LIMIT, CheckAnnotation, CheckConclusion, CommitState,
 };
-use crate::report::{RunReport, SuiteReport};
+use crate::report::{GateState, RunReport, SuiteReport};
 
 /// GitHub rejects commit-status descriptions longer than this.
 pub const STATUS_DESCRIPTION_LIMIT: usize = 140;
@@ -21,12 +21,13 @@ pub fn status_context(template: &str, suite: &str, gpu_sku: &str) -> String {
 /// measured, success otherwise; the description is the suite's summary, cut to 140 characters.
 #[must_use]
 pub fn suite_status(suite: &SuiteReport) -> (CommitState, String) {
-    let state = if !suite.passed {
-        CommitState::Failure
-    } else if suite.errors > 0 {
-        CommitState::Error
-    } else {
-        CommitState::Success
+    // A suite that could not tell (an unconfirmed drop beyond its threshold) waits: a commit
+    // status has no neutral state, and success would show a green tick.
+    let state = match suite.state {
+        GateState::Failed => CommitState::Failure,
+        GateState::Error => CommitState::Error,
+        GateState::Undecided => CommitState::Pending,
+        GateState::Passed => CommitState::Success,
     };
     (
         state,

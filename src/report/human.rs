@@ -8,7 +8,7 @@ use crate::report::Terminal;
 
 use crate::case::Verdict;
 use crate::report::format::{MISSING, count, ms, pct, percent, short_sha, signed_percent};
-use crate::report::{CaseReport, RunReport};
+use crate::report::{CaseReport, GateState, RunReport};
 
 fn verdict_color(v: Verdict) -> Color {
     match v {
@@ -90,18 +90,22 @@ pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
     let _ = writeln!(
         out,
         "gate: {} ({}); fail_on: {}; baselines {}",
-        // A case that could not be measured exits 2 even when the gate passed: say so.
-        if !report.gate.passed {
-            "FAILED"
-        } else if report
-            .gate
-            .counts
-            .get(&Verdict::Error)
-            .is_some_and(|n| *n > 0)
-        {
-            "error"
-        } else {
-            "passed"
+        // A case that could not be measured exits 2 even when the gate passed: say so. An
+        // unconfirmed drop beyond its threshold is no pass either.
+        match report.gate.state {
+            GateState::Failed => "FAILED".to_owned(),
+            GateState::Error => "error".to_owned(),
+            GateState::Undecided => report.gate.unconfirmed.as_ref().map_or_else(
+                || "could not tell".to_owned(),
+                |u| {
+                    format!(
+                        "could not tell, largest unconfirmed drop {:.1}% on {}",
+                        u.drop_pct + 0.0,
+                        u.case
+                    )
+                },
+            ),
+            GateState::Passed => "passed".to_owned(),
         },
         counts.join(", "),
         report

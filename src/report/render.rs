@@ -12,7 +12,7 @@ use serde::Deserialize as _;
 use thiserror::Error;
 
 use crate::case::Verdict;
-use crate::report::{RunReport, TrendPoint, format, render_json};
+use crate::report::{GateState, RunReport, TrendPoint, format, render_json};
 
 /// GitHub rejects issue comments longer than this many characters.
 pub const GITHUB_COMMENT_LIMIT: usize = 65_536;
@@ -150,6 +150,8 @@ impl Renderer {
         });
         env.add_filter("reason", md_reason);
         env.add_filter("icon", icon);
+        env.add_filter("gate_mark", |state: &str| gate_state(state).map(GateState::mark));
+        env.add_filter("gate_word", |state: &str| gate_state(state).map(GateState::word));
         env.add_filter("short", short_sha);
         env.add_filter("md", md_text);
         env.add_filter("cell", md_code_cell);
@@ -387,6 +389,20 @@ fn md_reason(s: &str) -> String {
         out.push_str("  ```");
     }
     out
+}
+
+/// A serialised [`GateState`] back as the value (templates map it to a mark or a word).
+fn gate_state(state: &str) -> Result<GateState, minijinja::Error> {
+    match state {
+        "failed" => Ok(GateState::Failed),
+        "error" => Ok(GateState::Error),
+        "undecided" => Ok(GateState::Undecided),
+        "passed" => Ok(GateState::Passed),
+        other => Err(minijinja::Error::new(
+            minijinja::ErrorKind::InvalidOperation,
+            format!("unknown gate state {other:?}"),
+        )),
+    }
 }
 
 fn icon(verdict: &str) -> &'static str {

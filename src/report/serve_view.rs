@@ -83,15 +83,19 @@ fn service_suites(cases: &[ServeCaseReport], gpu_sku: &str) -> Vec<SuiteReport> 
         .map(|name| {
             let of: Vec<&ServeCaseReport> = cases.iter().filter(|c| c.key.suite == name).collect();
             let counts = counts(&of);
+            let passed = !of.iter().any(|c| c.fails_gate);
+            let errors = counts.get(&Verdict::Error).copied().unwrap_or(0);
             SuiteReport {
                 name: name.to_owned(),
-                passed: !of.iter().any(|c| c.fails_gate),
+                passed,
+                state: super::GateState::of(passed, errors, None),
+                unconfirmed: None,
                 cases: of.len(),
                 failures: of
                     .iter()
                     .filter(|c| c.fails_gate && c.verdict != Verdict::Error)
                     .count(),
-                errors: counts.get(&Verdict::Error).copied().unwrap_or(0),
+                errors,
                 skipped: 0,
                 attention: of
                     .iter()

@@ -51,6 +51,7 @@ fn decision(verdict: Verdict, now: f64, then: f64, reasons: &[&str]) -> Decision
         gated_on: crate::compare::GateStat::Median,
         tails: Vec::new(),
         canary: None,
+        slide: None,
         reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),
     }
 }
