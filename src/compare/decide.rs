@@ -210,8 +210,22 @@ pub struct Decision {
     /// How the machine canary moved against the reference's runs, when both had one.
     #[serde(default)]
     pub canary: Option<CanaryShift>,
+    /// Set when the verdict came from comparing with where the case's lineage began rather
+    /// than with the reference of the last nights: a slow slide added up past the threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slide: Option<LineageStart>,
     /// Plain-language sentences, most important first.
     pub reasons: Vec<String>,
+}
+
+/// Where a case's lineage began (its first baseline, or its last accept or import): the level a
+/// slow slide is measured from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LineageStart {
+    pub run_id: i64,
+    /// RFC 3339 time the run started.
+    pub started_at: String,
+    pub git_sha: Option<String>,
 }
 
 impl Decision {
@@ -237,6 +251,7 @@ impl Decision {
             gated_on: GateStat::Median,
             tails: Vec::new(),
             canary: None,
+            slide: None,
             reasons: Vec::new(),
         }
     }
@@ -274,6 +289,21 @@ pub(super) fn pct(fraction: f64) -> f64 {
 /// A log step-time difference as a utilisation drop in percent (positive = slower).
 pub(super) fn drop_of(log_diff: f64) -> f64 {
     pct(1.0 - (-log_diff).exp())
+}
+
+/// The interval of a utilisation drop (percent, `lo <= hi`, negative for a rise) in words a
+/// reader does not have to negate: "between a drop of 2.1% and 7.9%", "between a rise of 3.0%
+/// and a drop of 4.2%", "between a rise of 1.0% and 5.5%".
+#[must_use]
+pub fn change_range(lo: f64, hi: f64) -> String {
+    let (lo, hi) = (lo + 0.0, hi + 0.0);
+    if lo >= 0.0 {
+        format!("between a drop of {lo:.1}% and {hi:.1}%")
+    } else if hi <= 0.0 {
+        format!("between a rise of {:.1}% and {:.1}%", -hi + 0.0, -lo)
+    } else {
+        format!("between a rise of {:.1}% and a drop of {hi:.1}%", -lo)
+    }
 }
 
 pub(super) fn fmt_p(p: f64) -> String {
@@ -575,14 +605,13 @@ pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
         let p = if t.est >= 0.0 { t.p_slower } else { t.p_faster };
         format!(
             "With {} repeats now, {} in the reference and a per-process noise of {:.2}% \
-             ({} degrees of freedom), the change lies between a drop of {:.1}% and {:.1}% at \
+             ({} degrees of freedom), the change lies {} at \
              the per-case level {} (= {} / {} comparisons, cases x gated statistics; one-sided p = {}).",
             d.repeats_now,
             d.repeats_then,
             pct(t.noise.exp_m1()),
             t.df,
-            drop_of(t.est - t.q * t.se),
-            drop_of(t.est + t.q * t.se),
+            change_range(drop_of(t.est - t.q * t.se), drop_of(t.est + t.q * t.se)),
             fmt_p(t.alpha_case),
             policy.family_alpha,
             cases.max(1),

@@ -30,7 +30,9 @@ pub use changepoint::{
     ChangePoint, ChangePointError, Detector, Magnitude, Significance, change_points,
 };
 pub use common::{CommonMode, common_mode};
-pub use decide::{Decision, Estimator, Evidence, Policy, decide, error_decision, missing_decision};
+pub use decide::{
+    Decision, Estimator, Evidence, LineageStart, Policy, decide, error_decision, missing_decision,
+};
 pub use env::{EnvChange, env_diff, with_env_causes};
 pub use gate::{
     acceptable, gate_failed, missing_keys, promotable, run_promotes, should_confirm,

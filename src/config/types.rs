@@ -253,6 +253,11 @@ pub struct GateConfig {
     /// three times it (p99).
     #[serde(default)]
     pub stat_max_drop_pct: BTreeMap<crate::compare::GateStat, f64>,
+    /// Compare each case also with where its lineage began (its first baseline, or its last
+    /// accept or import), so that a slow slide, each night within the noise of the last, fails
+    /// as `regressed` once it adds up past the threshold. Off: the slide is a warning.
+    #[serde(default = "default_fail_on_slide")]
+    pub fail_on_slide: bool,
 }
 
 impl Default for GateConfig {
@@ -261,6 +266,7 @@ impl Default for GateConfig {
             baseline_branch: default_baseline_branch(),
             max_drop_pct: default_max_drop_pct(),
             fail_on: default_fail_on(),
+            fail_on_slide: default_fail_on_slide(),
             confirm_repeats: default_confirm_repeats(),
             family_alpha: default_family_alpha(),
             history_runs: default_history_runs(),
@@ -275,6 +281,9 @@ fn default_baseline_branch() -> String {
 }
 fn default_max_drop_pct() -> f64 {
     3.0
+}
+fn default_fail_on_slide() -> bool {
+    true
 }
 fn default_fail_on() -> Vec<Verdict> {
     vec![Verdict::Regressed, Verdict::Invalid]

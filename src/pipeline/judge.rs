@@ -5,11 +5,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::case::CaseKey;
-use crate::compare::{self, Canary, Evidence, Night, Policy, Reference};
+use crate::case::{CaseKey, Verdict};
+use crate::compare::{self, Canary, Decision, Evidence, Night, Policy, Reference};
 use crate::config::{Config, GateConfig};
 use crate::error::Error;
-use crate::store::{BaselineMoveKind, CaseFilter, Store, StoredResult, StoredRun};
+use crate::store::{
+    BaselineMoveKind, BranchWindow, CaseFilter, Store, StoredResult, StoredRun, Take,
+};
 
 /// One measured (or failed) case, as `run` holds it or the store returns it.
 #[derive(Debug, Clone)]
@@ -154,14 +156,20 @@ pub fn judge_case(
     let history_runs = config.map_or(GateConfig::default().history_runs, |c| c.gate.history_runs);
     let m = cases_in_grid.max(1);
     let policy = policy_for(config, &case.key);
-    let (baseline, since) = match against {
+    let lineage = match against {
         Against::Pinned => pinned_and_since(store, &case.key, gpu_sku, None, config)?,
         Against::PinnedAsOf(t) => pinned_and_since(store, &case.key, gpu_sku, Some(*t), config)?,
-        Against::Run(run) => (
-            run.results.iter().find(|r| r.key == case.key).cloned(),
-            Vec::new(),
-        ),
+        Against::Run(run) => Lineage {
+            baseline: run.results.iter().find(|r| r.key == case.key).cloned(),
+            ..Lineage::default()
+        },
     };
+    let Lineage {
+        baseline,
+        since,
+        founding,
+    } = lineage;
+    let fail_on_slide = config.is_none_or(|c| c.gate.fail_on_slide);
     let decision = if let Some(message) = &case.error {
         compare::error_decision(message)
     } else {
@@ -171,7 +179,10 @@ pub fn judge_case(
             repeats_ms: compare::confirm_evidence(&case.repeats_ms, first),
             floor_ms: case.floor_ms.unwrap_or(f64::NAN),
         };
-        let canaries = run_canaries(store, baseline.iter().chain(since.iter()))?;
+        let canaries = run_canaries(
+            store,
+            baseline.iter().chain(since.iter()).chain(founding.iter()),
+        )?;
         let since_nights: Vec<Night<'_>> = since
             .iter()
             .filter_map(|r| night(r, &canaries, nominal))
@@ -180,14 +191,43 @@ pub fn judge_case(
             .as_ref()
             .and_then(|r| night(r, &canaries, nominal))
             .map(|pinned| compare::reference(pinned, &since_nights, history_runs));
-        compare::decide_against(
+        let guard = gpu_guard(case, baseline.as_ref());
+        let nightly = compare::decide_against(
             reference.as_ref(),
             &current,
             canary,
             &policy,
             m,
-            gpu_guard(case, baseline.as_ref()).as_deref(),
-        )
+            guard.as_deref(),
+        );
+        // The same evidence against where the lineage began: each passing night promotes, so
+        // the nightly reference walks with a slow slide and never sees it add up.
+        let slid = founding.split_first().and_then(|(start, first_nights)| {
+            let pinned = night(start, &canaries, nominal)?;
+            let nights: Vec<Night<'_>> = first_nights
+                .iter()
+                .filter_map(|r| night(r, &canaries, nominal))
+                .collect();
+            let from = compare::reference(pinned, &nights, history_runs);
+            // Its own share of the grid's false-alarm level: a second test of every case.
+            let d = compare::decide_against(
+                Some(&from),
+                &current,
+                canary,
+                &policy,
+                2 * m,
+                guard.as_deref(),
+            );
+            (d.verdict == Verdict::Regressed).then(|| (start, d))
+        });
+        match slid {
+            Some((start, d))
+                if !matches!(nightly.verdict, Verdict::Regressed | Verdict::Invalid) =>
+            {
+                slide_decision(nightly, d, start, policy.max_drop_pct, fail_on_slide)
+            }
+            _ => nightly,
+        }
     };
     let env_changes = baseline
         .as_ref()
@@ -260,6 +300,68 @@ fn run_canaries<'a>(
     Ok(out)
 }
 
+/// The verdict of a case whose nightly reference found no regression but whose lineage's
+/// first nights show one (`slid`, against them): `regressed` with the slide's figures, or
+/// (`fail_on_slide = false`) the nightly verdict with the slide as its first reason.
+fn slide_decision(
+    nightly: Decision,
+    slid: Decision,
+    start: &StoredResult,
+    threshold_pct: f64,
+    fail_on_slide: bool,
+) -> Decision {
+    let pct = |u: Option<f64>| u.map_or_else(|| "?".to_owned(), |u| format!("{:.1}%", 100.0 * u));
+    let sentence = format!(
+        "Slid {:.1}% since this case's lineage began (run {}, {}{}): utilisation {} then, {} now, \
+         beyond the {threshold_pct}% threshold in total while each night stayed within the noise \
+         of the nights before it. `utilgate baseline accept` takes the new level.",
+        slid.drop_pct.unwrap_or(0.0) + 0.0,
+        start.run_id.0,
+        start.started_at.strftime("%Y-%m-%d"),
+        start
+            .git_sha
+            .as_deref()
+            .map_or_else(String::new, |s| format!(
+                " @ {}",
+                crate::report::format::short_sha(s)
+            )),
+        pct(slid.util_then),
+        pct(slid.util_now),
+    );
+    let lineage = compare::LineageStart {
+        run_id: start.run_id.0,
+        started_at: start.started_at.to_string(),
+        git_sha: start.git_sha.clone(),
+    };
+    if fail_on_slide {
+        let mut d = slid;
+        d.reasons.insert(0, sentence);
+        d.slide = Some(lineage);
+        d
+    } else {
+        let mut d = nightly;
+        d.reasons.insert(
+            0,
+            format!("{sentence} (a warning: `fail_on_slide = false`)"),
+        );
+        d
+    }
+}
+
+/// What a case is judged against: its pinned baseline, the nights since to pool with it, and
+/// the nights its lineage began with.
+#[derive(Debug, Default)]
+struct Lineage {
+    baseline: Option<StoredResult>,
+    /// Results on the baseline branch since the lineage began, newest first, without the
+    /// baseline itself, with its floor.
+    since: Vec<StoredResult>,
+    /// The result the lineage began with, then the nights after it on the baseline branch,
+    /// oldest first: the level a slide is measured from. Empty while those nights are still
+    /// in the nightly reference (a young lineage has no slide to find).
+    founding: Vec<StoredResult>,
+}
+
 /// A case's pinned baseline (as of `as_of`, or now) and the candidates to pool with it: the
 /// case's results on the baseline branch since its lineage began (the last accept or import,
 /// else the first baseline), newest first, without the baseline itself, with its floor, at
@@ -270,10 +372,10 @@ fn pinned_and_since(
     gpu_sku: &str,
     as_of: Option<jiff::Timestamp>,
     config: Option<&Config>,
-) -> Result<(Option<StoredResult>, Vec<StoredResult>), Error> {
+) -> Result<Lineage, Error> {
     let gate = config.map_or_else(GateConfig::default, |c| c.gate.clone());
     let Some(baseline) = lineage(store, key, gpu_sku, as_of, 0)?.0 else {
-        return Ok((None, Vec::new()));
+        return Ok(Lineage::default());
     };
     // Where the lineage began (its last accept or import, else its first baseline): nothing
     // measured before it is pooled.
@@ -287,29 +389,88 @@ fn pinned_and_since(
         .position(|e| e.kind != BaselineMoveKind::Promote)
         .map_or_else(|| events.last(), |i| events.get(i))
         .map_or(baseline.id, |e| e.result_id);
-    let start = store
-        .results_by_id(&[start_id])?
-        .first()
-        .map_or(baseline.started_at, |r| {
-            r.started_at.min(baseline.started_at)
-        });
+    let start_result = store.results_by_id(&[start_id])?.into_iter().next();
+    let start = start_result.as_ref().map_or(baseline.started_at, |r| {
+        r.started_at.min(baseline.started_at)
+    });
     let same_floor = |r: &StoredResult| match (r.floor_ms, baseline.floor_ms) {
         (Some(a), Some(b)) => (a - b).abs() <= 1e-3 * b.abs(),
         _ => false,
     };
-    let since = store
-        .case_history(key, gpu_sku, gate.history_runs.saturating_mul(4).max(8) + 8)?
+    // The window is bounded in SQL by the baseline branch: results of other branches (pull
+    // requests) never crowd the baseline branch's nights out of it.
+    let window = BranchWindow {
+        branch: &gate.baseline_branch,
+        from: start,
+        before: as_of,
+    };
+    let since: Vec<StoredResult> = store
+        .branch_history(
+            key,
+            gpu_sku,
+            &window,
+            Take::Newest(gate.history_runs.saturating_mul(4).max(8) + 8),
+        )?
         .into_iter()
-        .filter(|r| {
-            r.id != baseline.id
-                && r.branch.as_deref() == Some(gate.baseline_branch.as_str())
-                && r.started_at >= start
-                && as_of.is_none_or(|t| r.started_at < t)
-                && r.error.is_none()
-                && same_floor(r)
-        })
+        .filter(|r| r.id != baseline.id && same_floor(r))
         .collect();
-    Ok((Some(baseline), since))
+    let founding = founding_nights(
+        store,
+        key,
+        gpu_sku,
+        &window,
+        start_result,
+        &baseline,
+        &since,
+        gate.history_runs,
+    )?;
+    Ok(Lineage {
+        baseline: Some(baseline),
+        since,
+        founding,
+    })
+}
+
+/// The nights a lineage began with: its start result and the next `history_runs` results on
+/// the baseline branch with the same floor, oldest first. Empty when any of them is still
+/// pooled by the nightly reference (the baseline or one of the newest `history_runs` since),
+/// where the two references would overlap.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the lineage's parts as pinned_and_since read them"
+)]
+fn founding_nights(
+    store: &Store,
+    key: &CaseKey,
+    gpu_sku: &str,
+    window: &BranchWindow<'_>,
+    start: Option<StoredResult>,
+    baseline: &StoredResult,
+    since: &[StoredResult],
+    history_runs: usize,
+) -> Result<Vec<StoredResult>, Error> {
+    let Some(start) = start else {
+        return Ok(Vec::new());
+    };
+    let same_floor = |r: &StoredResult| match (r.floor_ms, start.floor_ms) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-3 * b.abs(),
+        _ => false,
+    };
+    let mut out = vec![start.clone()];
+    out.extend(
+        store
+            .branch_history(key, gpu_sku, window, Take::Oldest(history_runs + 1))?
+            .into_iter()
+            .filter(|r| r.id != start.id && same_floor(r))
+            .take(history_runs),
+    );
+    let recent: Vec<i64> = std::iter::once(baseline.id)
+        .chain(since.iter().take(history_runs).map(|r| r.id))
+        .collect();
+    if out.iter().any(|r| recent.contains(&r.id)) || !same_floor(baseline) {
+        return Ok(Vec::new());
+    }
+    Ok(out)
 }
 
 /// Judgements for the cases with a baseline that this run did not measure.

@@ -36,6 +36,6 @@ pub use samples::SampleError;
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use serve::{NewServeCase, NewServeRepeat, StoredServeCase, StoredServeRepeat};
 pub use types::{
-    BaselineEntry, BaselineEvent, BaselineMove, BaselineMoveKind, CaseFilter, NewResult, NewRun,
-    RunFilter, RunGroup, RunId, RunSummary, StoredResult, StoredRun,
+    BaselineEntry, BaselineEvent, BaselineMove, BaselineMoveKind, BranchWindow, CaseFilter,
+    NewResult, NewRun, RunFilter, RunGroup, RunId, RunSummary, StoredResult, StoredRun, Take,
 };

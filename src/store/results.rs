@@ -6,10 +6,10 @@ use std::path::Path;
 
 use super::sql::{OptionalExtension, Params, Row, params};
 
-use super::db::{Store, i64_to_u64, ns_to_timestamp, parse_json, parse_text};
+use super::db::{Store, i64_to_u64, ns_to_timestamp, parse_json, parse_text, timestamp_to_ns};
 use super::error::StoreError;
 use super::samples;
-use super::types::{RunId, StoredResult};
+use super::types::{BranchWindow, RunId, StoredResult, Take};
 use crate::case::CaseKey;
 
 /// Selects every column [`RawResult::from_row`] reads; callers append `WHERE ... ORDER BY`.
@@ -214,6 +214,47 @@ impl Store {
             "WHERE r.series_id = ?1 ORDER BY r.run_started_at_ns DESC, r.id DESC LIMIT ?2",
             params![series, i64::try_from(limit).unwrap_or(i64::MAX)],
             "read a case's history",
+        )
+    }
+
+    /// A case's results on one GPU SKU and one branch that ran in `[from, before)` (no upper
+    /// bound without `before`) and did not error: the newest or the oldest few (newest or
+    /// oldest first). The candidates a reference pools, and the nights a lineage began with. Bounded in SQL, so results on other branches (pull
+    /// requests) never crowd the baseline branch's out of the window.
+    pub fn branch_history(
+        &self,
+        key: &CaseKey,
+        gpu_sku: &str,
+        window: &BranchWindow<'_>,
+        take: Take,
+    ) -> Result<Vec<StoredResult>, StoreError> {
+        let Some(series) = self.series_id(key, gpu_sku)? else {
+            return Ok(Vec::new());
+        };
+        let from = timestamp_to_ns(&self.path, window.from)?;
+        let before = window
+            .before
+            .map(|t| timestamp_to_ns(&self.path, t))
+            .transpose()?
+            .unwrap_or(i64::MAX);
+        let (order, limit) = match take {
+            Take::Newest(n) => ("DESC", n),
+            Take::Oldest(n) => ("ASC", n),
+        };
+        self.query_results(
+            &format!(
+                "WHERE r.series_id = ?1 AND u.branch = ?2 AND r.run_started_at_ns >= ?3 \
+                   AND r.run_started_at_ns < ?4 AND r.error IS NULL \
+                 ORDER BY r.run_started_at_ns {order}, r.id {order} LIMIT ?5"
+            ),
+            params![
+                series,
+                window.branch,
+                from,
+                before,
+                i64::try_from(limit).unwrap_or(i64::MAX)
+            ],
+            "read a case's history on its baseline branch",
         )
     }
 

@@ -157,6 +157,23 @@ pub struct StoredRun {
     pub results: Vec<StoredResult>,
 }
 
+/// Which of a case's results a reference may pool: those on `branch` that ran at or after
+/// `from` (where the case's lineage began) and before `before` (the judged run, when it is
+/// stored already).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BranchWindow<'a> {
+    pub branch: &'a str,
+    pub from: jiff::Timestamp,
+    pub before: Option<jiff::Timestamp>,
+}
+
+/// Which end of a window to read, and how many results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Take {
+    Newest(usize),
+    Oldest(usize),
+}
+
 /// One stored case result, with the run facts needed to read it on its own.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StoredResult {

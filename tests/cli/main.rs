@@ -45,4 +45,5 @@ mod serve;
 mod standin;
 mod trace;
 mod trust;
+mod verdict_words;
 mod workflows;

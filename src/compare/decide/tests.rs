@@ -311,3 +311,14 @@ proptest! {
         prop_assert!((forward.p_value.unwrap() - backward.p_value.unwrap()).abs() < 1e-9);
     }
 }
+
+#[test]
+fn an_interval_reads_as_drops_and_rises_never_a_negative_drop() {
+    assert_eq!(change_range(2.06, 7.94), "between a drop of 2.1% and 7.9%");
+    assert_eq!(
+        change_range(-154.1, 79.7),
+        "between a rise of 154.1% and a drop of 79.7%"
+    );
+    assert_eq!(change_range(-5.5, -1.0), "between a rise of 1.0% and 5.5%");
+    assert_eq!(change_range(-0.0, 3.0), "between a drop of 0.0% and 3.0%");
+}

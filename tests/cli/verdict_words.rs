@@ -1,0 +1,189 @@
+//! What the gate says about the cases it could not decide, and what it judges them against:
+//! an unconfirmed drop beyond the threshold is never headed as a pass, and pull-request traffic
+//! never thins the reference the baseline branch built.
+
+use crate::env::{TestEnv, case_of, stderr, stdout};
+
+const B1: &str = "decode/seed-8b/bf16/decode/b1/c4096";
+
+/// A harness whose every process lands at a different level around `STEP_MS` (`NOISE` is the
+/// relative size of the process-to-process spread), the same sequence on every run: a gate
+/// cannot confirm a drop smaller than that spread allows.
+const NOISY_HARNESS: &str = r#"#!/bin/sh
+set -eu
+out="$UTILGATE_OUT"
+i=0
+while [ "$i" -lt "$UTILGATE_WARMUP_STEPS" ]; do
+  printf '{"step_ms": 40.0, "warmup": true}\n' >> "$out"; i=$((i+1))
+done
+awk -v base="$STEP_MS" -v n="$UTILGATE_STEPS" -v rep="$UTILGATE_REPEAT" -v noise="$NOISE" \
+  'BEGIN { f = exp(noise * sin(rep * 2.3 + 1.0)); for (i = 0; i < n; i++) printf "{\"step_ms\": %.6f}\n", base * f * (1 + (i % 5) * 0.002) }' >> "$out"
+"#;
+
+fn noisy_env(extra_gate: &str) -> TestEnv {
+    let env = TestEnv::new();
+    let config = TestEnv::config_with("")
+        .replace("batches = [1, 8]", "batches = [1]")
+        .replace(
+            "max_drop_pct = 3.0",
+            &format!("max_drop_pct = 5.0\n{extra_gate}"),
+        );
+    env.write_config(&config);
+    env.write("harness.sh", NOISY_HARNESS);
+    env
+}
+
+fn run(env: &TestEnv, branch: &str, step_ms: &str, noise: &str) -> std::process::Output {
+    env.run(branch, &[("STEP_MS", step_ms), ("NOISE", noise)])
+}
+
+#[test]
+fn a_large_drop_too_noisy_to_confirm_is_headed_could_not_tell_never_a_tick() {
+    let env = noisy_env("confirm_repeats = 0");
+    let first = run(&env, "main", "10.0", "0.6");
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    // 30% slower, at a process spread that cannot confirm it.
+    let slow = run(&env, "feature", "13.0", "0.6");
+    let text = stdout(&slow);
+    assert_eq!(slow.status.code(), Some(0), "{text}\n{}", stderr(&slow));
+    let report = env.json(&["runs", "show"]);
+    let case = case_of(&report, B1);
+    assert_eq!(case["verdict"], "inconclusive", "{text}");
+    let drop = case["drop_pct"].as_f64().expect("a drop");
+    assert!(
+        drop > 5.0,
+        "the point estimate lies beyond the threshold: {drop}"
+    );
+    assert_eq!(report["gate"]["state"], "undecided", "{report}");
+    assert_eq!(report["gate"]["unconfirmed"]["case"], B1);
+    let headline = format!(
+        "Could not tell on h100-sxm: 1 of 1 case inconclusive; the largest unconfirmed drop is {drop:.1}% on {B1}, beyond its 5% threshold."
+    );
+    assert_eq!(report["summary"], headline.as_str());
+    assert!(
+        text.contains(&format!(
+            "gate: could not tell, largest unconfirmed drop {drop:.1}% on {B1}"
+        )),
+        "{text}"
+    );
+    let markdown = env.report("markdown");
+    assert!(!markdown.contains("✅ utilgate"), "{markdown}");
+    assert!(
+        markdown.contains(&format!("❔ utilgate: {headline}")),
+        "{markdown}"
+    );
+}
+
+#[test]
+fn an_inconclusive_case_within_its_threshold_leaves_the_gate_passed() {
+    let env = noisy_env("confirm_repeats = 0");
+    assert_eq!(run(&env, "main", "10.0", "0.6").status.code(), Some(0));
+    // 1% slower: too noisy to call, and no sign of a drop beyond the threshold.
+    let same = run(&env, "feature", "10.1", "0.6");
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    let report = env.json(&["runs", "show"]);
+    assert_ne!(report["gate"]["state"], "undecided", "{report}");
+    assert!(report["gate"]["unconfirmed"].is_null(), "{report}");
+}
+
+#[test]
+fn pull_request_runs_never_shrink_the_reference_of_the_baseline_branch() {
+    // history_runs = 2 bounds the window read per case at 2 * 4 + 8 = 16 results.
+    let env = noisy_env("history_runs = 2");
+    for night in 0..4 {
+        let out = run(&env, "main", "10.0", "0.01");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "night {night}: {}",
+            stderr(&out)
+        );
+    }
+    let pr = |k: usize| {
+        let out = run(&env, &format!("pr-{k}"), "10.0", "0.01");
+        assert_eq!(out.status.code(), Some(0), "pr {k}: {}", stderr(&out));
+        let report = env.json(&["runs", "show"]);
+        case_of(&report, B1)["decision"]["repeats_then"]
+            .as_u64()
+            .expect("the reference's processes")
+    };
+    let before = pr(0);
+    assert!(before > 3, "the reference pools the main nights: {before}");
+    for k in 1..17 {
+        let out = run(&env, &format!("pr-{k}"), "10.0", "0.01");
+        assert_eq!(out.status.code(), Some(0), "pr {k}: {}", stderr(&out));
+    }
+    assert_eq!(pr(17), before, "17 pull-request runs later");
+}
+
+#[test]
+fn a_slow_slide_fails_once_it_adds_up_past_the_threshold_and_names_where_it_began() {
+    let env = noisy_env("history_runs = 3\nconfirm_repeats = 3");
+    let mut failed = None;
+    for night in 0..36u32 {
+        // 0.3% slower every night: each night within the noise of the last.
+        let step = 10.0 * 1.003f64.powi(i32::try_from(night).expect("small"));
+        let out = run(&env, "main", &format!("{step:.6}"), "0.005");
+        let text = stdout(&out);
+        let total_pct = 100.0 * (1.0 - 1.0 / 1.003f64.powi(i32::try_from(night).expect("small")));
+        if out.status.code() == Some(1) {
+            assert!(
+                total_pct > 5.0,
+                "night {night} failed at a total slide of {total_pct:.1}%: {text}"
+            );
+            failed = Some((night, text));
+            break;
+        }
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "night {night}: {text}\n{}",
+            stderr(&out)
+        );
+    }
+    let (night, text) = failed.expect("the slide fails the gate within 36 nights (10.2% in all)");
+    let report = env.json(&["runs", "show"]);
+    let case = case_of(&report, B1);
+    assert_eq!(case["verdict"], "regressed", "{text}");
+    assert_eq!(case["decision"]["slide"]["run_id"], 1, "{case}");
+    let reason = case["decision"]["reasons"][0].as_str().expect("a reason");
+    assert!(
+        reason.starts_with("Slid ") && reason.contains("since this case's lineage began (run 1, "),
+        "{reason}"
+    );
+    let drop = case["drop_pct"].as_f64().expect("a drop");
+    assert!(drop > 5.0, "night {night}: {drop}");
+    eprintln!("the slide failed on night {night} at a drop of {drop:.1}% from the lineage's start");
+    // It never becomes the baseline; accepting it starts a new lineage that passes.
+    let list = env.json(&["baseline", "list"]);
+    let pinned = list["baselines"][0]["run_id"].as_i64().expect("run id");
+    assert!(pinned < report["run"]["id"].as_i64().expect("id"));
+}
+
+#[test]
+fn with_fail_on_slide_off_a_slide_is_a_warning_on_a_passing_case() {
+    let env = noisy_env("history_runs = 3\nconfirm_repeats = 3\nfail_on_slide = false");
+    // 1.5% slower each night for seven nights (10% in all), each within the 5% threshold.
+    let steps = [
+        "10.0", "10.0", "10.0", "10.0", "10.0", "10.15", "10.3", "10.45", "10.6", "10.76", "10.92",
+        "11.08",
+    ];
+    for (night, step) in steps.iter().enumerate() {
+        let out = run(&env, "main", step, "0.005");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "night {night}: {}",
+            stdout(&out)
+        );
+    }
+    let report = env.json(&["runs", "show"]);
+    let case = case_of(&report, B1);
+    assert_ne!(case["verdict"], "regressed", "{case}");
+    assert!(case["decision"]["slide"].is_null(), "{case}");
+    let reason = case["decision"]["reasons"][0].as_str().expect("a reason");
+    assert!(
+        reason.starts_with("Slid ") && reason.ends_with("(a warning: `fail_on_slide = false`)"),
+        "{reason}"
+    );
+}
