@@ -272,10 +272,22 @@ fn idle_on_a_graphed_trace_counts_the_previous_graph_as_busy_and_the_diff_runs_f
                 (0.10, 100.0, 0.0)
             };
             let s = &a.step;
-            assert!((s.gpu_idle_share - idle).abs() < 1e-9, "graphed {graphed}: {s:?}");
-            assert!((s.gpu_busy_us - 1000.0 * (1.0 - idle)).abs() < 1e-6, "{s:?}");
-            assert!((s.host_wait_us - host).abs() < 1e-9, "graphed {graphed}: {s:?}");
-            assert!((s.kernel_wait_us - kernel).abs() < 1e-9, "graphed {graphed}: {s:?}");
+            assert!(
+                (s.gpu_idle_share - idle).abs() < 1e-9,
+                "graphed {graphed}: {s:?}"
+            );
+            assert!(
+                (s.gpu_busy_us - 1000.0 * (1.0 - idle)).abs() < 1e-6,
+                "{s:?}"
+            );
+            assert!(
+                (s.host_wait_us - host).abs() < 1e-9,
+                "graphed {graphed}: {s:?}"
+            );
+            assert!(
+                (s.kernel_wait_us - kernel).abs() < 1e-9,
+                "graphed {graphed}: {s:?}"
+            );
             assert!(s.other_idle_us.abs() < 1e-9, "{s:?}");
         }
         // HTA's temporal breakdown over the whole trace (edges included) agrees to 0.25 points.

@@ -30,8 +30,8 @@ mod terminal;
 pub use ab::{AbCase, AbReport, render_ab};
 pub use chart::{ChartGuide, verdict_svg};
 pub use context::{
-    BaselineRef, CaseReport, GateState, Judgement, RunReport, SCHEMA_VERSION, SuiteReport, TrendPoint, Unconfirmed,
-    gpu_notes, severity, summary_line,
+    BaselineRef, CaseReport, GateState, Judgement, RunReport, SCHEMA_VERSION, SuiteReport,
+    TrendPoint, Unconfirmed, gpu_notes, severity, summary_line,
 };
 pub use export::{render_bmf, render_gab, render_openmetrics};
 pub use github_text::{

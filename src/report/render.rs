@@ -150,8 +150,12 @@ impl Renderer {
         });
         env.add_filter("reason", md_reason);
         env.add_filter("icon", icon);
-        env.add_filter("gate_mark", |state: &str| gate_state(state).map(GateState::mark));
-        env.add_filter("gate_word", |state: &str| gate_state(state).map(GateState::word));
+        env.add_filter("gate_mark", |state: &str| {
+            gate_state(state).map(GateState::mark)
+        });
+        env.add_filter("gate_word", |state: &str| {
+            gate_state(state).map(GateState::word)
+        });
         env.add_filter("short", short_sha);
         env.add_filter("md", md_text);
         env.add_filter("cell", md_code_cell);
