@@ -55,15 +55,18 @@ pub struct StepSummary {
     pub wall_us: f64,
     /// Union of kernel, copy and memset intervals.
     pub gpu_busy_us: f64,
-    /// 1 - busy / window, where the window runs from the step's start to the later of its end and
-    /// its last GPU work's end.
+    /// 1 - busy / wall, busy being the time within the step's window during which any GPU work
+    /// runs, wherever it was launched.
     pub gpu_idle_share: f64,
     pub kernels: f64,
     pub launches: f64,
     pub graph_launches: f64,
-    /// Host-device synchronisations: device/stream/event synchronize calls, blocking copies and
-    /// device-to-host copies.
+    /// Host synchronisation calls: device, stream and event synchronize and blocking copies
+    /// (`cudaMemcpy`); a `.item()` is one (its copy is counted in `dtoh_copies`, not again).
     pub syncs: f64,
+    /// Device-to-host copies (each a sync point only when the host waits on it: see `syncs`).
+    #[serde(default)]
+    pub dtoh_copies: f64,
     pub pageable_htod_copies: f64,
     /// HTA's idle split summed over streams.
     pub host_wait_us: f64,
@@ -124,6 +127,12 @@ fn is_launch(name: &str) -> bool {
         || name.contains("LaunchCooperative")
         || name.contains("ModuleLaunch")
         || name.contains("GraphLaunch")
+}
+
+/// A device-to-host copy, as torch.profiler (`Memcpy DtoH`) and Nsight Systems
+/// (`[CUDA memcpy Device-to-Host]`) name it.
+fn is_dtoh(name: &str) -> bool {
+    name.contains("DtoH") || name.contains("Device-to-Host")
 }
 
 fn is_sync_call(name: &str) -> bool {
@@ -611,7 +620,7 @@ impl<'o> Analyser<'o> {
             let name = names.get(op.name);
             match op.kind {
                 GpuKind::Kernel => s.kernels += 1.0,
-                GpuKind::Memcpy if name.contains("DtoH") => s.syncs += 1.0,
+                GpuKind::Memcpy if is_dtoh(name) => s.dtoh_copies += 1.0,
                 GpuKind::Memcpy if name.contains("HtoD") && name.contains("Pageable") => {
                     s.pageable_htod_copies += 1.0;
                 }
@@ -699,6 +708,7 @@ impl<'o> Analyser<'o> {
             step.launches += s.launches / n;
             step.graph_launches += s.graph_launches / n;
             step.syncs += s.syncs / n;
+            step.dtoh_copies += s.dtoh_copies / n;
             step.pageable_htod_copies += s.pageable_htod_copies / n;
             step.host_wait_us += s.host_wait_us / n;
             step.kernel_wait_us += s.kernel_wait_us / n;

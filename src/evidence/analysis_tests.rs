@@ -176,15 +176,13 @@ fn warm_up_is_dropped_and_the_grown_kernel_leads_the_diff() {
         "{lines:?}"
     );
     assert!(
-        lines
-            .iter()
-            .any(|l| l == "host-device syncs per step 0 -> 1"),
+        lines.iter().any(|l| l == "host sync calls per step 0 -> 1"),
         "{lines:?}"
     );
     assert!(
         diagnose(&now, None)
             .iter()
-            .any(|s| s.starts_with("synchronisation: 1.0 host-device syncs"))
+            .any(|s| s.starts_with("synchronisation: 1.0 host sync calls"))
     );
     assert_eq!(
         attention_growth(&[(4096, &now), (512, &then)]),
@@ -321,4 +319,27 @@ fn idle_on_a_graphed_trace_counts_the_previous_graph_as_busy_and_the_diff_runs_f
         lines.iter().any(|l| l == "GPU idle 6% -> 10% of the step"),
         "{lines:?}"
     );
+}
+
+#[test]
+fn an_item_call_is_one_host_sync_and_its_copy_a_dtoh_copy() {
+    // `.item()` as torch.profiler records it: an async device-to-host copy, then the stream
+    // synchronize the host waits in; two steps, the first warm-up.
+    let mut ev = Vec::new();
+    for step in 0..3u32 {
+        let t0 = step * 1000;
+        let corr = step + 1;
+        ev.push(format!(r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{step}","pid":1,"tid":1,"ts":{t0},"dur":900}}"#));
+        ev.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaMemcpyAsync","pid":1,"tid":1,"ts":{},"dur":5,"args":{{"correlation":{corr}}}}}"#, t0 + 100));
+        ev.push(format!(r#"{{"ph":"X","cat":"gpu_memcpy","name":"Memcpy DtoH (Device -> Pinned)","pid":0,"tid":7,"ts":{},"dur":3,"args":{{"stream":7,"correlation":{corr},"device":0}}}}"#, t0 + 110));
+        ev.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaStreamSynchronize","pid":1,"tid":1,"ts":{},"dur":20,"args":{{"correlation":{}}}}}"#, t0 + 106, 100 + corr));
+    }
+    let text = format!(r#"{{"traceEvents":[{}]}}"#, ev.join(","));
+    let a = analyse(
+        &kineto::read(text.as_bytes()).expect("valid"),
+        &Options::default(),
+    );
+    assert_eq!(a.steps_used, 2);
+    assert!((a.step.syncs - 1.0).abs() < 1e-9, "{:?}", a.step);
+    assert!((a.step.dtoh_copies - 1.0).abs() < 1e-9, "{:?}", a.step);
 }

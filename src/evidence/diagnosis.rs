@@ -84,7 +84,7 @@ pub fn diagnose(a: &Analysis, mbu: Option<f64>) -> Vec<String> {
     }
     if s.syncs >= SYNCS_PER_STEP {
         out.push(format!(
-            "synchronisation: {:.1} host-device syncs per step (synchronize calls, blocking or device-to-host copies): keep values on the device (no .item()/.cpu() inside the step)",
+            "synchronisation: {:.1} host sync calls per step (device, stream or event synchronize, blocking cudaMemcpy): keep values on the device (no .item()/.cpu() inside the step)",
             s.syncs
         ));
     }

@@ -180,7 +180,7 @@ impl TraceDiff {
         let mut out: Vec<String> = Vec::new();
         if (self.syncs_now - self.syncs_then).abs() >= 0.5 {
             out.push(format!(
-                "host-device syncs per step {} -> {}",
+                "host sync calls per step {} -> {}",
                 fmt_count(self.syncs_then),
                 fmt_count(self.syncs_now)
             ));

@@ -350,8 +350,9 @@ mod tests {
         let steps = analyse_export(&e, &Options::default());
         assert_eq!(steps.analysis.step_source, "whole trace");
         assert!((steps.analysis.step.pageable_htod_copies - 1.0).abs() < 1e-9);
-        // 3 stream syncs + the device-to-host copy.
-        assert!((steps.analysis.step.syncs - 4.0).abs() < 1e-9);
+        // 3 stream syncs; the device-to-host copy is counted as a copy, not a fourth sync.
+        assert!((steps.analysis.step.syncs - 3.0).abs() < 1e-9);
+        assert!((steps.analysis.step.dtoh_copies - 1.0).abs() < 1e-9);
         assert!((steps.nccl.nccl_us - 90.0).abs() < 1e-9);
         assert_eq!(runtime_name("cudaMalloc_v3020"), "cudaMalloc");
         assert_eq!(runtime_name("cuda_vx"), "cuda_vx");

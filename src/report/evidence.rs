@@ -44,8 +44,8 @@ pub fn analysis_text(source: &str, a: &Analysis, diagnosis: &[String], top: usiz
         );
         let _ = writeln!(
             out,
-            "  kernels {:.1}, launches {:.1} ({:.1} graph launches), syncs {:.1}, pageable HtoD copies {:.1}",
-            s.kernels, s.launches, s.graph_launches, s.syncs, s.pageable_htod_copies
+            "  kernels {:.1}, launches {:.1} ({:.1} graph launches), host sync calls {:.1}, DtoH copies {:.1}, pageable HtoD copies {:.1}",
+            s.kernels, s.launches, s.graph_launches, s.syncs, s.dtoh_copies, s.pageable_htod_copies
         );
         let total: f64 = a.categories.values().sum();
         let cats: Vec<String> = Category::ALL
@@ -97,7 +97,7 @@ pub fn diff_text(then: &str, now: &str, d: &TraceDiff, top: usize) -> String {
     let _ = writeln!(out, "trace diff {then} -> {now}");
     let _ = writeln!(
         out,
-        "per step: wall {:.1} -> {:.1} µs, GPU idle {} -> {}, kernels {:.1} -> {:.1}, syncs {:.1} -> {:.1}",
+        "per step: wall {:.1} -> {:.1} µs, GPU idle {} -> {}, kernels {:.1} -> {:.1}, host sync calls {:.1} -> {:.1}",
         d.wall_us_then,
         d.wall_us_now,
         pct(d.gpu_idle_share_then),

@@ -252,7 +252,7 @@ fn nsys_lines(summary: &Summary, steps: &crate::evidence::nsys_steps::NsysSteps)
     let a = &steps.analysis;
     let s = &a.step;
     let mut out = vec![format!(
-        "per step ({}, {} of {} ranges): wall {:.1} µs, GPU busy {:.1} µs, idle {:.1}% (host wait {:.1} µs, kernel wait {:.1} µs, other {:.1} µs), kernels {:.1}, launches {:.1}, syncs {:.1}",
+        "per step ({}, {} of {} ranges): wall {:.1} µs, GPU busy {:.1} µs, idle {:.1}% (host wait {:.1} µs, kernel wait {:.1} µs, other {:.1} µs), kernels {:.1}, launches {:.1}, host sync calls {:.1}",
         a.step_source,
         a.steps_used,
         a.steps_found,
