@@ -180,11 +180,15 @@ fn first_analysis(
 /// evidence of the case's baseline result.
 pub fn attach(store: &Store, report: &mut RunReport) {
     let run_id = report.run.id;
-    for case in &mut report.cases {
+    let mut analysed: Vec<(usize, Analysis)> = Vec::new();
+    for (i, case) in report.cases.iter_mut().enumerate() {
         case.nsight = nsight_of(store, run_id, case);
         let Some((name, warning, now)) = first_analysis(store, run_id, &case.key) else {
             continue;
         };
+        if let Some(a) = &now {
+            analysed.push((i, a.clone()));
+        }
         let then = case
             .baseline
             .as_ref()
@@ -198,5 +202,34 @@ pub fn attach(store: &Store, report: &mut RunReport) {
             then.as_ref(),
             case.mbu,
         ));
+    }
+    attention_across_contexts(report, &analysed);
+}
+
+/// Across the contexts of one suite's otherwise equal cases (same model, precision, phase,
+/// batch and axes), whether attention time per step grows faster than the context: the
+/// sentence goes to the diagnosis of the largest context's case. `analysed` holds each traced
+/// case's analysis by its index in `report.cases`.
+fn attention_across_contexts(report: &mut RunReport, analysed: &[(usize, Analysis)]) {
+    let mut groups: std::collections::BTreeMap<CaseKey, Vec<(u64, usize, &Analysis)>> =
+        std::collections::BTreeMap::new();
+    for (i, a) in analysed {
+        let key = &report.cases[*i].key;
+        let group = CaseKey {
+            context: 0,
+            ..key.clone()
+        };
+        groups.entry(group).or_default().push((key.context, *i, a));
+    }
+    for points in groups.values() {
+        let pairs: Vec<(u64, &Analysis)> = points.iter().map(|(c, _, a)| (*c, *a)).collect();
+        let Some(sentence) = crate::evidence::diagnosis::attention_growth(&pairs) else {
+            continue;
+        };
+        if let Some((_, i, _)) = points.iter().max_by_key(|(c, _, _)| *c)
+            && let Some(evidence) = report.cases[*i].evidence.as_mut()
+        {
+            evidence.diagnosis.push(sentence);
+        }
     }
 }

@@ -100,3 +100,43 @@ fn a_bad_trace_is_a_warning_and_the_verdict_stands() {
     let warning = case["evidence"]["warning"].as_str().expect("warning");
     assert!(warning.contains("truncated"), "{warning}");
 }
+
+#[test]
+fn attention_that_grows_with_context_is_diagnosed_across_the_suites_contexts() {
+    let env = TestEnv::new();
+    env.write("traced.sh", TRACED_HARNESS);
+    // Attention time per step proportional to the context: x8 from 512 to 4096.
+    env.write(
+        "by_context.sh",
+        "ATTN_US=$((UTILGATE_CONTEXT / 10)) exec sh traced.sh\n",
+    );
+    let config = TestEnv::config_with("trace = true")
+        .replace(
+            "command = \"sh harness.sh\"",
+            "command = \"sh by_context.sh\"",
+        )
+        .replace("batches = [1, 8]", "batches = [1]")
+        .replace("contexts = [4096]", "contexts = [512, 4096]");
+    env.write_config(&config);
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let report = env.json(&["runs", "show"]);
+    let long = case_of(&report, B1);
+    let diagnosis = long["evidence"]["diagnosis"]
+        .as_array()
+        .expect("a diagnosis");
+    assert!(
+        diagnosis.iter().any(|d| d.as_str()
+            == Some("attention grows with context: 51.0 µs per step at context 512 -> 409.0 µs at 4096 (x8.0)")),
+        "{diagnosis:?}"
+    );
+    let short = case_of(&report, "decode/seed-8b/bf16/decode/b1/c512");
+    assert!(
+        !short["evidence"]["diagnosis"]
+            .as_array()
+            .expect("a diagnosis")
+            .iter()
+            .any(|d| d.as_str().is_some_and(|d| d.starts_with("attention grows"))),
+        "said once, on the largest context"
+    );
+}
