@@ -11,14 +11,17 @@
 //!   and is still found and killed.
 //! - Where utilgate made a cgroup v2 scope for the repeat, the guard starts the shell inside it
 //!   (and steps back out itself), so the scope holds every harness process whatever it does.
+//! - It blocks until the shell exits or it is told to stop (a reaper thread waits in
+//!   `waitpid(2)`, the signal handler sends on the same channel): it never polls.
 //! - When the shell exits, the guard terminates what it left behind (SIGTERM, a grace period,
 //!   SIGKILL) and exits with the shell's status (a signal N as 128 + N, as `sh` reports it).
+//!   Where a scope holds the harness, what is left is what the scope holds; only without one
+//!   does the guard look through /proc for its adopted orphans and its process group.
 
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -47,11 +50,13 @@ pub fn run(parent: u32, scope: Option<&Path>, command: &str) -> i32 {
         return ORPHANED_STATUS;
     }
     let _ = prctl::set_child_subreaper(true);
-    let stop = Arc::new(AtomicBool::new(false));
+    let (events, next) = mpsc::channel();
     {
-        let stop = Arc::clone(&stop);
+        let events = events.clone();
         // SIGTERM (from the runner's timeout or the parent-death signal), SIGINT and SIGHUP.
-        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+        let _ = ctrlc::set_handler(move || {
+            let _ = events.send(Event::Stop);
+        });
     }
     let shell = match start_shell(scope, command) {
         Ok(pid) => pid,
@@ -60,7 +65,7 @@ pub fn run(parent: u32, scope: Option<&Path>, command: &str) -> i32 {
             return 126;
         }
     };
-    let status = wait_shell(shell, &stop);
+    let status = wait_shell(shell, events, &next);
     terminate_leftovers(scope);
     status.unwrap_or(STOPPED_STATUS)
 }
@@ -122,16 +127,54 @@ fn die_with_parent(command: &mut Command) {
     }
 }
 
-/// Reaps children until the shell exits (its status) or the guard is told to stop (`None`).
-fn wait_shell(shell: Pid, stop: &AtomicBool) -> Option<i32> {
+/// What the guard waits for.
+enum Event {
+    /// The shell exited with this status.
+    Shell(i32),
+    /// SIGTERM, SIGINT or SIGHUP: stop now.
+    Stop,
+    /// No child is left to wait for (the shell's status is unknown).
+    Lost,
+}
+
+/// Blocks until the shell exits (its status) or the guard is told to stop (`None`). A reaper
+/// thread waits in `waitpid(-1)`, reaping every orphan the guard adopts meanwhile, and sends the
+/// shell's status on the channel the signal handler sends `Stop` on.
+fn wait_shell(shell: Pid, events: Sender<Event>, next: &Receiver<Event>) -> Option<i32> {
+    let reaper = thread::Builder::new()
+        .name("guard-reaper".to_owned())
+        .spawn(move || {
+            let _ = events.send(reap_until(shell));
+        });
+    if reaper.is_err() {
+        // No thread to block in: reap without blocking between waits for a stop.
+        loop {
+            if let Some(status) = reap(Some(shell)) {
+                return Some(status);
+            }
+            match next.recv_timeout(Duration::from_millis(5)) {
+                Err(RecvTimeoutError::Timeout) => {}
+                Ok(_) | Err(RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+    match next.recv() {
+        Ok(Event::Shell(status)) => Some(status),
+        Ok(Event::Stop | Event::Lost) | Err(_) => None,
+    }
+}
+
+/// Blocks in `waitpid(-1)`, reaping every child, until the shell is among them.
+fn reap_until(shell: Pid) -> Event {
     loop {
-        if let Some(status) = reap(Some(shell)) {
-            return Some(status);
+        match waitpid(None::<Pid>, None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == shell => return Event::Shell(code),
+            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == shell => {
+                return Event::Shell(128 + signal as i32);
+            }
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return Event::Lost,
         }
-        if stop.load(Ordering::SeqCst) {
-            return None;
-        }
-        thread::sleep(Duration::from_millis(5));
     }
 }
 
@@ -187,30 +230,46 @@ fn terminate_leftovers(scope: Option<&Path>) {
 
 /// The live processes the guard is responsible for, without itself.
 fn leftovers(scope: Option<&Path>) -> Vec<Pid> {
+    leftovers_in(scope, Path::new("/proc"))
+}
+
+/// [`leftovers`] with /proc at `proc`. A scope holds every process the shell started, whatever
+/// it did (`setsid`, a double fork), so its `cgroup.procs` is the whole answer; only without
+/// one are the guard's adopted orphans and its process group looked for in `proc`.
+fn leftovers_in(scope: Option<&Path>, proc: &Path) -> Vec<Pid> {
     let me = getpid();
-    let group = getpgrp();
-    let mut pids: Vec<Pid> = scope.map(cgroup::members).unwrap_or_default();
-    if let Ok(entries) = fs::read_dir("/proc") {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
-                continue;
-            };
-            let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            if let Some((state, ppid, pgrp)) = stat_fields(&stat)
-                && state != 'Z'
-                && state != 'X'
-                && (ppid == me.as_raw() || pgrp == group.as_raw())
-            {
-                pids.push(Pid::from_raw(pid));
-            }
-        }
-    }
+    let mut pids = match scope {
+        Some(dir) => cgroup::members(dir),
+        None => ours_in_proc(proc, me, getpgrp()),
+    };
     pids.retain(|p| *p != me && !matches!(kill(*p, None), Err(Errno::ESRCH)));
     pids.sort_unstable();
     pids.dedup();
+    pids
+}
+
+/// The live processes in `proc` whose parent is `me` or whose process group is `group`.
+fn ours_in_proc(proc: &Path, me: Pid, group: Pid) -> Vec<Pid> {
+    let mut pids = Vec::new();
+    let Ok(entries) = fs::read_dir(proc) else {
+        return pids;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if let Some((state, ppid, pgrp)) = stat_fields(&stat)
+            && state != 'Z'
+            && state != 'X'
+            && (ppid == me.as_raw() || pgrp == group.as_raw())
+        {
+            pids.push(Pid::from_raw(pid));
+        }
+    }
     pids
 }
 
@@ -236,5 +295,61 @@ mod tests {
             Some(('S', 77, 123))
         );
         assert_eq!(stat_fields("garbage"), None);
+    }
+
+    /// A live child process, killed and reaped on drop.
+    struct Sleeper(std::process::Child);
+
+    impl Sleeper {
+        fn start() -> Self {
+            #[expect(clippy::disallowed_methods, reason = "test: a real child process")]
+            let child = Command::new("sleep")
+                .arg("1000")
+                .spawn()
+                .expect("sleep starts");
+            Sleeper(child)
+        }
+
+        fn pid(&self) -> Pid {
+            Pid::from_raw(i32::try_from(self.0.id()).expect("pid fits"))
+        }
+    }
+
+    impl Drop for Sleeper {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+
+    #[test]
+    fn a_scope_is_the_whole_answer_and_proc_is_read_only_without_one() {
+        let (in_scope, in_proc) = (Sleeper::start(), Sleeper::start());
+        // A scope that holds one live process, and a /proc that lists another as the guard's
+        // adopted child.
+        let scope = tempfile::tempdir().expect("scope");
+        fs::write(
+            scope.path().join("cgroup.procs"),
+            format!("{}\n", in_scope.pid()),
+        )
+        .expect("cgroup.procs");
+        let proc = tempfile::tempdir().expect("proc");
+        let entry = proc.path().join(in_proc.pid().to_string());
+        fs::create_dir(&entry).expect("proc entry");
+        fs::write(
+            entry.join("stat"),
+            format!(
+                "{} (sleep) S {} {} 0 -1",
+                in_proc.pid(),
+                getpid(),
+                in_proc.pid()
+            ),
+        )
+        .expect("stat");
+        assert_eq!(
+            leftovers_in(Some(scope.path()), proc.path()),
+            vec![in_scope.pid()]
+        );
+        assert_eq!(leftovers_in(None, proc.path()), vec![in_proc.pid()]);
     }
 }

@@ -16,6 +16,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -59,8 +60,10 @@ const TERM_GRACE: Duration = Duration::from_secs(2);
 const KILL_WAIT: Duration = Duration::from_secs(2);
 /// How long to wait for the pipes to close once the group is gone.
 const READER_WAIT: Duration = Duration::from_secs(1);
-/// The longest pause between two polls of the child.
+/// The longest pause between two looks at whether a process group is gone (after a signal).
 const MAX_POLL: Duration = Duration::from_millis(20);
+/// How often the wait for the harness looks at the cancel flag (its exit wakes the wait at once).
+const CANCEL_CHECK: Duration = Duration::from_millis(50);
 
 /// One repeat to run.
 #[derive(Debug, Clone, Copy)]
@@ -467,10 +470,11 @@ enum Ended {
     Cancelled,
 }
 
-/// Polls the harness (1 ms, doubling up to 20 ms) until it exits, the deadline passes or
-/// `cancel` is set.
+/// Blocks until the harness exits, the deadline passes or `cancel` is set. A waiter thread
+/// sleeps in `waitid(2)` until the child has exited (leaving it to be reaped here) and wakes this
+/// one at once; `cancel` is looked at every `CANCEL_CHECK` meanwhile.
 fn wait_for_exit(group: &mut Group, deadline: Instant, cancel: &AtomicBool) -> io::Result<Ended> {
-    let mut pause = Duration::from_millis(1);
+    let exited = process::exit_notice(group.pgid);
     loop {
         if let Some(status) = group.child.try_wait()? {
             return Ok(Ended::Exited(status));
@@ -482,8 +486,13 @@ fn wait_for_exit(group: &mut Group, deadline: Instant, cancel: &AtomicBool) -> i
         if now >= deadline {
             return Ok(Ended::TimedOut);
         }
-        thread::sleep(pause.min(deadline - now));
-        pause = (pause * 2).min(MAX_POLL);
+        let pause = CANCEL_CHECK.min(deadline - now);
+        match exited.as_ref().map(|notice| notice.recv_timeout(pause)) {
+            Some(Ok(()) | Err(mpsc::RecvTimeoutError::Timeout)) => {}
+            // No waiter (it could not start, or it ended without an exit to report): sleep
+            // between looks instead.
+            Some(Err(mpsc::RecvTimeoutError::Disconnected)) | None => thread::sleep(pause),
+        }
     }
 }
 

@@ -94,8 +94,8 @@ pub(crate) fn meta_of(flags: &MetaFlags, dir: &std::path::Path) -> RunMeta {
     resolve_meta(
         flags,
         &env_lookup(),
-        git(dir, &["rev-parse", "HEAD"]),
-        git(dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
+        &|| git(dir, &["rev-parse", "HEAD"]),
+        &|| git(dir, &["rev-parse", "--abbrev-ref", "HEAD"]),
     )
 }
 

@@ -1,6 +1,6 @@
 //! Run metadata: which commit, branch, trigger and pull request a run measured, from flags,
-//! then GitHub Actions' variables, then git. Pure: the environment and git's answers arrive as
-//! arguments.
+//! then GitHub Actions' variables, then git. Pure: the environment and git arrive as lookup
+//! functions, asked only for what the flags and the environment leave open.
 
 /// What the command line gave explicitly (`--git-sha`, `--branch`, `--trigger`, `--pr`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,12 +24,13 @@ pub struct RunMeta {
 }
 
 /// Resolve run metadata: flags first, then GitHub Actions' variables, then git. Pure: the
-/// environment arrives as a lookup function and git's answers as values.
+/// environment and git's two answers arrive as lookup functions; git is asked only for what
+/// the flags and the environment leave open.
 pub fn resolve_meta(
     flags: &MetaFlags,
     env: &dyn Fn(&str) -> Option<String>,
-    git_sha: Option<String>,
-    git_branch: Option<String>,
+    git_sha: &dyn Fn() -> Option<String>,
+    git_branch: &dyn Fn() -> Option<String>,
 ) -> RunMeta {
     let non_empty = |name: &str| env(name).filter(|v| !v.is_empty());
     let pr_from_ref = non_empty("GITHUB_REF").and_then(|r| {
@@ -42,13 +43,13 @@ pub fn resolve_meta(
             .git_sha
             .clone()
             .or_else(|| non_empty("GITHUB_SHA"))
-            .or(git_sha),
+            .or_else(git_sha),
         branch: flags
             .branch
             .clone()
             .or_else(|| non_empty("GITHUB_HEAD_REF"))
             .or_else(|| non_empty("GITHUB_REF_NAME"))
-            .or(git_branch),
+            .or_else(git_branch),
         trigger: flags
             .trigger
             .clone()

@@ -221,3 +221,52 @@ fn the_run_table_fits_the_terminal_width_and_wraps_the_case() {
         "{piped}"
     );
 }
+
+/// `--git-sha` and `--branch` say what git would: no `git rev-parse` is started for them. A
+/// stand-in `git` first on PATH logs every call; without the flags it is asked, and its answers
+/// are stored.
+#[test]
+fn the_commit_and_branch_flags_leave_git_unasked() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let env = TestEnv::new();
+    let git = env.write(
+        "bin/git",
+        "#!/bin/sh\n\
+         echo \"$*\" >> \"$GIT_CALLS\"\n\
+         case \"$1 $2\" in\n\
+         'rev-parse HEAD') echo feedbeef ;;\n\
+         'rev-parse --abbrev-ref') echo from-git ;;\n\
+         esac\n",
+    );
+    std::fs::set_permissions(&git, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        env.path().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let calls = env.path().join("git-calls.log");
+    let calls_var = calls.to_str().expect("utf-8");
+    let logged = || std::fs::read_to_string(&calls).unwrap_or_default();
+
+    let out = env.run("main", &[("PATH", &path), ("GIT_CALLS", calls_var)]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!logged().contains("rev-parse"), "{}", logged());
+
+    let out = env
+        .cmd()
+        .arg("run")
+        .env("PATH", &path)
+        .env("GIT_CALLS", calls_var)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(logged().contains("rev-parse HEAD"), "{}", logged());
+    let runs = env.json(&["runs", "list"]);
+    let asked = runs["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .find(|r| r["git_sha"] == "feedbeef")
+        .unwrap_or_else(|| panic!("no run with git's commit: {runs}"));
+    assert_eq!(asked["branch"], "from-git");
+}

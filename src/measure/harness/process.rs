@@ -10,6 +10,7 @@ use nix::errno::Errno;
 use nix::sys::signal::Signal;
 use nix::sys::signal::kill;
 use nix::sys::signal::killpg;
+use nix::sys::wait::{Id, WaitPidFlag, waitid};
 use nix::unistd::Pid;
 use std::fs;
 use std::io;
@@ -78,6 +79,30 @@ impl Group {
             thread::sleep(MAX_POLL.min(end - now));
         }
     }
+}
+
+/// A receiver that gets `()` once the child `pid` has exited, from a thread blocked in
+/// `waitid(WEXITED | WNOWAIT)`: the child is left unreaped for `Child::try_wait`, so its
+/// status and pid stay the caller's. `None` when no thread could be started.
+pub(super) fn exit_notice(pid: Pid) -> Option<Receiver<()>> {
+    let (sender, notice) = mpsc::channel();
+    thread::Builder::new()
+        .name("harness-wait".to_owned())
+        .spawn(move || {
+            loop {
+                match waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+                    Err(Errno::EINTR) => {}
+                    Ok(_) => {
+                        let _ = sender.send(());
+                        return;
+                    }
+                    // Reaped already (ECHILD): the caller's next `try_wait` says so.
+                    Err(_) => return,
+                }
+            }
+        })
+        .ok()?;
+    Some(notice)
 }
 
 impl Drop for Group {
