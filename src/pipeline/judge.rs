@@ -218,7 +218,7 @@ pub fn judge_case(
                 2 * m,
                 guard.as_deref(),
             );
-            (d.verdict == Verdict::Regressed).then(|| (start, d))
+            (d.verdict == Verdict::Regressed).then_some((start, d))
         });
         match slid {
             Some((start, d))

@@ -72,6 +72,27 @@ pub struct GateInfo {
     pub unconfirmed: Option<Unconfirmed>,
 }
 
+impl GateInfo {
+    /// A gate with these facts; its `state` and `unconfirmed` are set with the summaries
+    /// (`RunReport::refresh_summaries`), once the cases are known.
+    fn new(
+        passed: bool,
+        fail_on: &[Verdict],
+        counts: BTreeMap<Verdict, usize>,
+        baselines_promoted: bool,
+    ) -> GateInfo {
+        GateInfo {
+            passed,
+            fail_on: fail_on.to_vec(),
+            errors: counts.get(&Verdict::Error).copied().unwrap_or(0),
+            counts,
+            baselines_promoted,
+            state: GateState::Passed,
+            unconfirmed: None,
+        }
+    }
+}
+
 /// How a gate (or one suite of it) ended, in the order a headline checks them: a case failed
 /// `fail_on`; a case could not be measured; an inconclusive case's point estimate lies beyond
 /// its threshold (`undecided`: the gate could not tell, and shows no tick); else passed.
@@ -384,15 +405,12 @@ impl RunReport {
                 utilgate_version: run.utilgate_version.clone(),
                 group: None,
             },
-            gate: GateInfo {
-                passed: !crate::compare::gate_failed(verdicts.iter().copied(), fail_on),
-                fail_on: fail_on.to_vec(),
-                errors: counts.get(&Verdict::Error).copied().unwrap_or(0),
+            gate: GateInfo::new(
+                !crate::compare::gate_failed(verdicts.iter().copied(), fail_on),
+                fail_on,
                 counts,
                 baselines_promoted,
-                state: GateState::Passed,
-                unconfirmed: None,
-            },
+            ),
             summary: String::new(),
             suites: Vec::new(),
             cases,
@@ -446,16 +464,12 @@ impl RunReport {
         let mut report = RunReport {
             schema_version: self.schema_version,
             run: self.run.clone(),
-            gate: GateInfo {
-                passed: !cases.iter().any(|c| c.fails_gate)
-                    && !service.iter().any(|c| c.fails_gate),
-                fail_on: self.gate.fail_on.clone(),
-                errors: counts.get(&Verdict::Error).copied().unwrap_or(0),
+            gate: GateInfo::new(
+                !cases.iter().any(|c| c.fails_gate) && !service.iter().any(|c| c.fails_gate),
+                &self.gate.fail_on,
                 counts,
-                baselines_promoted: self.gate.baselines_promoted,
-                state: GateState::Passed,
-                unconfirmed: None,
-            },
+                self.gate.baselines_promoted,
+            ),
             summary: String::new(),
             suites: Vec::new(),
             cases,
@@ -587,11 +601,11 @@ pub fn summary_line(cases: &[&CaseReport], gpu_sku: &str) -> String {
     if let Some(u) = Unconfirmed::of(cases.iter().copied()) {
         let inconclusive = counts.get(&Verdict::Inconclusive).copied().unwrap_or(0);
         return format!(
-            "Could not tell on {gpu_sku}: {inconclusive} of {} inconclusive; the largest unconfirmed drop is {:.1}% on {}, beyond its {} threshold.",
+            "Could not tell on {gpu_sku}: {inconclusive} of {} inconclusive; the largest unconfirmed drop is {:.1}% on {}, beyond its {}% threshold.",
             plural(n, "case"),
             u.drop_pct + 0.0,
             u.case,
-            format!("{}%", u.threshold_pct),
+            u.threshold_pct,
         );
     }
     let noteworthy: Vec<String> = counts

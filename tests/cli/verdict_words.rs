@@ -153,7 +153,6 @@ fn a_slow_slide_fails_once_it_adds_up_past_the_threshold_and_names_where_it_bega
     );
     let drop = case["drop_pct"].as_f64().expect("a drop");
     assert!(drop > 5.0, "night {night}: {drop}");
-    eprintln!("the slide failed on night {night} at a drop of {drop:.1}% from the lineage's start");
     // It never becomes the baseline; accepting it starts a new lineage that passes.
     let list = env.json(&["baseline", "list"]);
     let pinned = list["baselines"][0]["run_id"].as_i64().expect("run id");
