@@ -114,6 +114,9 @@ pub fn publish_report(
         return Ok(());
     }
     let done = github::publish(&target, &publication)?;
+    for planted in &done.planted {
+        output::warn(&planted.warning());
+    }
     let mut text = String::new();
     for action in &done.comments {
         let _ = match action {
