@@ -167,7 +167,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         return Err(Error::Interrupted);
     }
     let judgements = JudgedCase::all_judgements(&cases, missing);
-    let facts = publish_facts(config, &meta, &judgements, cases.len(), gate_failed);
+    let mut facts = publish_facts(config, &meta, &judgements, cases.len(), gate_failed);
+    facts.gate_notes.clone_from(&base.notes);
     let serve_cases = serve.cases(promote_run);
     let (store, to_store) = (&mut stores.store, (&new_run, serve_cases.as_slice()));
     let run_id = store_run(store, to_store, &facts, journal.journal, &evidence, config)?;
@@ -185,7 +186,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     if let Some(note) = stores.unpromoted_note(args, &verdicts, config, &meta, run_id.0) {
         output::warn(&note);
     }
-    if let Some(publishing) = publishing {
+    if let Some(mut publishing) = publishing {
+        publishing.gate_notes(&base.notes);
         publishing.finish(
             &stores.store,
             &report,

@@ -143,6 +143,7 @@ pub(crate) fn publish_facts(
                 decision: j.decision.clone(),
             })
             .collect(),
+        gate_notes: Vec::new(),
     }
 }
 

@@ -99,6 +99,21 @@ fn a_pull_request_that_sets_fail_on_empty_still_fails_the_gate_it_regresses() {
         ),
         "{err}"
     );
+    // Publishing the run puts the change at the top of the pull request's comment.
+    let gh = crate::github::Github::happy();
+    let actions = crate::github::Actions::new(&env, &gh.uri(), false);
+    let out = crate::github::publish(&env, &actions, &["--sha", &head]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let requests = gh.requests();
+    let created = crate::github::matching(&requests, "POST", "/issues/2/comments");
+    let body: serde_json::Value = created[0].body_json().expect("json");
+    let text = body["body"].as_str().expect("body");
+    let second = text.lines().nth(1).unwrap_or_default();
+    assert!(
+        second.starts_with("> ⚠️ this pull request changes \\[gate\\] fail\\_on: ")
+            && second.contains("the base branch's settings"),
+        "{text}"
+    );
 
     // A base commit this checkout does not have: said, and the head's settings are used
     // with a warning that they were not verified.

@@ -98,6 +98,9 @@ pub struct PublishOptions {
     pub target_url: Option<String>,
     /// The baseline branch: a run on it for no pull request keeps the nightly issue.
     pub baseline_branch: Option<String>,
+    /// What a pull request changed in the gate's settings (the base branch's were used), or
+    /// that they were not verified: a line each at the top of the comment.
+    pub gate_notes: Vec<String>,
 }
 
 /// The `pull_request` (or `pull_request_target`) event this process runs for, when it runs
