@@ -453,6 +453,30 @@ pub fn start_check_runs(
     })
 }
 
+/// The oldest comment utilgate (`me`) wrote with the marker first is the sticky one; one by
+/// anyone else is never edited (a planted marker), only noted in `done`.
+fn own_comment(
+    existing: &[octocrab::models::issues::Comment],
+    comment: &CommentPost,
+    me: Option<&str>,
+    pr: u64,
+    done: &mut Published,
+) -> Option<u64> {
+    let me = me?;
+    let items = existing
+        .iter()
+        .map(|c| (c.id.0, Some(c.user.login.as_str()), c.body.as_deref()));
+    let (found, others) = own_item(items, &comment.marker, me);
+    if !others.is_empty() {
+        done.planted.push(Planted {
+            place: format!("pull request #{pr}'s comments"),
+            identity: shown_login(me),
+            authors: others,
+        });
+    }
+    found
+}
+
 async fn publish_async(
     target: &GithubTarget,
     publication: &Publication,
@@ -487,25 +511,7 @@ async fn publish_async(
             {
                 me = Some(identity(&octo, target).await?);
             }
-            // The oldest comment utilgate wrote with the marker first is the sticky one; one
-            // by anyone else is never edited (a planted marker).
-            let (found, others) = match &me {
-                Some(me) => own_item(
-                    existing
-                        .iter()
-                        .map(|c| (c.id.0, Some(c.user.login.as_str()), c.body.as_deref())),
-                    &comment.marker,
-                    me,
-                ),
-                None => (None, Vec::new()),
-            };
-            if !others.is_empty() {
-                done.planted.push(Planted {
-                    place: format!("pull request #{pr}'s comments"),
-                    identity: shown_login(me.as_deref().unwrap_or_default()),
-                    authors: others,
-                });
-            }
+            let found = own_comment(&existing, comment, me.as_deref(), pr, &mut done);
             let action = if let Some(old) = found {
                 let what = format!("update comment {old} on pull request #{pr}");
                 // GitHub documents PATCH for this endpoint; octocrab's `update_comment`

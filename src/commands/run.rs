@@ -49,7 +49,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         &mut loaded,
         args.baselines.as_deref(),
         pr_event.as_ref(),
-    )?;
+    );
     let loaded = loaded;
     let config = &loaded.config;
     let (serve_suites, suites) = split_suites(&loaded, args)?;

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::config::{Config, GateConfig, LoadedConfig, SuiteConfig};
-use crate::error::Error;
 use crate::github::EventInfo;
 use crate::output;
 
@@ -58,9 +57,9 @@ pub(crate) fn apply(
     loaded: &mut LoadedConfig,
     baselines: Option<&Path>,
     event: Option<&EventInfo>,
-) -> Result<BaseGate, Error> {
+) -> BaseGate {
     let Some(event) = event else {
-        return Ok(BaseGate::default());
+        return BaseGate::default();
     };
     let mut out = BaseGate::default();
     match read_base(loaded, event) {
@@ -84,7 +83,13 @@ pub(crate) fn apply(
     for note in &out.notes {
         output::warn(note);
     }
-    Ok(out)
+    out
+}
+
+fn is_json(name: &str) -> bool {
+    Path::new(name)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
 }
 
 fn unverified(why: &str) -> String {
@@ -236,7 +241,7 @@ fn base_baselines(files: &Path, base: &str) -> Result<(BaseBaselines, Vec<String
             let listed = git(&cwd, &["ls-tree", "--name-only", &spec])?;
             String::from_utf8_lossy(&listed)
                 .lines()
-                .filter(|n| n.ends_with(".json"))
+                .filter(|n| is_json(n))
                 .map(str::to_owned)
                 .collect()
         }
@@ -287,7 +292,7 @@ fn base_baselines(files: &Path, base: &str) -> Result<(BaseBaselines, Vec<String
             let mut added: Vec<String> = entries
                 .filter_map(Result::ok)
                 .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.ends_with(".json") && !names.contains(n))
+                .filter(|n| is_json(n) && !names.contains(n))
                 .collect();
             added.sort();
             for name in added {
