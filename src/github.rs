@@ -17,7 +17,9 @@ mod checks;
 mod event;
 mod issue;
 
-pub use issue::{ISSUES_PERMISSIONS_BLOCK, IssueAction, IssuePost, IssueState, sync_issues};
+pub use issue::{
+    ISSUES_PERMISSIONS_BLOCK, IssueAction, IssuePost, IssueState, IssuesSynced, sync_issues,
+};
 
 pub use event::{EventInfo, WorkflowRunInfo, parse_event, parse_workflow_run};
 
@@ -62,6 +64,9 @@ pub struct GithubTarget {
     pub owner: String,
     pub repo: String,
     pub token: Token,
+    /// The login utilgate posts as, when the environment names it
+    /// (`UTILGATE_GITHUB_LOGIN`); otherwise asked of GitHub ([`identity`]).
+    pub login: Option<String>,
 }
 
 impl GithubTarget {
@@ -74,10 +79,112 @@ impl GithubTarget {
                     owner: owner.to_owned(),
                     repo: repo.to_owned(),
                     token,
+                    login: None,
                 })
             }
             _ => Err(GithubError::Repository(repository.to_owned())),
         }
+    }
+}
+
+/// The login utilgate posts as when the token cannot say who it is: `GET /user` refuses an
+/// installation token (the workflow's `GITHUB_TOKEN`), whose comments GitHub shows as this user.
+pub const ACTIONS_BOT_LOGIN: &str = "github-actions[bot]";
+
+/// Comments or issues that held utilgate's hidden marker but that utilgate did not write (or
+/// whose body does not start with the marker): never edited, only counted and named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planted {
+    /// Where they were: "pull request #2", "the open issues".
+    pub place: String,
+    /// The login utilgate posts as, which did not write them.
+    pub identity: String,
+    /// Who wrote each one (logins, filtered to the characters a login can hold).
+    pub authors: Vec<String>,
+}
+
+impl Planted {
+    /// One warning line: how many, who wrote them; never their text.
+    #[must_use]
+    pub fn warning(&self) -> String {
+        let mut authors: Vec<&str> = self.authors.iter().map(String::as_str).collect();
+        authors.sort_unstable();
+        authors.dedup();
+        format!(
+            "ignored {} item(s) in {} that hold utilgate's hidden marker but were not written by {} (utilgate's identity) with the marker first: written by {}; utilgate never edits them (a planted marker)",
+            self.authors.len(),
+            self.place,
+            self.identity,
+            authors.join(", ")
+        )
+    }
+}
+
+/// A login as printed: only the characters GitHub allows in one (and the `[bot]` suffix), so a
+/// crafted answer cannot put a line or a workflow command into the log.
+fn shown_login(login: &str) -> String {
+    let kept: String = login
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '[' | ']'))
+        .take(64)
+        .collect();
+    if kept.is_empty() {
+        "(unnamed)".to_owned()
+    } else {
+        kept
+    }
+}
+
+/// Which of the items holding `marker` utilgate may edit: the oldest one that `identity`
+/// wrote and whose body starts with the marker. The others that hold the marker are returned
+/// by author. Pure: `items` are (id, author login, body).
+pub(crate) fn own_item<'a>(
+    items: impl Iterator<Item = (u64, Option<&'a str>, Option<&'a str>)>,
+    marker: &str,
+    identity: &str,
+) -> (Option<u64>, Vec<String>) {
+    let mut own: Option<u64> = None;
+    let mut others = Vec::new();
+    for (id, author, body) in items {
+        let Some(body) = body.filter(|b| b.contains(marker)) else {
+            continue;
+        };
+        let by_us = author.is_some_and(|a| a.eq_ignore_ascii_case(identity));
+        if by_us && body.starts_with(marker) {
+            own = Some(own.map_or(id, |o| o.min(id)));
+        } else {
+            others.push(shown_login(author.unwrap_or_default()));
+        }
+    }
+    (own, others)
+}
+
+/// The login utilgate posts as: `UTILGATE_GITHUB_LOGIN` when set, else `GET /user` (a
+/// personal or OAuth token), else, when GitHub refuses that (401, 403: an installation token
+/// such as `GITHUB_TOKEN`; 404), [`ACTIONS_BOT_LOGIN`].
+pub(crate) async fn identity(
+    octo: &Octocrab,
+    target: &GithubTarget,
+) -> Result<String, GithubError> {
+    if let Some(login) = &target.login {
+        return Ok(login.clone());
+    }
+    let action = "read the token's user (GET /user)";
+    match octo.get::<serde_json::Value, _, ()>("/user", None).await {
+        Ok(value) => value["login"]
+            .as_str()
+            .filter(|l| !l.is_empty())
+            .map(str::to_owned)
+            .ok_or_else(|| GithubError::Request {
+                action: action.to_owned(),
+                message: "the answer names no login".to_owned(),
+            }),
+        Err(octocrab::Error::GitHub { source, .. })
+            if matches!(source.status_code.as_u16(), 401 | 403 | 404) =>
+        {
+            Ok(ACTIONS_BOT_LOGIN.to_owned())
+        }
+        Err(err) => Err(api_error(action, &err, &target.token)),
     }
 }
 
@@ -143,6 +250,8 @@ pub enum CommentAction {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Published {
     pub comments: Vec<CommentAction>,
+    /// Comments holding a marker that utilgate did not write: left alone.
+    pub planted: Vec<Planted>,
     pub statuses: usize,
     pub check_runs: usize,
 }
@@ -293,8 +402,8 @@ pub(crate) fn api_error(action: &str, err: &octocrab::Error, token: &Token) -> G
     }
 }
 
-/// Post the comments (create once, then update the comment that holds the marker) and the
-/// statuses. Stops at the first failure, which names what it was doing.
+/// Post the comments (create once, then update the comment utilgate wrote that starts with the
+/// marker; one anyone else wrote is never edited) and the statuses. Stops at the first failure, which names what it was doing.
 pub fn publish(target: &GithubTarget, publication: &Publication) -> Result<Published, GithubError> {
     runtime()?.block_on(publish_async(target, publication))
 }
@@ -344,6 +453,30 @@ pub fn start_check_runs(
     })
 }
 
+/// The oldest comment utilgate (`me`) wrote with the marker first is the sticky one; one by
+/// anyone else is never edited (a planted marker), only noted in `done`.
+fn own_comment(
+    existing: &[octocrab::models::issues::Comment],
+    comment: &CommentPost,
+    me: Option<&str>,
+    pr: u64,
+    done: &mut Published,
+) -> Option<u64> {
+    let me = me?;
+    let items = existing
+        .iter()
+        .map(|c| (c.id.0, Some(c.user.login.as_str()), c.body.as_deref()));
+    let (found, others) = own_item(items, &comment.marker, me);
+    if !others.is_empty() {
+        done.planted.push(Planted {
+            place: format!("pull request #{pr}'s comments"),
+            identity: shown_login(me),
+            authors: others,
+        });
+    }
+    found
+}
+
 async fn publish_async(
     target: &GithubTarget,
     publication: &Publication,
@@ -366,23 +499,26 @@ async fn publish_async(
                 .await
                 .map_err(|e| api_error(&action, &e, &target.token))?;
         }
+        // Who utilgate posts as, asked only when some comment holds a marker.
+        let mut me: Option<String> = None;
         for comment in &publication.comments {
-            // The oldest comment with the marker is the sticky one.
-            let found = existing
-                .iter()
-                .filter(|c| {
+            if me.is_none()
+                && existing.iter().any(|c| {
                     c.body
                         .as_deref()
                         .is_some_and(|b| b.contains(&comment.marker))
                 })
-                .min_by_key(|c| c.id.0);
+            {
+                me = Some(identity(&octo, target).await?);
+            }
+            let found = own_comment(&existing, comment, me.as_deref(), pr, &mut done);
             let action = if let Some(old) = found {
-                let what = format!("update comment {} on pull request #{pr}", old.id);
+                let what = format!("update comment {old} on pull request #{pr}");
                 // GitHub documents PATCH for this endpoint; octocrab's `update_comment`
                 // sends POST, which a server implementing only the documented verb refuses.
                 let route = format!(
-                    "/repos/{}/{}/issues/comments/{}",
-                    target.owner, target.repo, old.id
+                    "/repos/{}/{}/issues/comments/{old}",
+                    target.owner, target.repo
                 );
                 let new: octocrab::models::issues::Comment = octo
                     .patch(route, Some(&serde_json::json!({ "body": comment.body })))
@@ -534,6 +670,27 @@ mod tests {
         }
         let t = GithubTarget::new("http://x", "octo/hello", token()).expect("valid");
         assert_eq!((t.owner.as_str(), t.repo.as_str()), ("octo", "hello"));
+    }
+
+    #[test]
+    fn only_an_item_utilgate_wrote_with_the_marker_first_is_its_own() {
+        let m = "<!-- utilgate:comment suite=a gpu=b -->";
+        let planted = format!("{m}\nhi");
+        let quoted = format!("> {m}");
+        let ours = format!("{m}\nreport");
+        let items = [
+            (3, Some("mallory"), Some(planted.as_str())),
+            (4, Some("github-actions[bot]"), Some(quoted.as_str())),
+            (9, Some("GitHub-Actions[bot]"), Some(ours.as_str())),
+            (7, Some("github-actions[bot]"), Some(ours.as_str())),
+            (2, Some("x\n::error::y"), Some(planted.as_str())),
+            (1, None, Some("no marker")),
+        ];
+        let (own, others) = own_item(items.iter().copied(), m, "github-actions[bot]");
+        assert_eq!(own, Some(7), "the oldest of its own");
+        assert_eq!(others, ["mallory", "github-actions[bot]", "xerrory"]);
+        let (own, _) = own_item(items.iter().copied(), m, "someone-else");
+        assert_eq!(own, None);
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub fn publish(args: &PublishArgs) -> Result<Outcome, Error> {
             .as_ref()
             .map(|f| f.baseline_branch.clone())
             .or_else(|| config.as_ref().map(|c| c.gate.baseline_branch.clone())),
+        gate_notes: facts
+            .as_ref()
+            .map(|f| f.gate_notes.clone())
+            .unwrap_or_default(),
         ..PublishOptions::default()
     };
     let genv = GithubEnv::from_env(&env_lookup());
@@ -166,6 +170,10 @@ pub fn publish_after_check(args: &PublishArgs) -> Result<Outcome, Error> {
         status_context: Some(publish::status_context(config, facts.as_ref())),
         target_url: check.event.html_url.clone(),
         checks: config.map(|c| c.github.checks).unwrap_or_default(),
+        gate_notes: facts
+            .as_ref()
+            .map(|f| f.gate_notes.clone())
+            .unwrap_or_default(),
         ..PublishOptions::default()
     };
     let result = (|| {

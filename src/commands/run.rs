@@ -42,7 +42,15 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     crate::measure::workdir::sweep_stale(&std::env::temp_dir());
     let group = crate::pipeline::fleet::run_group(args, &env_lookup())?;
     // Validate everything cheap before the first harness starts.
-    let loaded = crate::config::load(&args.config.config)?;
+    let mut loaded = crate::config::load(&args.config.config)?;
+    // A pull request's gate settings and baselines are its base branch's, not its own.
+    let pr_event = crate::pipeline::publish::env::pull_request_event(&env_lookup())?;
+    let base = crate::pipeline::base_gate::apply(
+        &mut loaded,
+        args.baselines.as_deref(),
+        pr_event.as_ref(),
+    );
+    let loaded = loaded;
     let config = &loaded.config;
     let (serve_suites, suites) = split_suites(&loaded, args)?;
     if suites.is_empty() {
@@ -50,9 +58,9 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     }
     crate::pipeline::serve_suite::check_options(&serve_suites, args)?;
     let mut publishing = crate::pipeline::publish::during_run::prepare_run(args, &loaded)?;
-    let pr_event = crate::pipeline::publish::env::pull_request_event(&env_lookup())?;
     gpu::check_workloads(&suites)?;
-    let mut stores = RunStores::open(args, &loaded)?;
+    let base_files = base.baselines.as_ref().map(|b| b.path.as_path());
+    let mut stores = RunStores::open(args, &loaded, base_files)?;
     // The store must take the run before an hour of measuring goes into it.
     stores.store.preflight()?;
     let watch = GpuWatch::start(config, env_lookup()("CUDA_VISIBLE_DEVICES").as_deref());
@@ -159,7 +167,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         return Err(Error::Interrupted);
     }
     let judgements = JudgedCase::all_judgements(&cases, missing);
-    let facts = publish_facts(config, &meta, &judgements, cases.len(), gate_failed);
+    let mut facts = publish_facts(config, &meta, &judgements, cases.len(), gate_failed);
+    facts.gate_notes.clone_from(&base.notes);
     let serve_cases = serve.cases(promote_run);
     let (store, to_store) = (&mut stores.store, (&new_run, serve_cases.as_slice()));
     let run_id = store_run(store, to_store, &facts, journal.journal, &evidence, config)?;
@@ -177,7 +186,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     if let Some(note) = stores.unpromoted_note(args, &verdicts, config, &meta, run_id.0) {
         output::warn(&note);
     }
-    if let Some(publishing) = publishing {
+    if let Some(mut publishing) = publishing {
+        publishing.gate_notes(&base.notes);
         publishing.finish(
             &stores.store,
             &report,

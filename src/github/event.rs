@@ -14,6 +14,11 @@ pub struct EventInfo {
     pub head_sha: Option<String>,
     /// The head comes from another repository than the base (a fork).
     pub from_fork: bool,
+    /// The base branch's commit (`pull_request.base.sha`): the gate's settings and baselines of
+    /// a pull request's run are read there, not from the pull request's tree.
+    pub base_sha: Option<String>,
+    /// The base branch's name (`pull_request.base.ref`).
+    pub base_ref: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -32,6 +37,8 @@ struct RawPull {
 #[derive(Deserialize)]
 struct RawRef {
     sha: Option<String>,
+    #[serde(rename = "ref")]
+    name: Option<String>,
     repo: Option<RawRepo>,
 }
 
@@ -122,6 +129,8 @@ pub fn parse_event(text: &str, origin: &str) -> Result<EventInfo, GithubError> {
             pr_number: Some(pr.number),
             head_sha: pr.head.sha,
             from_fork,
+            base_sha: pr.base.sha,
+            base_ref: pr.base.name,
         });
     }
     if let Some(run) = raw.workflow_run {
@@ -131,6 +140,7 @@ pub fn parse_event(text: &str, origin: &str) -> Result<EventInfo, GithubError> {
             pr_number: run.pull_requests.first().map(|p| p.number),
             head_sha: run.head_sha,
             from_fork: head.is_some() && head != base,
+            ..EventInfo::default()
         });
     }
     Ok(EventInfo::default())
@@ -152,6 +162,8 @@ mod tests {
             Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821")
         );
         assert!(!info.from_fork);
+        assert_eq!(info.base_ref.as_deref(), Some("master"));
+        assert!(info.base_sha.is_some());
     }
 
     #[test]
@@ -179,7 +191,8 @@ mod tests {
             EventInfo {
                 pr_number: Some(9),
                 head_sha: Some("abc".into()),
-                from_fork: false
+                from_fork: false,
+                ..EventInfo::default()
             }
         );
         assert_eq!(

@@ -1,6 +1,7 @@
 //! The nightly's GitHub issue: a failed nightly on the baseline branch has no pull request to
 //! comment on, so `publish` keeps one issue per suite and GPU open while its cases regress,
-//! found again by a hidden marker in its body (like the sticky comment's), updated each failing
+//! found again by a hidden marker opening its body and by its author (utilgate's own identity,
+//! like the sticky comment's), updated each failing
 //! night, and closed with a comment when the suite passes again. Network I/O through
 //! octocrab's generic `get`/`post`/`patch`; decides nothing: what to do arrives as an
 //! [`IssuePost`].
@@ -8,7 +9,7 @@
 use octocrab::Octocrab;
 use serde::Deserialize;
 
-use super::{GithubError, GithubTarget, api_error, client, runtime};
+use super::{GithubError, GithubTarget, Planted, api_error, client, identity, own_item, runtime};
 
 /// The `permissions:` block the posting job needs for the nightly issue.
 pub const ISSUES_PERMISSIONS_BLOCK: &str =
@@ -58,22 +59,68 @@ struct IssueReply {
     html_url: String,
     #[serde(default)]
     body: Option<String>,
+    /// Who opened it: only an issue utilgate opened is ever edited.
+    #[serde(default)]
+    user: Option<IssueUser>,
     /// Present when the "issue" is a pull request (the issues list returns both).
     #[serde(default)]
     pull_request: Option<serde_json::Value>,
 }
 
-/// Open, update or close each suite's issue.
+#[derive(Debug, Deserialize)]
+struct IssueUser {
+    login: String,
+}
+
+/// What the issues' sync did: each post's action, and the issues that held a marker but that
+/// utilgate did not open (left alone).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IssuesSynced {
+    pub actions: Vec<IssueAction>,
+    pub planted: Vec<Planted>,
+}
+
+/// Open, update or close each suite's issue. Only an issue that utilgate's identity opened,
+/// its body starting with the marker, is ever updated or closed.
 pub fn sync_issues(
     target: &GithubTarget,
     posts: &[IssuePost],
-) -> Result<Vec<IssueAction>, GithubError> {
+) -> Result<IssuesSynced, GithubError> {
     runtime()?.block_on(async {
         let octo = client(target)?;
         let open = open_issues(&octo, target).await?;
-        let mut done = Vec::with_capacity(posts.len());
+        let mut done = IssuesSynced::default();
+        let mut me: Option<String> = None;
         for post in posts {
-            done.push(sync_one(&octo, target, &open, post).await?);
+            let marked =
+                |i: &IssueReply| i.body.as_deref().is_some_and(|b| b.contains(&post.marker));
+            if me.is_none() && open.iter().any(marked) {
+                me = Some(identity(&octo, target).await?);
+            }
+            let (found, others) = match &me {
+                Some(me) => own_item(
+                    open.iter().map(|i| {
+                        (
+                            i.number,
+                            i.user.as_ref().map(|u| u.login.as_str()),
+                            i.body.as_deref(),
+                        )
+                    }),
+                    &post.marker,
+                    me,
+                ),
+                None => (None, Vec::new()),
+            };
+            if !others.is_empty() {
+                done.planted.push(Planted {
+                    place: "the repository's open issues".to_owned(),
+                    identity: super::shown_login(me.as_deref().unwrap_or_default()),
+                    authors: others,
+                });
+            }
+            let found = found.and_then(|n| open.iter().find(|i| i.number == n));
+            done.actions
+                .push(sync_one(&octo, target, found, post).await?);
         }
         Ok(done)
     })
@@ -118,14 +165,11 @@ async fn open_issues(
 async fn sync_one(
     octo: &Octocrab,
     target: &GithubTarget,
-    open: &[IssueReply],
+    found: Option<&IssueReply>,
     post: &IssuePost,
 ) -> Result<IssueAction, GithubError> {
-    // The oldest open issue with the marker is the one (a duplicate opened by hand is left be).
-    let found = open
-        .iter()
-        .filter(|i| i.body.as_deref().is_some_and(|b| b.contains(&post.marker)))
-        .min_by_key(|i| i.number);
+    // `found`: the oldest open issue utilgate opened with the marker (a duplicate opened by
+    // hand, or a planted one, is left be).
     match (&post.state, found) {
         (IssueState::Failing { .. }, Some(issue)) => {
             let action = format!("update issue #{}", issue.number);

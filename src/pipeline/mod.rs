@@ -2,6 +2,7 @@
 //! plan -> measure -> judge -> store -> report -> publish (docs/architecture.md). Verbs in
 //! `commands/` only sequence these stages; no stage imports a verb.
 
+pub(crate) mod base_gate;
 pub(crate) mod baselines;
 pub(crate) mod budget;
 pub(crate) mod context;

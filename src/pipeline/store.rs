@@ -31,10 +31,17 @@ pub(crate) struct RunStores {
 }
 
 impl RunStores {
-    pub(crate) fn open(args: &RunArgs, loaded: &LoadedConfig) -> Result<Self, Error> {
+    /// `base_baselines`: a pull request's run judges against its base branch's copy of the
+    /// `--baselines` files (`base_gate`), not the pull request's.
+    pub(crate) fn open(
+        args: &RunArgs,
+        loaded: &LoadedConfig,
+        base_baselines: Option<&std::path::Path>,
+    ) -> Result<Self, Error> {
         let config = &loaded.config;
         let configured = loaded.store_path(args.config.db.as_deref());
-        let (store, scratch) = if let Some(files) = args.baselines.as_deref() {
+        let files = base_baselines.or(args.baselines.as_deref());
+        let (store, scratch) = if let Some(files) = files {
             let (store, scratch) =
                 crate::pipeline::baselines::seeded_store(files, config.store.busy_timeout_s)?;
             (store, Some(scratch))
@@ -136,6 +143,7 @@ pub(crate) fn publish_facts(
                 decision: j.decision.clone(),
             })
             .collect(),
+        gate_notes: Vec::new(),
     }
 }
 

@@ -34,6 +34,11 @@ pub struct PublishFacts {
     /// their verdicts are kept here.
     #[serde(default)]
     pub missing: Vec<MissingCase>,
+    /// A pull request's run: what it changed in the gate's settings that the base branch's
+    /// replaced, or that they could not be verified (`pipeline::base_gate`); shown on the
+    /// comment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gate_notes: Vec<String>,
 }
 
 /// A case the run's baselines held and the run did not measure, with its verdict.

@@ -700,6 +700,7 @@ fn publishing_facts_round_trip_and_untrusted_stores_open_defensively() {
         status_context: "utilgate/{suite}".into(),
         pr_head_sha: Some("ec26c3e57ca3a959ca5aad62de7213c562f8c821".into()),
         missing: Vec::new(),
+        gate_notes: vec!["this pull request changes [gate] fail_on".into()],
     };
     let with = store
         .insert_run_with(

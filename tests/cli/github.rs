@@ -36,6 +36,24 @@ pub(crate) fn comment(id: u64, body: &str) -> Value {
     c
 }
 
+/// A comment written by `login`.
+pub(crate) fn comment_by(id: u64, body: &str, login: &str) -> Value {
+    let mut c = comment(id, body);
+    c["user"]["login"] = login.into();
+    c
+}
+
+/// `GET /user` as GitHub answers it for a personal token: the fixture's user (who wrote the
+/// fixture's comments).
+pub(crate) fn mount_user(gh: &Github) {
+    let user = fixture_json("issue_comment__created.payload.json")["comment"]["user"].clone();
+    gh.mount(
+        Mock::given(method("GET"))
+            .and(path("/user"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(user)),
+    );
+}
+
 pub(crate) fn status_response() -> Value {
     let s = fixture_json("status__payload.json");
     json!({
@@ -66,6 +84,8 @@ impl Github {
 
     pub(crate) fn happy() -> Github {
         let gh = Github::start();
+        // The token is a personal one: it names its user, who wrote comment 77.
+        mount_user(&gh);
         let comments = format!("/repos/{REPO}/issues/2/comments");
         gh.mount(
             Mock::given(method("GET"))
@@ -641,4 +661,140 @@ fn api_error_bodies_that_echo_the_token_are_redacted() {
             "{status}: {all}"
         );
     }
+}
+
+/// A mock GitHub whose pull request #2 already holds `comments`, whose `GET /user` answers
+/// 403 as it does for the workflow's `GITHUB_TOKEN` (an installation token), and where creating
+/// and updating comments and statuses succeed.
+fn github_with_comments(comments: &[Value]) -> Github {
+    let gh = Github::start();
+    gh.mount(Mock::given(method("GET")).and(path("/user")).respond_with(
+        ResponseTemplate::new(403).set_body_json(json!({
+            "message": "Resource not accessible by integration", "status": "403"
+        })),
+    ));
+    let list = format!("/repos/{REPO}/issues/2/comments");
+    gh.mount(
+        Mock::given(method("GET"))
+            .and(path(list.clone()))
+            .respond_with(ResponseTemplate::new(200).set_body_json(comments.to_vec())),
+    );
+    gh.mount(Mock::given(method("POST")).and(path(list)).respond_with(
+        ResponseTemplate::new(201).set_body_json(comment_by(500, MARKER, "github-actions[bot]")),
+    ));
+    gh.mount(
+        Mock::given(method("PATCH"))
+            .and(path_regex(format!(
+                "^/repos/{REPO}/issues/comments/[0-9]+$"
+            )))
+            .respond_with(ResponseTemplate::new(200).set_body_json(comment_by(
+                9,
+                MARKER,
+                "github-actions[bot]",
+            ))),
+    );
+    gh.mount(
+        Mock::given(method("POST"))
+            .and(path_regex(format!(
+                "^/repos/{REPO}/statuses/[0-9a-f]{{40}}$"
+            )))
+            .respond_with(ResponseTemplate::new(201).set_body_json(status_response())),
+    );
+    gh
+}
+
+const PLANTED: &str = "PLANTED-TEXT-that-must-never-be-echoed";
+
+#[test]
+fn a_comment_with_the_marker_planted_by_another_user_is_never_edited() {
+    let env = TestEnv::new();
+    baseline_then_pr(&env, "10.0");
+    // Someone commented first with utilgate's marker (first, as utilgate writes it).
+    let gh = github_with_comments(&[
+        comment_by(5, &format!("{MARKER}\n{PLANTED}"), "mallory"),
+        comment_by(6, "an unrelated comment", "octocat"),
+    ]);
+    let actions = Actions::new(&env, &gh.uri(), false);
+    let out = publish(&env, &actions, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = gh.requests();
+    assert!(
+        matching(&requests, "PATCH", "/issues/comments/").is_empty(),
+        "the planted comment is never edited"
+    );
+    assert_eq!(
+        matching(&requests, "POST", "/issues/2/comments").len(),
+        1,
+        "utilgate creates its own comment"
+    );
+    assert_eq!(matching(&requests, "GET", "/user").len(), 1);
+    let err = stderr(&out);
+    assert!(err.contains("comment created"), "{err}");
+    assert!(
+        err.contains("warning: ignored 1 item(s) in pull request #2's comments"),
+        "{err}"
+    );
+    assert!(
+        err.contains("not written by github-actions[bot]") && err.contains("written by mallory"),
+        "{err}"
+    );
+    assert!(!err.contains(PLANTED), "never the planted text: {err}");
+}
+
+#[test]
+fn only_the_comment_utilgate_wrote_with_the_marker_first_is_updated() {
+    let env = TestEnv::new();
+    baseline_then_pr(&env, "10.0");
+    let gh = github_with_comments(&[
+        // Older than utilgate's own: a planted copy, and utilgate's marker quoted by a bot.
+        comment_by(3, &format!("{MARKER}\n{PLANTED}"), "mallory"),
+        comment_by(4, &format!("> quoting\n{MARKER}"), "github-actions[bot]"),
+        comment_by(9, &format!("{MARKER}\nold report"), "github-actions[bot]"),
+    ]);
+    let actions = Actions::new(&env, &gh.uri(), false);
+    let out = publish(&env, &actions, &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = gh.requests();
+    let patched: Vec<&str> = matching(&requests, "PATCH", "/issues/comments/")
+        .iter()
+        .map(|r| r.url.path())
+        .collect();
+    assert_eq!(
+        patched,
+        [format!("/repos/{REPO}/issues/comments/9")],
+        "only utilgate's own"
+    );
+    assert!(matching(&requests, "POST", "/issues/2/comments").is_empty());
+    let err = stderr(&out);
+    assert!(err.contains("ignored 2 item(s)"), "{err}");
+    assert!(
+        err.contains("written by github-actions[bot], mallory"),
+        "{err}"
+    );
+
+    // A GitHub App's token names its bot in UTILGATE_GITHUB_LOGIN: the bot's comment is then
+    // not utilgate's, and GitHub is not asked who the token is.
+    let gh = github_with_comments(&[comment_by(
+        9,
+        &format!("{MARKER}\nold report"),
+        "github-actions[bot]",
+    )]);
+    let actions = Actions::new(&env, &gh.uri(), false);
+    let mut cmd = clean(&env);
+    actions.apply(&mut cmd);
+    let out = cmd
+        .env("UTILGATE_GITHUB_LOGIN", "perf-app[bot]")
+        .arg("publish")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = gh.requests();
+    assert!(matching(&requests, "PATCH", "/issues/comments/").is_empty());
+    assert_eq!(matching(&requests, "POST", "/issues/2/comments").len(), 1);
+    assert!(matching(&requests, "GET", "/user").is_empty());
+    assert!(
+        stderr(&out).contains("not written by perf-app[bot]"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -8,6 +8,7 @@
 mod ab;
 mod adopt;
 mod axes;
+mod base_gate;
 mod baselines;
 mod baselines_pr;
 mod bisect;

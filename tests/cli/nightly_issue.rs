@@ -45,9 +45,11 @@ impl Respond for Issues {
             }
             ("POST", "") => {
                 let n = issues.len() as u64 + 1;
+                // Opened with the workflow's GITHUB_TOKEN: GitHub shows the Actions bot.
                 let issue = json!({
                     "number": n, "html_url": url(n), "state": "open",
-                    "title": body["title"], "body": body["body"], "comments": []
+                    "title": body["title"], "body": body["body"], "comments": [],
+                    "user": {"login": "github-actions[bot]", "id": 41_898_282, "type": "Bot"}
                 });
                 issues.push(issue.clone());
                 ResponseTemplate::new(201).set_body_json(issue)
@@ -87,6 +89,12 @@ impl Respond for Issues {
 
 fn github(issues: &Issues) -> Github {
     let gh = Github::start();
+    // The workflow's GITHUB_TOKEN is an installation token: `GET /user` refuses it.
+    gh.mount(Mock::given(method("GET")).and(path("/user")).respond_with(
+        ResponseTemplate::new(403).set_body_json(json!({
+            "message": "Resource not accessible by integration", "status": "403"
+        })),
+    ));
     gh.mount(
         Mock::given(path_regex(format!("^/repos/{REPO}/issues(/.*)?$")))
             .respond_with(issues.clone()),
@@ -235,4 +243,53 @@ fn a_token_without_issues_write_is_told_which_permission_to_add() {
     assert!(text.contains("403"), "{text}");
     assert!(text.contains("issues: write"), "{text}");
     assert!(!text.contains(TOKEN), "{text}");
+}
+
+#[test]
+fn an_issue_with_the_marker_planted_by_another_user_is_never_edited_or_closed() {
+    let env = TestEnv::new();
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    assert_eq!(
+        env.run("main", &[("STEP_MS", "11.0")]).status.code(),
+        Some(1)
+    );
+    // Issue #1 was opened by someone else, its body starting with utilgate's marker.
+    let issues = Issues::default();
+    issues.0.lock().expect("lock").push(json!({
+        "number": 1, "html_url": format!("https://github.com/{REPO}/issues/1"), "state": "open",
+        "title": "utilgate: decode on h100-sxm regressed", "comments": [],
+        "body": format!("{MARKER}\nPLANTED-ISSUE-TEXT"),
+        "user": {"login": "mallory", "id": 1, "type": "User"}
+    }));
+    let gh = github(&issues);
+
+    let out = publish_nightly(&env, &gh.uri());
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("issue opened"), "{err}");
+    assert!(
+        err.contains("warning: ignored 1 item(s) in the repository's open issues")
+            && err.contains("not written by github-actions[bot]")
+            && err.contains("written by mallory"),
+        "{err}"
+    );
+    assert!(!err.contains("PLANTED-ISSUE-TEXT"), "{err}");
+    let requests = gh.requests();
+    assert!(matching(&requests, "PATCH", "/issues/1").is_empty());
+    assert!(matching(&requests, "POST", "/issues/1/comments").is_empty());
+    {
+        let all = issues.0.lock().expect("lock");
+        assert_eq!(all.len(), 2, "utilgate opened its own");
+        assert_eq!(all[0]["body"], format!("{MARKER}\nPLANTED-ISSUE-TEXT"));
+    }
+
+    // A passing night closes utilgate's issue (#2), never the planted one.
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    let out = publish_nightly(&env, &gh.uri());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("issue closed"), "{}", stderr(&out));
+    let all = issues.0.lock().expect("lock");
+    assert_eq!(all[0]["state"], "open", "the planted issue is left be");
+    assert_eq!(all[1]["state"], "closed");
+    assert!(matching(&gh.requests(), "PATCH", "/issues/1").is_empty());
 }

@@ -50,8 +50,7 @@ fn read_workflow_run(
 /// Where to post: the token and repository must be there.
 fn target(genv: &GithubEnv) -> Result<GithubTarget, Error> {
     let token = genv.token.clone().ok_or(GithubError::NoToken)?;
-    let repository = genv.repository.as_deref().unwrap_or_default();
-    Ok(GithubTarget::new(&genv.api_url, repository, token)?)
+    Ok(genv.target(token)?)
 }
 
 /// The status names to mark: one per suite of the publishing side's config (the default

@@ -154,6 +154,12 @@ impl RunPublishing {
         Ok(())
     }
 
+    /// What a pull request changed in the gate's settings (`pipeline::base_gate`), for the
+    /// comment.
+    pub fn gate_notes(&mut self, notes: &[String]) {
+        self.checks.gate_notes = notes.to_vec();
+    }
+
     /// Write the report files and publish, after the run is stored.
     pub fn finish(
         &self,

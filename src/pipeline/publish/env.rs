@@ -21,6 +21,9 @@ const GITHUB_STEP_SUMMARY: &str = "GITHUB_STEP_SUMMARY";
 const GITHUB_ACTIONS: &str = "GITHUB_ACTIONS";
 const GITHUB_SERVER_URL: &str = "GITHUB_SERVER_URL";
 const GITHUB_RUN_ID: &str = "GITHUB_RUN_ID";
+/// The login utilgate posts as, for a token `GET /user` cannot name (a GitHub App's
+/// installation token: `my-app[bot]`); default: `GET /user`, else `github-actions[bot]`.
+const UTILGATE_GITHUB_LOGIN: &str = "UTILGATE_GITHUB_LOGIN";
 const DEFAULT_API_URL: &str = "https://api.github.com";
 
 /// What GitHub Actions tells a step, read once from the environment.
@@ -36,6 +39,8 @@ pub struct GithubEnv {
     pub step_summary: Option<PathBuf>,
     /// The Actions run's page, for the statuses' links.
     pub run_url: Option<String>,
+    /// `UTILGATE_GITHUB_LOGIN`: who utilgate posts as (only its own comments are edited).
+    pub login: Option<String>,
 }
 
 impl GithubEnv {
@@ -59,7 +64,16 @@ impl GithubEnv {
                 _ => None,
             },
             repository,
+            login: get(UTILGATE_GITHUB_LOGIN).map(|l| l.trim().to_owned()),
         }
+    }
+
+    /// Where and as whom to post: the API root, `owner/name`, the token and the login.
+    pub(super) fn target(&self, token: Token) -> Result<GithubTarget, GithubError> {
+        let repository = self.repository.as_deref().unwrap_or_default();
+        let mut target = GithubTarget::new(&self.api_url, repository, token)?;
+        target.login.clone_from(&self.login);
+        Ok(target)
     }
 }
 
@@ -84,6 +98,9 @@ pub struct PublishOptions {
     pub target_url: Option<String>,
     /// The baseline branch: a run on it for no pull request keeps the nightly issue.
     pub baseline_branch: Option<String>,
+    /// What a pull request changed in the gate's settings (the base branch's were used), or
+    /// that they were not verified: a line each at the top of the comment.
+    pub gate_notes: Vec<String>,
 }
 
 /// The `pull_request` (or `pull_request_target`) event this process runs for, when it runs
@@ -144,8 +161,7 @@ pub(super) fn check_ready(
         return Ok(None);
     }
     let token = genv.token.clone().ok_or(GithubError::NoToken)?;
-    let repository = genv.repository.as_deref().unwrap_or_default();
-    Ok(Some(GithubTarget::new(&genv.api_url, repository, token)?))
+    Ok(Some(genv.target(token)?))
 }
 
 /// The run must have been measured for the pull request and commit it is posted to

@@ -61,8 +61,11 @@ pub(crate) fn publish_issues(
         return Ok(String::new());
     }
     let done = github::sync_issues(target, &posts)?;
+    for planted in &done.planted {
+        crate::output::warn(&planted.warning());
+    }
     let mut text = String::new();
-    for action in done {
+    for action in done.actions {
         let _ = match action {
             IssueAction::Opened { url, .. } => writeln!(text, "published: issue opened: {url}"),
             IssueAction::Updated { url, .. } => writeln!(text, "published: issue updated: {url}"),

@@ -59,11 +59,16 @@ pub fn publish_report(
         pr_number: pr,
         ..Publication::default()
     };
+    // Room for the gate notes (at most 10 lines of 400 characters) under the comment limit.
+    let notes_room = if opts.gate_notes.is_empty() { 0 } else { 4200 };
     for suite in &report.suites {
         if pr.is_some() {
             publication.comments.push(CommentPost {
                 marker: report::comment_marker(&suite.name, &report.run.gpu_sku),
-                body: renderer.comment(report, &suite.name, GITHUB_COMMENT_LIMIT)?,
+                body: with_gate_notes(
+                    renderer.comment(report, &suite.name, GITHUB_COMMENT_LIMIT - notes_room)?,
+                    &opts.gate_notes,
+                ),
             });
         }
         if let Some(sha) = &sha
@@ -114,6 +119,9 @@ pub fn publish_report(
         return Ok(());
     }
     let done = github::publish(&target, &publication)?;
+    for planted in &done.planted {
+        output::warn(&planted.warning());
+    }
     let mut text = String::new();
     for action in &done.comments {
         let _ = match action {
@@ -142,6 +150,38 @@ pub fn publish_report(
     text.push_str(&issues?);
     note(text.trim_end());
     Ok(())
+}
+
+/// The comment with the gate notes after its marker line, each escaped (a suite name or value
+/// from the pull request's config is its author's text: no tag, no mention).
+fn with_gate_notes(body: String, notes: &[String]) -> String {
+    if notes.is_empty() {
+        return body;
+    }
+    let (marker, rest) = body.split_once('\n').unwrap_or((body.as_str(), ""));
+    let mut out = format!("{marker}\n");
+    for note in notes.iter().take(10) {
+        let text: String = note
+            .chars()
+            .map(|c| match c {
+                '<' => "&lt;".to_owned(),
+                '>' => "&gt;".to_owned(),
+                '&' => "&amp;".to_owned(),
+                '@' => "&#64;".to_owned(),
+                '#' => "&#35;".to_owned(),
+                '`' | '*' | '_' | '[' | ']' | '|' | '\\' => format!("\\{c}"),
+                c if c.is_control() => " ".to_owned(),
+                c => c.to_string(),
+            })
+            .collect::<String>()
+            .chars()
+            .take(400)
+            .collect();
+        let _ = writeln!(out, "> ⚠️ {text}");
+    }
+    out.push('\n');
+    out.push_str(rest);
+    out
 }
 
 /// A suite's completed check run: conclusion, title, the summary table and the full report
