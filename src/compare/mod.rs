@@ -29,7 +29,7 @@ pub use canary::{CanaryShift, canary_shift};
 pub use changepoint::{
     ChangePoint, ChangePointError, Detector, Magnitude, Significance, change_points,
 };
-pub use common::{CommonMode, common_mode};
+pub use common::{CommonMode, SharedCause, common_mode};
 pub use decide::{
     Decision, Estimator, Evidence, LineageStart, Policy, decide, error_decision, missing_decision,
 };

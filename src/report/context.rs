@@ -279,6 +279,9 @@ pub struct RunReport {
     pub gate: GateInfo,
     /// One plain sentence: what happened in the whole run.
     pub summary: String,
+    /// The sentence on a shift most of the grid shares, with the cause the run supports (it
+    /// also ends `summary`); null without one.
+    pub shared_shift: Option<String>,
     pub suites: Vec<SuiteReport>,
     pub cases: Vec<CaseReport>,
     /// The run's service cases (suites of `kind = "serve"`), worst first; see `serve_view.rs`.
@@ -412,6 +415,7 @@ impl RunReport {
                 baselines_promoted,
             ),
             summary: String::new(),
+            shared_shift: None,
             suites: Vec::new(),
             cases,
             service: Vec::new(),
@@ -471,6 +475,7 @@ impl RunReport {
                 self.gate.baselines_promoted,
             ),
             summary: String::new(),
+            shared_shift: None,
             suites: Vec::new(),
             cases,
             service,
@@ -522,8 +527,15 @@ impl RunReport {
             .iter()
             .map(|c| (&c.decision, c.threshold_pct))
             .collect();
-        if let Some(shift) = crate::compare::common_mode(&judged) {
-            self.summary = format!("{} {}.", self.summary, shift.describe());
+        self.shared_shift = crate::compare::common_mode(&judged).map(|shift| {
+            let cause = crate::compare::SharedCause::of(
+                self.cases.iter().map(|c| &c.decision),
+                self.cases.iter().flat_map(|c| c.env_changes.iter()),
+            );
+            shift.describe(&cause)
+        });
+        if let Some(shift) = &self.shared_shift {
+            self.summary = format!("{} {shift}.", self.summary);
         }
         self.refresh_service_summaries();
         self.gate.state = GateState::of(

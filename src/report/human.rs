@@ -81,6 +81,9 @@ pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
     if let Some(budget) = &report.budget {
         out.push_str(&super::budget::render_human(budget));
     }
+    if let Some(shift) = &report.shared_shift {
+        let _ = writeln!(out, "grid: {shift}.");
+    }
     let counts: Vec<String> = report
         .gate
         .counts

@@ -186,3 +186,40 @@ fn with_fail_on_slide_off_a_slide_is_a_warning_on_a_passing_case() {
         "{reason}"
     );
 }
+
+#[test]
+fn a_shift_the_whole_grid_shares_names_the_cause_the_run_supports_in_the_terminal_too() {
+    let env = TestEnv::new();
+    // Four cases, no canary (the standard test config disables it).
+    let config = TestEnv::config_with("").replace("contexts = [4096]", "contexts = [1024, 4096]");
+    env.write_config(&config);
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    // Every case 10% slower, with a torch upgrade reported by the harness.
+    let out = env.run(
+        "feature",
+        &[("STEP_MS", "11.0"), ("TORCH_VERSION", "2.6.0")],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}\n{}", stderr(&out));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("grid: "))
+        .unwrap_or_else(|| panic!("a grid line in the terminal: {text}"));
+    assert!(
+        line.contains("4 of 4 cases dropped by a median")
+            && line.contains(
+                "the environment changed under them (torch 2.5.1 -> 2.6.0): the likely shared cause"
+            ),
+        "{line}"
+    );
+    assert!(!line.contains("more likely the machine"), "{line}");
+    let report = env.json(&["runs", "show"]);
+    let summary = report["summary"].as_str().expect("summary");
+    assert!(
+        summary.ends_with(&format!(
+            "{}.",
+            report["shared_shift"].as_str().expect("shift")
+        )),
+        "{summary}"
+    );
+}
