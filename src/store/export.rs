@@ -317,6 +317,7 @@ pub fn parse_export(text: &str, origin: &Path) -> Result<ExportFile, Error> {
         }
     };
     check_samples(&baselines, origin)?;
+    check_figures(&baselines, origin)?;
     Ok(ExportFile {
         schema_version: version,
         gpu_sku,
@@ -335,6 +336,64 @@ fn check_samples(baselines: &[ExportedBaseline], origin: &Path) -> Result<(), Er
                 origin,
                 &format!("baselines[{i}].samples_ms"),
                 format!("case {}: a step time is not a positive number", b.key),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The largest step time (ms) a baseline may state: about 11.6 days.
+const MAX_STEP_MS: f64 = 1e9;
+/// The largest utilisation (or MBU, MFU) a baseline may state: a floor can be beaten a little
+/// by a device faster than its datasheet, never by half again.
+const MAX_UTILISATION: f64 = 1.5;
+
+/// The figures a baseline states must be ones a measurement could give, and each case must be
+/// listed once: a hand edit of `-4`, `0`, `1e308` or a utilisation of 5 would otherwise be
+/// stored and judged against.
+fn check_figures(baselines: &[ExportedBaseline], origin: &Path) -> Result<(), Error> {
+    let mut seen: BTreeMap<&CaseKey, usize> = BTreeMap::new();
+    for (i, b) in baselines.iter().enumerate() {
+        for (name, value) in [("median_ms", b.median_ms), ("floor_ms", b.floor_ms)] {
+            if let Some(x) = value
+                && !(x.is_finite() && x > 0.0 && x <= MAX_STEP_MS)
+            {
+                return Err(field_error(
+                    origin,
+                    &format!("baselines[{i}].{name}"),
+                    format!(
+                        "case {}: {x} is not a step time (a positive number of milliseconds up to {MAX_STEP_MS:e})",
+                        b.key
+                    ),
+                ));
+            }
+        }
+        for (name, value) in [
+            ("utilisation", b.utilisation),
+            ("detail.mbu", b.mbu),
+            ("detail.mfu", b.mfu),
+        ] {
+            if let Some(x) = value
+                && !(0.0..=MAX_UTILISATION).contains(&x)
+            {
+                return Err(field_error(
+                    origin,
+                    &format!("baselines[{i}].{name}"),
+                    format!(
+                        "case {}: {x} is not a utilisation (a fraction from 0 to {MAX_UTILISATION})",
+                        b.key
+                    ),
+                ));
+            }
+        }
+        if let Some(first) = seen.insert(&b.key, i) {
+            return Err(field_error(
+                origin,
+                &format!("baselines[{i}].case"),
+                format!(
+                    "case {} is listed twice (also baselines[{first}]): keep one",
+                    b.key
+                ),
             ));
         }
     }

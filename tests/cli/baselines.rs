@@ -252,6 +252,22 @@ fn a_version_1_file_is_still_read_by_import_diff_and_run() {
     assert_eq!(json["changes"], serde_json::json!([]));
 }
 
+/// `text` with the first case's utilisation set to `value`.
+fn with_utilisation(text: &str, value: &str) -> String {
+    let start = text.find("\"utilisation\":").expect("a utilisation") + "\"utilisation\":".len();
+    let end = start + text[start..].find(',').expect("a comma after it");
+    format!("{}{value}{}", &text[..start], &text[end..])
+}
+
+/// `text` with its first case listed a second time.
+fn twice(text: &str) -> String {
+    let mut file: serde_json::Value = serde_json::from_str(text).expect("json");
+    let cases = file["baselines"].as_array_mut().expect("baselines");
+    let first = cases[0].clone();
+    cases.push(first);
+    serde_json::to_string_pretty(&file).expect("json")
+}
+
 #[test]
 fn a_newer_or_malformed_file_is_refused_naming_file_field_and_fix_and_the_store_is_untouched() {
     let env = TestEnv::new();
@@ -275,6 +291,31 @@ fn a_newer_or_malformed_file_is_refused_naming_file_field_and_fix_and_the_store_
             good.replacen("\"n\":60", "\"n\":61", 1),
             "field baselines[0].n",
             "re-export",
+        ),
+        (
+            good.replacen("\"median_ms\":10.04", "\"median_ms\":-4", 1),
+            "field baselines[0].median_ms",
+            "is not a step time",
+        ),
+        (
+            good.replacen("\"median_ms\":10.04", "\"median_ms\":0", 1),
+            "field baselines[0].median_ms",
+            "is not a step time",
+        ),
+        (
+            good.replacen("\"median_ms\":10.04", "\"median_ms\":1e308", 1),
+            "field baselines[0].median_ms",
+            "is not a step time",
+        ),
+        (
+            with_utilisation(&good, "5.0"),
+            "field baselines[0].utilisation",
+            "is not a utilisation",
+        ),
+        (
+            twice(&good),
+            "is listed twice (also baselines[0])",
+            "keep one",
         ),
     ];
     for (text, names, fix) in cases {
