@@ -2,30 +2,11 @@
 //! `git bisect run` driven by `bisect --run` in a real git repository whose harness speed
 //! depends on a file in the commit.
 
-use std::path::Path;
 use std::process::Command;
 
-use crate::env::{CLEAN_VARS, TestEnv, stderr, stdout};
+use crate::env::{CLEAN_VARS, TestEnv, git, stderr, stdout};
 
 const CASE: &str = "decode/seed-8b/bf16/decode/b1/c4096";
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
 
 fn commit(env: &TestEnv, files: &[(&str, &str)], message: &str) -> String {
     for (name, text) in files {
