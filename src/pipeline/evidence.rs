@@ -186,9 +186,6 @@ pub fn attach(store: &Store, report: &mut RunReport) {
         let Some((name, warning, now)) = first_analysis(store, run_id, &case.key) else {
             continue;
         };
-        if let Some(a) = &now {
-            analysed.push((i, a.clone()));
-        }
         let then = case
             .baseline
             .as_ref()
@@ -202,6 +199,9 @@ pub fn attach(store: &Store, report: &mut RunReport) {
             then.as_ref(),
             case.mbu,
         ));
+        if let Some(a) = now {
+            analysed.push((i, a));
+        }
     }
     attention_across_contexts(report, &analysed);
 }

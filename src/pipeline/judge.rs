@@ -348,6 +348,14 @@ fn slide_decision(
     }
 }
 
+/// Whether two results were measured against the same floor (within 0.1%): only those pool.
+fn same_floor(a: &StoredResult, b: &StoredResult) -> bool {
+    match (a.floor_ms, b.floor_ms) {
+        (Some(x), Some(y)) => (x - y).abs() <= 1e-3 * y.abs(),
+        _ => false,
+    }
+}
+
 /// What a case is judged against: its pinned baseline, the nights since to pool with it, and
 /// the nights its lineage began with.
 #[derive(Debug, Default)]
@@ -393,10 +401,6 @@ fn pinned_and_since(
     let start = start_result.as_ref().map_or(baseline.started_at, |r| {
         r.started_at.min(baseline.started_at)
     });
-    let same_floor = |r: &StoredResult| match (r.floor_ms, baseline.floor_ms) {
-        (Some(a), Some(b)) => (a - b).abs() <= 1e-3 * b.abs(),
-        _ => false,
-    };
     // The window is bounded in SQL by the baseline branch: results of other branches (pull
     // requests) never crowd the baseline branch's nights out of it.
     let window = BranchWindow {
@@ -412,7 +416,7 @@ fn pinned_and_since(
             Take::Newest(gate.history_runs.saturating_mul(4).max(8) + 8),
         )?
         .into_iter()
-        .filter(|r| r.id != baseline.id && same_floor(r))
+        .filter(|r| r.id != baseline.id && same_floor(r, &baseline))
         .collect();
     let founding = founding_nights(
         store,
@@ -452,22 +456,18 @@ fn founding_nights(
     let Some(start) = start else {
         return Ok(Vec::new());
     };
-    let same_floor = |r: &StoredResult| match (r.floor_ms, start.floor_ms) {
-        (Some(a), Some(b)) => (a - b).abs() <= 1e-3 * b.abs(),
-        _ => false,
-    };
     let mut out = vec![start.clone()];
     out.extend(
         store
             .branch_history(key, gpu_sku, window, Take::Oldest(history_runs + 1))?
             .into_iter()
-            .filter(|r| r.id != start.id && same_floor(r))
+            .filter(|r| r.id != start.id && same_floor(r, &start))
             .take(history_runs),
     );
     let recent: Vec<i64> = std::iter::once(baseline.id)
         .chain(since.iter().take(history_runs).map(|r| r.id))
         .collect();
-    if out.iter().any(|r| recent.contains(&r.id)) || !same_floor(baseline) {
+    if out.iter().any(|r| recent.contains(&r.id)) || !same_floor(baseline, &start) {
         return Ok(Vec::new());
     }
     Ok(out)
@@ -595,14 +595,10 @@ fn lineage(
     let Some(baseline) = store.results_by_id(&[current.result_id])?.pop() else {
         return Ok((None, Vec::new()));
     };
-    let same_floor = |r: &StoredResult| match (r.floor_ms, baseline.floor_ms) {
-        (Some(a), Some(b)) => (a - b).abs() <= 1e-3 * b.abs(),
-        _ => false,
-    };
     let history = store
         .results_by_id(&wanted)?
         .into_iter()
-        .filter(|r| r.error.is_none() && same_floor(r))
+        .filter(|r| r.error.is_none() && same_floor(r, &baseline))
         .collect();
     Ok((Some(baseline), history))
 }

@@ -122,15 +122,20 @@ fn publish_nightly(env: &TestEnv, api: &str) -> std::process::Output {
     cmd.output().expect("runs")
 }
 
-#[test]
-fn a_failed_nightly_opens_one_issue_updates_it_and_a_passing_night_closes_it() {
+/// A store with a baseline night on main and a 10% slower night after it: regressed.
+fn regressed_night() -> TestEnv {
     let env = TestEnv::new();
     assert_eq!(env.run("main", &[]).status.code(), Some(0));
-    // A 10% slower night on main: regressed.
     assert_eq!(
         env.run("main", &[("STEP_MS", "11.0")]).status.code(),
         Some(1)
     );
+    env
+}
+
+#[test]
+fn a_failed_nightly_opens_one_issue_updates_it_and_a_passing_night_closes_it() {
+    let env = regressed_night();
     let issues = Issues::default();
     let gh = github(&issues);
 
@@ -212,12 +217,7 @@ fn a_pull_request_run_or_a_feature_branch_opens_no_issue() {
 
 #[test]
 fn a_token_without_issues_write_is_told_which_permission_to_add() {
-    let env = TestEnv::new();
-    assert_eq!(env.run("main", &[]).status.code(), Some(0));
-    assert_eq!(
-        env.run("main", &[("STEP_MS", "11.0")]).status.code(),
-        Some(1)
-    );
+    let env = regressed_night();
     let gh = Github::start();
     gh.mount(
         Mock::given(path_regex(format!("^/repos/{REPO}/issues"))).respond_with(
@@ -247,12 +247,7 @@ fn a_token_without_issues_write_is_told_which_permission_to_add() {
 
 #[test]
 fn an_issue_with_the_marker_planted_by_another_user_is_never_edited_or_closed() {
-    let env = TestEnv::new();
-    assert_eq!(env.run("main", &[]).status.code(), Some(0));
-    assert_eq!(
-        env.run("main", &[("STEP_MS", "11.0")]).status.code(),
-        Some(1)
-    );
+    let env = regressed_night();
     // Issue #1 was opened by someone else, its body starting with utilgate's marker.
     let issues = Issues::default();
     issues.0.lock().expect("lock").push(json!({
