@@ -124,7 +124,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     let (mut cases, missing) = judging.judge(records, &grid)?;
     judging.confirm(&runner, &mut cases, grid.keys.len(), night.as_mut())?;
     let night = night.map(|n| n.night.finish_with(&progress));
-    for warning in cases.iter().filter_map(JudgedCase::limiting_variance) {
+    for warning in cases.iter().filter_map(JudgedCase::unresolvable) {
         progress.warn(&warning);
     }
     // The grid's baselines no case measured (missing) count in the gate like measured cases.

@@ -18,7 +18,7 @@
 //!   way the night is marked untrusted: it never pools into a later reference nor promotes.
 
 use super::canary::CanaryShift;
-use super::decide::{Run, Test, apply_guard, drop_of, judge, noise_variance};
+use super::decide::{Reach, Run, Test, apply_guard, drop_of, judge, noise_variance};
 use super::gate_stat::GateStat;
 use super::stat::units;
 use super::{Canary, Decision, Evidence, Policy, Reference, canary_shift, decide};
@@ -177,10 +177,9 @@ fn per_stat(
                 .map(|(h, w)| (h, *w)),
         )
         .collect();
-    let se = (var
-        * (weighted_var_factor(&now_w, policy) + weighted_var_factor(&reference, policy))
-        + night_variance(&nights, var, policy))
-    .sqrt();
+    let reference_var =
+        var * weighted_var_factor(&reference, policy) + night_variance(&nights, var, policy);
+    let se = (var * weighted_var_factor(&now_w, policy) + reference_var).sqrt();
     let t = Test::new(est, se, df, scale, policy.family_alpha, tests);
     let mut d = Decision::bare(Verdict::Pass);
     d.gated_on = stat;
@@ -201,15 +200,24 @@ fn per_stat(
     t.record(&mut d);
     d.floor_changed =
         (now.floor_ms / base.floor_ms - 1.0).abs() * 100.0 > policy.floor_tolerance_pct;
-    let stat_policy = Policy {
-        max_drop_pct: policy.threshold_for(stat),
-        ..policy.clone()
+    let stat_policy = stat_threshold(stat, policy);
+    let noise = Noise {
+        var,
+        df,
+        reference_var,
     };
+    d.reach = reach(&t, noise, now.units.len(), &reference, &stat_policy, tests);
     judge(&mut d, &t, &stat_policy, tests);
     d.suspect = matches!(d.verdict, Verdict::Regressed | Verdict::Inconclusive)
         || (est > 0.0 && t.p_slower.is_some_and(|p| p <= policy.confirm_alpha));
     if let Some(shift) = shift.filter(|s| s.beyond_noise) {
-        apply_canary(&mut d, &t, shift, &stat_policy, tests);
+        if stat == GateStat::Stall {
+            // The stall figure is a share of each process's own typical step: a host that is
+            // faster or slower throughout moves the steps, not their share lost to stalls.
+            d.untrusted = true;
+        } else {
+            apply_canary(&mut d, &t, shift, &stat_policy, tests);
+        }
     }
     if d.floor_changed {
         d.reasons.push(format!(
@@ -231,18 +239,87 @@ fn per_stat(
     Some(StatCase { stat, decision: d })
 }
 
-/// Re-tests a regression (or an improvement) with the host's shift taken off.
+/// The policy for one gated statistic (its own threshold).
+fn stat_threshold(stat: GateStat, policy: &Policy) -> Policy {
+    Policy {
+        max_drop_pct: policy.threshold_for(stat),
+        ..policy.clone()
+    }
+}
+
+/// What the deciding processes could resolve (see [`Reach`]): the confirm step's processes
+/// when there is one (a confirmed verdict rests on them alone), else tonight's, at the level
+/// and degrees of freedom that verdict would have. `reference_var` is the variance of the
+/// reference's level, which no number of processes tonight reduces.
+fn reach(
+    t: &Test,
+    noise: Noise,
+    now: usize,
+    reference: &[(f64, f64)],
+    policy: &Policy,
+    tests: usize,
+) -> Option<Reach> {
+    let Noise {
+        var,
+        df,
+        reference_var,
+    } = noise;
+    if !t.q.is_finite() || var <= 0.0 {
+        return None;
+    }
+    let by_confirm = policy.confirm_repeats > 0;
+    let deciding = if by_confirm {
+        policy.confirm_repeats
+    } else {
+        now
+    }
+    .max(1);
+    let equal = |n: usize| vec![(0.0, 1.0); n];
+    let factor = |n: usize| var * weighted_var_factor(&equal(n), policy);
+    let se = (factor(deciding) + reference_var).sqrt();
+    let df = (df + deciding).saturating_sub(now);
+    let q = Test::new(0.0, se, df, var.sqrt(), policy.family_alpha, tests).q;
+    if !q.is_finite() {
+        return None;
+    }
+    // The standard error at which a drop of the threshold is just beyond the noise.
+    let threshold = policy.max_drop_pct.clamp(0.0, 99.9);
+    let se_needed = -(-threshold / 100.0).ln_1p() / q;
+    let room = se_needed * se_needed - reference_var;
+    let processes_needed = (room > 0.0).then(|| {
+        // The processes' share falls as 1/n: the least n that fits in the room left.
+        let n = deciding.max(3);
+        ((factor(n) * n as f64 / room).ceil() as usize).max(2)
+    });
+    Some(Reach {
+        confirmed_pct: drop_of(q * se),
+        deciding_processes: deciding,
+        by_confirm,
+        reference_processes: reference.len(),
+        processes_needed,
+    })
+}
+
+/// The noise figures a test was made with: the per-process variance and its degrees of
+/// freedom, and the variance of the reference's level.
+#[derive(Debug, Clone, Copy)]
+struct Noise {
+    var: f64,
+    df: usize,
+    reference_var: f64,
+}
+
+/// Re-tests the verdict with the host's shift taken off. A host that moved beyond the canary's
+/// noise allows two readings of the night: the step time as measured, and the step time scaled
+/// by the host's shift. When they agree the verdict stands (with a note); when they do not, the
+/// night cannot tell what the code did and the case is `inconclusive`, in either direction: a
+/// slower host must not fail good code, and a faster host must not hide slower code. The
+/// verdict is never replaced by the corrected reading, because the canary times a memory stream
+/// and a spin loop, and a case's sensitivity to the host is not the canary's (a GPU-bound case
+/// barely moves when the host does).
 fn apply_canary(d: &mut Decision, t: &Test, shift: &CanaryShift, policy: &Policy, tests: usize) {
     d.untrusted = true;
     let host = shift.describe();
-    let same_way = (shift.shift > 0.0 && d.verdict == Verdict::Regressed)
-        || (shift.shift < 0.0 && d.verdict == Verdict::Improved);
-    if !same_way {
-        d.reasons.push(format!(
-            "The machine moved ({host}); this night is not pooled into later references."
-        ));
-        return;
-    }
     let adjusted = Test {
         est: t.est - shift.shift,
         se: (t.se * t.se + shift.se * shift.se).sqrt(),
@@ -252,30 +329,40 @@ fn apply_canary(d: &mut Decision, t: &Test, shift: &CanaryShift, policy: &Policy
     again.reasons.clear();
     judge(&mut again, &adjusted, policy, tests);
     let beyond = drop_of(adjusted.est);
+    d.host_adjusted_drop_pct = Some(beyond);
+    let change = if beyond >= 0.0 {
+        format!("a drop of {beyond:.1}%")
+    } else {
+        format!("a rise of {:.1}%", -beyond)
+    };
     if again.verdict == d.verdict {
-        d.reasons.insert(
-            1,
-            format!(
-                "The machine moved ({host}), but the change is well beyond that: {beyond:.1}% \
-                 remains after taking the host's shift off, beyond the threshold and the noise."
-            ),
-        );
+        if d.verdict == Verdict::Pass {
+            d.reasons.push(format!(
+                "The machine moved ({host}); with the host's shift taken off the change is \
+                 {change}, still a pass. This night is not pooled into later references."
+            ));
+        } else {
+            d.reasons.insert(
+                1,
+                format!(
+                    "The machine moved ({host}), but the change is well beyond that: {change} \
+                     remains after taking the host's shift off, beyond the threshold and the \
+                     noise."
+                ),
+            );
+        }
         return;
     }
     let was = d.verdict;
     d.verdict = Verdict::Inconclusive;
     d.suspect = false;
-    let what = if was == Verdict::Regressed {
-        "A drop"
-    } else {
-        "A rise"
-    };
     d.reasons.insert(
         0,
         format!(
-            "{what} of this size may be the machine, not the code: {host}. With the host's \
-             shift taken off, the change is {beyond:.1}%, not beyond the threshold and the \
-             noise together, so this is inconclusive, not {was}."
+            "Host changed: {host}. As measured the case is {was}; with the host's shift taken \
+             off the change is {change}, which would be {}. This night cannot tell which the \
+             code did: re-run it on a steady host.",
+            again.verdict
         ),
     );
 }
@@ -339,6 +426,7 @@ pub fn decide_against(
         // the first one standing.
         if rank(o.verdict) > rank(d.verdict) && rank(o.verdict) > rank(Verdict::Pass) {
             d.verdict = o.verdict;
+            d.decided_by = Some(other.stat);
             if let Some(first) = o.reasons.first() {
                 let which = if other.stat == GateStat::Stall {
                     "stall figure".to_owned()
@@ -578,6 +666,122 @@ mod tests {
         );
         assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
         assert!(d.reasons.iter().any(|r| r.contains("well beyond that")));
+    }
+
+    #[test]
+    fn a_faster_host_that_hides_a_slower_code_makes_the_verdict_inconclusive_not_a_pass() {
+        let base = procs(&[6.0, 6.01, 5.99], 0);
+        let then_canary = canary(1.0);
+        let mut pinned = night(&base);
+        pinned.canary = Some(&then_canary);
+        let r = reference(pinned, &[], 10);
+        // The host is 40% faster tonight and the code does 60% more work: the step time
+        // barely moves (6.0 -> 5.88 ms), so alone it passes.
+        let quick = canary(0.6);
+        let masked = procs(&[5.88, 5.89, 5.87], 0);
+        let alone = decide_against(Some(&r), &ev(&masked), None, &Policy::default(), 1, None);
+        assert_eq!(alone.verdict, Verdict::Pass, "{:?}", alone.reasons);
+        let d = decide_against(
+            Some(&r),
+            &ev(&masked),
+            Some(&quick),
+            &Policy::default(),
+            1,
+            None,
+        );
+        assert_eq!(d.verdict, Verdict::Inconclusive, "{:?}", d.reasons);
+        assert!(d.untrusted && !d.suspect);
+        assert!(
+            d.reasons[0].starts_with("Host changed: host 40.0% faster"),
+            "{:?}",
+            d.reasons
+        );
+        assert!(d.reasons[0].contains("a drop of 38.8%"), "{:?}", d.reasons);
+        assert!((d.host_adjusted_drop_pct.unwrap() - 38.8).abs() < 0.1);
+        // A host that moved while the verdict holds with its shift taken off keeps the verdict.
+        let steady = procs(&[3.6, 3.61, 3.59], 0);
+        let d = decide_against(
+            Some(&r),
+            &ev(&steady),
+            Some(&quick),
+            &Policy::default(),
+            1,
+            None,
+        );
+        assert_eq!(d.verdict, Verdict::Inconclusive, "{:?}", d.reasons);
+        let same = procs(&[3.3, 3.31, 3.29], 0);
+        let d = decide_against(
+            Some(&r),
+            &ev(&same),
+            Some(&quick),
+            &Policy::default(),
+            1,
+            None,
+        );
+        assert_eq!(d.verdict, Verdict::Improved, "{:?}", d.reasons);
+        assert!(
+            d.reasons.iter().any(|r| r.contains("well beyond that")),
+            "{:?}",
+            d.reasons
+        );
+    }
+
+    /// `n` processes at 6 ms with a per-process noise of about 2% (fixed normal scores,
+    /// starting at `from`).
+    fn noisy(n: usize, from: usize) -> Vec<Vec<f64>> {
+        const Z: [f64; 8] = [-1.15, 0.32, 0.89, -0.49, 1.53, -0.16, 0.0, -0.89];
+        let levels: Vec<f64> = (0..n)
+            .map(|i| 6.0 * (1.0 + 0.02 * Z[(from + i) % Z.len()]))
+            .collect();
+        procs(&levels, 0)
+    }
+
+    #[test]
+    fn a_thin_reference_says_it_cannot_resolve_the_threshold_and_a_pooled_one_does_not() {
+        // After `baseline accept`: the reference is one night of 3 processes at 2% noise, in a
+        // grid of 100 cases.
+        let base = noisy(3, 0);
+        let r = reference(night(&base), &[], 10);
+        let now = noisy(3, 3);
+        let d = decide_against(Some(&r), &ev(&now), None, &Policy::default(), 100, None);
+        let reach = d.reach.clone().unwrap();
+        assert!(
+            reach.by_confirm && reach.deciding_processes == 12,
+            "{reach:?}"
+        );
+        assert_eq!(reach.reference_processes, 3);
+        let threshold = Policy::default().max_drop_pct;
+        let limit = reach
+            .limit(threshold)
+            .expect("a 3-process reference cannot resolve the threshold");
+        assert!(reach.confirmed_pct > threshold, "{reach:?}");
+        assert!(
+            limit.contains("the reference is too thin (3 processes)")
+                || limit.contains("[gate] confirm_repeats = "),
+            "{limit}"
+        );
+        assert!(
+            d.reasons
+                .iter()
+                .any(|r| r.starts_with("This case cannot resolve its 3% threshold")),
+            "{:?}",
+            d.reasons
+        );
+        // Thirty nights pooled: the confirm step's 12 processes resolve 5%, so nothing is
+        // said, although tonight's first 3 processes alone could not confirm a 5% drop.
+        let nights: Vec<Vec<Vec<f64>>> = (0..30).map(|i| noisy(3, i * 3)).collect();
+        let since: Vec<Night<'_>> = nights.iter().map(|n| night(n)).collect();
+        let r = reference(night(&base), &since, 30);
+        let d = decide_against(Some(&r), &ev(&now), None, &Policy::default(), 100, None);
+        let reach = d.reach.clone().unwrap();
+        assert!(d.resolution_pct.unwrap() > threshold, "{d:?}");
+        assert!(reach.confirmed_pct < threshold, "{reach:?}");
+        assert_eq!(reach.limit(threshold), None);
+        assert!(
+            !d.reasons.iter().any(|r| r.contains("cannot resolve")),
+            "{:?}",
+            d.reasons
+        );
     }
 
     #[test]

@@ -194,6 +194,10 @@ pub struct Decision {
     /// The smallest drop this evidence could have confirmed, percent.
     #[serde(default)]
     pub resolution_pct: Option<f64>,
+    /// What the verdict could resolve once a suspect is re-measured (see [`Reach`]); set when
+    /// the case has a reference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reach: Option<Reach>,
     /// Worth re-measuring in fresh processes before the verdict is final.
     #[serde(default)]
     pub suspect: bool,
@@ -207,15 +211,75 @@ pub struct Decision {
     /// The other gated statistics' results (a worse one decides the verdict).
     #[serde(default)]
     pub tails: Vec<TailDecision>,
+    /// The tail statistic that decided the verdict, when one did (a stall figure that failed
+    /// while the median held); `None` when `gated_on`'s own figures decided.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<GateStat>,
     /// How the machine canary moved against the reference's runs, when both had one.
     #[serde(default)]
     pub canary: Option<CanaryShift>,
+    /// The drop with the canary's shift taken off, when the canary moved beyond its noise
+    /// (percent, negative for a rise): the other reading of the night a host change allows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_adjusted_drop_pct: Option<f64>,
     /// Set when the verdict came from comparing with where the case's lineage began rather
     /// than with the reference of the last nights: a slow slide added up past the threshold.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slide: Option<LineageStart>,
     /// Plain-language sentences, most important first.
     pub reasons: Vec<String>,
+}
+
+/// What a case's verdict can resolve: the smallest drop it could confirm once a suspect is
+/// re-measured (a confirmed verdict rests on the `confirm_repeats` fresh processes alone, so
+/// their number, not tonight's first repeats, sets it), and, when that is above the threshold,
+/// what would bring it under.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reach {
+    /// The smallest drop (percent) the deciding processes could confirm at the per-case level.
+    pub confirmed_pct: f64,
+    /// The processes that decide: `confirm_repeats`, or the suite's repeats without a confirm
+    /// step.
+    pub deciding_processes: usize,
+    /// Whether the confirm step decides (else the first repeats do).
+    pub by_confirm: bool,
+    /// The reference's processes.
+    pub reference_processes: usize,
+    /// The deciding processes that would resolve the threshold; `None` when no number would,
+    /// because the reference's own uncertainty is already beyond it (a thin reference).
+    pub processes_needed: Option<usize>,
+}
+
+impl Reach {
+    /// The sentence for a case whose verdict cannot resolve `threshold`, `None` when it can.
+    #[must_use]
+    pub fn limit(&self, threshold: f64) -> Option<String> {
+        if self.confirmed_pct <= threshold {
+            return None;
+        }
+        let which = if self.by_confirm {
+            "the confirm step's"
+        } else {
+            "tonight's"
+        };
+        let head = format!(
+            "cannot resolve its {threshold}% threshold: with {which} {} processes against the \
+             reference's {} only a drop above {:.1}% can be confirmed",
+            self.deciding_processes, self.reference_processes, self.confirmed_pct
+        );
+        let fix = match self.processes_needed {
+            Some(n) if self.by_confirm => {
+                format!("[gate] confirm_repeats = {n} would resolve it")
+            }
+            Some(n) => format!("the suite's repeats = {n} would resolve it"),
+            None => format!(
+                "the reference is too thin ({} processes) for any number of processes tonight; \
+                 the next nights add to it (or accept a baseline measured with more repeats)",
+                self.reference_processes
+            ),
+        };
+        Some(format!("{head}; {fix}"))
+    }
 }
 
 /// Where a case's lineage began (its first baseline, or its last accept or import): the level a
@@ -229,6 +293,31 @@ pub struct LineageStart {
 }
 
 impl Decision {
+    /// The drop of the statistic that decided the verdict, with that statistic: a tail's when
+    /// one decided, else `gated_on`'s (`drop_pct`).
+    #[must_use]
+    pub fn deciding_drop(&self) -> (GateStat, Option<f64>) {
+        self.decided_by
+            .and_then(|stat| self.tails.iter().find(|t| t.stat == stat))
+            .map_or((self.gated_on, self.drop_pct), |t| (t.stat, t.drop_pct))
+    }
+
+    /// "utilisation fell 3.1%", "the stall figure: throughput fell 28.2%": the deciding
+    /// statistic's change in words.
+    #[must_use]
+    pub fn deciding_change(&self) -> String {
+        let (stat, drop) = self.deciding_drop();
+        let Some(d) = drop else {
+            return "noise".to_owned();
+        };
+        let (way, by) = if d >= 0.0 { ("fell", d) } else { ("rose", -d) };
+        match (self.decided_by, stat) {
+            (None, _) => format!("utilisation {way} {by:.1}%"),
+            (Some(_), GateStat::Stall) => format!("the stall figure: throughput {way} {by:.1}%"),
+            (Some(_), s) => format!("the {s} step: utilisation {way} {by:.1}%"),
+        }
+    }
+
     pub(super) fn bare(verdict: Verdict) -> Self {
         Decision {
             verdict,
@@ -246,11 +335,14 @@ impl Decision {
             floor_changed: false,
             noise_pct: None,
             resolution_pct: None,
+            reach: None,
             suspect: false,
             untrusted: false,
             gated_on: GateStat::Median,
             tails: Vec::new(),
+            decided_by: None,
             canary: None,
+            host_adjusted_drop_pct: None,
             slide: None,
             reasons: Vec::new(),
         }
@@ -640,6 +732,9 @@ pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
                  fresh processes (confirm) or add repeats."
             ));
         }
+        if let Some(limit) = d.reach.as_ref().and_then(|r| r.limit(threshold)) {
+            d.reasons.push(format!("This case {limit}."));
+        }
     } else if faster_than_threshold && beyond_noise_faster {
         d.verdict = Verdict::Improved;
         d.reasons.push(format!(
@@ -659,11 +754,22 @@ pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
             format!("within the {threshold}% threshold")
         };
         d.reasons.push(format!("{change}: {within}."));
-        if let Some(r) = d.resolution_pct.filter(|r| *r > threshold) {
-            let way = if t.est >= 0.0 { "drop" } else { "rise" };
-            d.reasons.push(format!(
-                "With this noise only a {way} above {r:.1}% could have been confirmed."
-            ));
+        // A suspect is re-measured before its verdict: what that could confirm is the limit
+        // (the first repeats' own resolution says nothing a reader can act on).
+        match d.reach.as_ref() {
+            Some(reach) => {
+                if let Some(limit) = reach.limit(threshold) {
+                    d.reasons.push(format!("This case {limit}."));
+                }
+            }
+            None => {
+                if let Some(r) = d.resolution_pct.filter(|r| *r > threshold) {
+                    let way = if t.est >= 0.0 { "drop" } else { "rise" };
+                    d.reasons.push(format!(
+                        "With this noise only a {way} above {r:.1}% could have been confirmed."
+                    ));
+                }
+            }
         }
     }
 }

@@ -31,7 +31,8 @@ pub use changepoint::{
 };
 pub use common::{CommonMode, SharedCause, common_mode};
 pub use decide::{
-    Decision, Estimator, Evidence, LineageStart, Policy, decide, error_decision, missing_decision,
+    Decision, Estimator, Evidence, LineageStart, Policy, Reach, decide, error_decision,
+    missing_decision,
 };
 pub use env::{EnvChange, env_diff, with_env_causes};
 pub use gate::{

@@ -66,19 +66,20 @@ impl JudgedCase<'_> {
             .collect()
     }
 
-    /// The process-variance warning with why it matters, when it limits this case's verdict
-    /// (only a drop above the case's resolution could be confirmed against its threshold).
-    pub(crate) fn limiting_variance(&self) -> Option<String> {
+    /// The warning for a case whose verdict cannot resolve its threshold, with what would
+    /// (more processes, or the next nights for a thin reference), and the process-variance
+    /// warning when it is the cause. `None` when the case can resolve its threshold: a noisy
+    /// first pass is no warning when the confirm step would settle it.
+    pub(crate) fn unresolvable(&self) -> Option<String> {
         let decision = &self.judgement.decision;
-        let resolution = decision.resolution_pct?;
-        let threshold = self.judgement.threshold_pct;
-        let warning = self.record.variance.as_ref()?;
-        (resolution > threshold).then(|| {
-            format!(
-                "{}: {warning} (it limits this case: only a drop above {resolution:.1}% could be \
-                 confirmed against the {threshold}% threshold)",
-                self.record.plan.key
-            )
+        let limit = decision
+            .reach
+            .as_ref()?
+            .limit(self.judgement.threshold_pct)?;
+        let key = &self.record.plan.key;
+        Some(match self.record.variance.as_ref() {
+            Some(warning) => format!("{key}: {limit} ({warning})"),
+            None => format!("{key}: {limit}"),
         })
     }
 

@@ -113,7 +113,10 @@ pub fn trends(
         let mut earlier = 0;
         for r in &history {
             let current = r.run_id.0 == report.run.id;
-            if r.run_id.0 > report.run.id || r.median_ms.is_none() {
+            // A result that errored (a harness that died after some repeats) has a figure, but
+            // not one of a finished measurement: it is no point of the trend.
+            let errored = r.error.is_some() || r.verdict == Some(crate::case::Verdict::Error);
+            if r.run_id.0 > report.run.id || r.median_ms.is_none() || errored {
                 continue;
             }
             if !current {

@@ -102,16 +102,8 @@ impl Judging<'_> {
         };
         for i in order {
             let case = &mut cases[i];
-            let moved = case.judgement.decision.drop_pct.map_or_else(
-                || "noise".to_owned(),
-                |d| {
-                    if d >= 0.0 {
-                        format!("utilisation fell {d:.1}%")
-                    } else {
-                        format!("utilisation rose {:.1}%", -d)
-                    }
-                },
-            );
+            // The statistic that made it a suspect, not the median's figure beside it.
+            let moved = case.judgement.decision.deciding_change();
             // Under a budget the night sizes each confirm step from the case's noise.
             let sized = night.as_deref().zip(case.record.night);
             let asked = sized.map_or(extra, |(n, k)| n.night.confirm_size(k));

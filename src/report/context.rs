@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::case::{CaseKey, Verdict};
-use crate::compare::{Decision, EnvChange};
+use crate::compare::{Decision, EnvChange, GateStat};
 use crate::store::StoredRun;
 
 /// The JSON schema version of reports; bump on any breaking change.
@@ -152,31 +152,55 @@ pub struct Unconfirmed {
     pub threshold_pct: f64,
     /// How many inconclusive cases lie beyond their thresholds.
     pub cases: usize,
+    /// The drop is the host-adjusted reading (the canary moved and, with its shift taken off,
+    /// the case dropped beyond its threshold), not the step time as measured.
+    #[serde(default)]
+    pub host_adjusted: bool,
 }
 
 impl Unconfirmed {
     /// The worst unconfirmed drop among `cases` (a case failing the gate is not unconfirmed).
+    /// An inconclusive case's drop is the larger of the measured one and, where the host moved,
+    /// the host-adjusted one: a faster host that hid a drop leaves the drop unconfirmed, not
+    /// passed.
     #[must_use]
     pub fn of<'a>(cases: impl IntoIterator<Item = &'a CaseReport>) -> Option<Unconfirmed> {
-        let beyond: Vec<&CaseReport> = cases
+        let worst_drop = |c: &CaseReport| -> Option<(f64, bool)> {
+            let measured = c.drop_pct.map(|d| (d, false));
+            let adjusted = c.decision.host_adjusted_drop_pct.map(|d| (d, true));
+            match (measured, adjusted) {
+                (Some(m), Some(a)) => Some(if a.0 > m.0 { a } else { m }),
+                (m, a) => m.or(a),
+            }
+        };
+        let beyond: Vec<(&CaseReport, (f64, bool))> = cases
             .into_iter()
-            .filter(|c| {
-                c.verdict == Verdict::Inconclusive
-                    && !c.fails_gate
-                    && c.drop_pct.is_some_and(|d| d > c.threshold_pct)
-            })
+            .filter(|c| c.verdict == Verdict::Inconclusive && !c.fails_gate)
+            .filter_map(|c| worst_drop(c).map(|d| (c, d)))
+            .filter(|(c, (d, _))| *d > c.threshold_pct)
             .collect();
-        let worst = beyond.iter().max_by(|a, b| {
-            a.drop_pct
-                .unwrap_or(0.0)
-                .total_cmp(&b.drop_pct.unwrap_or(0.0))
-        })?;
+        let (worst, (drop_pct, host_adjusted)) =
+            beyond.iter().max_by(|a, b| a.1.0.total_cmp(&b.1.0))?;
         Some(Unconfirmed {
             case: worst.case.clone(),
-            drop_pct: worst.drop_pct.unwrap_or(0.0),
+            drop_pct: *drop_pct,
             threshold_pct: worst.threshold_pct,
             cases: beyond.len(),
+            host_adjusted: *host_adjusted,
         })
+    }
+
+    /// "12.3%" or "37.5% with the host's shift taken off".
+    #[must_use]
+    pub fn figure(&self) -> String {
+        if self.host_adjusted {
+            format!(
+                "{:.1}% with the host's shift taken off",
+                self.drop_pct + 0.0
+            )
+        } else {
+            format!("{:.1}%", self.drop_pct + 0.0)
+        }
     }
 }
 
@@ -201,7 +225,11 @@ pub struct CaseReport {
     pub mbu: Option<f64>,
     pub mfu: Option<f64>,
     pub baseline: Option<BaselineRef>,
+    /// The drop of the statistic that decided the verdict (`drop_stat`): the median's unless a
+    /// tail statistic decided (a stall that failed while the median held).
     pub drop_pct: Option<f64>,
+    /// The statistic `drop_pct` is of.
+    pub drop_stat: GateStat,
     pub threshold_pct: f64,
     pub decision: Decision,
     pub env_changes: Vec<EnvChange>,
@@ -357,7 +385,8 @@ impl RunReport {
                     mbu: result.and_then(|r| r.mbu),
                     mfu: result.and_then(|r| r.mfu),
                     baseline: j.baseline.clone(),
-                    drop_pct: j.decision.drop_pct,
+                    drop_pct: j.decision.deciding_drop().1,
+                    drop_stat: j.decision.deciding_drop().0,
                     threshold_pct: j.threshold_pct,
                     decision: j.decision.clone(),
                     env_changes: j.env_changes.clone(),
@@ -436,7 +465,10 @@ impl RunReport {
             for p in &mut points {
                 p.current = p.run_id == self.run.id;
             }
-            if case.median_ms.is_some() && !points.iter().any(|p| p.current) {
+            let finished = case.verdict != Verdict::Error && case.error.is_none();
+            if !finished {
+                points.retain(|p| !p.current);
+            } else if case.median_ms.is_some() && !points.iter().any(|p| p.current) {
                 points.push(TrendPoint {
                     run_id: self.run.id,
                     started_at: self.run.started_at.clone(),
@@ -613,9 +645,9 @@ pub fn summary_line(cases: &[&CaseReport], gpu_sku: &str) -> String {
     if let Some(u) = Unconfirmed::of(cases.iter().copied()) {
         let inconclusive = counts.get(&Verdict::Inconclusive).copied().unwrap_or(0);
         return format!(
-            "Could not tell on {gpu_sku}: {inconclusive} of {} inconclusive; the largest unconfirmed drop is {:.1}% on {}, beyond its {}% threshold.",
+            "Could not tell on {gpu_sku}: {inconclusive} of {} inconclusive; the largest unconfirmed drop is {} on {}, beyond its {}% threshold.",
             plural(n, "case"),
-            u.drop_pct + 0.0,
+            u.figure(),
             u.case,
             u.threshold_pct,
         );

@@ -78,7 +78,7 @@ pub fn check_annotations(
             };
             let change = c
                 .drop_pct
-                .map(|d| format!("utilisation {:+.1}%. ", -d + 0.0))
+                .map(|_| format!("{}. ", c.decision.deciding_change()))
                 .unwrap_or_default();
             let reasons = c.decision.reasons.join("\n");
             let error = c.error.as_deref().unwrap_or_default();
@@ -126,7 +126,7 @@ pub fn annotations(report: &RunReport) -> Vec<String> {
             };
             let change = c
                 .drop_pct
-                .map(|d| format!(": utilisation {:+.1}%", -d + 0.0))
+                .map(|_| format!(": {}", c.decision.deciding_change()))
                 .unwrap_or_default();
             let first_reason = c
                 .decision
@@ -258,7 +258,7 @@ mod tests {
         let lines = annotations(&report);
         assert_eq!(lines.len(), 3, "{lines:#?}");
         assert!(lines[0].starts_with(
-            "::error title=utilgate regressed on h100-sxm::decode/llama-3.1-8b/bf16/decode/b8/c4096: utilisation -7.6%. Utilisation fell"
+            "::error title=utilgate regressed on h100-sxm::decode/llama-3.1-8b/bf16/decode/b8/c4096: utilisation fell 7.6%. Utilisation fell"
         ), "{}", lines[0]);
         assert!(
             lines

@@ -102,8 +102,8 @@ pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
                 || "could not tell".to_owned(),
                 |u| {
                     format!(
-                        "could not tell, largest unconfirmed drop {:.1}% on {}",
-                        u.drop_pct + 0.0,
+                        "could not tell, largest unconfirmed drop {} on {}",
+                        u.figure(),
                         u.case
                     )
                 },
@@ -154,10 +154,20 @@ fn row(c: &CaseReport, axes: &[String], color: bool) -> Vec<Cell> {
         Cell::new(count(c.n)).set_alignment(CellAlignment::Right),
         Cell::new(pct(c.util_now)).set_alignment(CellAlignment::Right),
         Cell::new(pct(c.util_then)).set_alignment(CellAlignment::Right),
-        Cell::new(signed_percent(c.drop_pct)).set_alignment(CellAlignment::Right),
+        Cell::new(drop_cell(c)).set_alignment(CellAlignment::Right),
         verdict,
     ]);
     cells
+}
+
+/// The deciding statistic's drop, named when it is not the median's ("+28.2% stall").
+fn drop_cell(c: &CaseReport) -> String {
+    let drop = signed_percent(c.drop_pct);
+    if c.drop_stat == crate::compare::GateStat::Median {
+        drop
+    } else {
+        format!("{drop} {}", c.drop_stat)
+    }
 }
 
 fn needs_detail(c: &CaseReport) -> bool {
@@ -187,7 +197,7 @@ fn details(out: &mut String, c: &CaseReport) {
             c.decision.repeats_then,
             ms(c.decision.step_now_ms),
             pct(c.util_now),
-            signed_percent(c.drop_pct),
+            signed_percent(c.decision.drop_pct),
         );
     }
     if c.median_ms.is_some() {

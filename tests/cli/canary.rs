@@ -114,3 +114,46 @@ fn a_broken_canary_command_warns_and_the_run_goes_on() {
         stderr(&out)
     );
 }
+
+#[test]
+fn a_faster_host_that_hides_slower_code_is_inconclusive_and_the_headline_names_the_drop() {
+    let env = example_env();
+    assert_eq!(
+        env.run("main", &[("STEP_MS", "100.0")]).status.code(),
+        Some(0)
+    );
+    // The host is 40.7% faster tonight (the canary's stream 4.28 -> 2.54 in the field report)
+    // and the code does 20% more work: 100 ms x 0.593 x 1.2 = 71.2 ms, a step that looks
+    // faster. Before, this night "improved"; a 60% slowdown under the same host passed.
+    let out = env.run(
+        "feature",
+        &[("STEP_MS", "71.2"), ("CANARY_SCALE", "0.5935")],
+    );
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{}", stderr(&out));
+    let report = env.json(&["runs", "show"]);
+    assert_eq!(verdict_of(&report, CASE), "inconclusive", "{text}");
+    assert!(
+        text.contains("Host changed: host 40.7% faster than in the reference's runs"),
+        "{text}"
+    );
+    assert!(
+        text.contains("with the host's shift taken off the change is a drop of 16.6%"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "gate: could not tell, largest unconfirmed drop 16.6% with the host's shift taken off"
+        ),
+        "{text}"
+    );
+    // Code that doubled its work on the same host used to pass (the step barely moved).
+    let out = env.run(
+        "feature",
+        &[("STEP_MS", "101.0"), ("CANARY_SCALE", "0.5935")],
+    );
+    let text = stdout(&out);
+    let report = env.json(&["runs", "show"]);
+    assert_eq!(verdict_of(&report, CASE), "inconclusive", "{text}");
+    assert!(!text.contains("gate: passed"), "{text}");
+}

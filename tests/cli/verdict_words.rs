@@ -223,3 +223,54 @@ fn a_shift_the_whole_grid_shares_names_the_cause_the_run_supports_in_the_termina
         "{summary}"
     );
 }
+
+#[test]
+fn a_reference_too_thin_to_resolve_the_threshold_says_so_and_what_would() {
+    // One first night of 3 processes at about 2% spread: after it (as after `baseline
+    // accept`) the reference is those 3 processes, and no confirm step tonight can resolve a
+    // 5% drop against them.
+    let env = noisy_env("confirm_repeats = 6");
+    let first = run(&env, "main", "10.0", "0.02");
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let again = run(&env, "main", "10.0", "0.02");
+    let err = stderr(&again);
+    assert_eq!(again.status.code(), Some(0), "{}", stdout(&again));
+    assert!(
+        err.contains(&format!("{B1}: cannot resolve its 5% threshold: with the confirm step's 6 processes against the reference's 3 only a drop above")),
+        "{err}"
+    );
+    assert!(
+        err.contains("the reference is too thin (3 processes)")
+            || err.contains("[gate] confirm_repeats = "),
+        "{err}"
+    );
+    let report = env.json(&["runs", "show"]);
+    let reach = &case_of(&report, B1)["decision"]["reach"];
+    assert!(
+        reach["confirmed_pct"].as_f64().is_some_and(|r| r > 5.0),
+        "{reach}"
+    );
+}
+
+#[test]
+fn a_case_whose_confirm_step_resolves_the_threshold_gets_no_repeats_warning() {
+    // The same spread, but twelve processes confirm a suspect against a reference of eight
+    // nights: the first 3 processes alone cannot confirm 5%, the verdict that counts can.
+    let env = noisy_env("confirm_repeats = 12");
+    for _ in 0..8 {
+        let night = run(&env, "main", "10.0", "0.02");
+        assert_eq!(night.status.code(), Some(0), "{}", stderr(&night));
+    }
+    let again = run(&env, "main", "10.0", "0.02");
+    let err = stderr(&again);
+    assert!(!err.contains("cannot resolve"), "{err}");
+    assert!(!err.contains("raise the suite's repeats"), "{err}");
+    let report = env.json(&["runs", "show"]);
+    let case = case_of(&report, B1);
+    assert!(
+        case["decision"]["reach"]["confirmed_pct"]
+            .as_f64()
+            .is_some_and(|r| r < 5.0),
+        "{case}"
+    );
+}

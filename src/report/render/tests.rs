@@ -50,7 +50,10 @@ fn decision(verdict: Verdict, now: f64, then: f64, reasons: &[&str]) -> Decision
         untrusted: false,
         gated_on: crate::compare::GateStat::Median,
         tails: Vec::new(),
+        decided_by: None,
         canary: None,
+        host_adjusted_drop_pct: None,
+        reach: None,
         slide: None,
         reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),
     }
