@@ -274,3 +274,107 @@ fn a_case_whose_confirm_step_resolves_the_threshold_gets_no_repeats_warning() {
         "{case}"
     );
 }
+
+/// The scripted harness with a stall every `STALL`th step (four times the typical step) when
+/// `STALL` is set: the median holds while the stall figure moves.
+const STALLING_HARNESS: &str = r#"#!/bin/sh
+set -eu
+out="$UTILGATE_OUT"
+i=0
+while [ "$i" -lt "$UTILGATE_WARMUP_STEPS" ]; do
+  printf '{"step_ms": 40.0, "warmup": true}\n' >> "$out"; i=$((i+1))
+done
+awk -v base="$STEP_MS" -v n="$UTILGATE_STEPS" -v rep="$UTILGATE_REPEAT" -v stall="${STALL:-0}" \
+  'BEGIN { for (i = 0; i < n; i++) { v = base * (1 + ((i * 7 + rep * 3) % 5) * 0.002); if (stall > 0 && i % stall == 0) v = 4 * v; printf "{\"step_ms\": %.6f}\n", v } }' >> "$out"
+"#;
+
+#[test]
+fn a_case_the_stall_figure_fails_shows_that_figure_in_the_table_and_the_progress_line() {
+    let env = TestEnv::new();
+    let config = TestEnv::config_with("")
+        .replace("batches = [1, 8]", "batches = [1]")
+        .replace("steps = 20", "steps = 50");
+    env.write_config(&config);
+    env.write("harness.sh", STALLING_HARNESS);
+    let first = env.run("main", &[("STEP_MS", "10.0")]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let stalled = env.run("feature", &[("STEP_MS", "10.0"), ("STALL", "10")]);
+    let (text, err) = (stdout(&stalled), stderr(&stalled));
+    let report = env.json(&["runs", "show"]);
+    let case = case_of(&report, B1);
+    // Regressed, or inconclusive when the confirm step's spread is too wide: either way the
+    // stall figure is what moved.
+    assert!(
+        ["regressed", "inconclusive"].contains(&case["verdict"].as_str().unwrap_or_default()),
+        "{text}"
+    );
+    assert_eq!(case["drop_stat"], "stall", "{case}");
+    let drop = case["drop_pct"].as_f64().expect("the stall figure's drop");
+    // Five stalls of three extra steps each per 50: 30% of the throughput lost. Before, the
+    // column showed the median's +0.0%.
+    assert!(drop > 20.0, "{drop}");
+    assert!(text.contains(&format!("+{drop:.1}% stall")), "{text}");
+    assert!(
+        err.contains(&format!(
+            "{B1}: suspect (the stall figure: throughput fell {drop:.1}%)"
+        )) || err.contains(&format!("{B1}: suspect (the stall figure: throughput fell")),
+        "{err}"
+    );
+    // The detail line compares the median's figures, with the median's drop.
+    assert!(
+        text.contains(": drop +0.0%")
+            || text.contains(": drop -0.0%")
+            || text.contains(": drop +0."),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_case_that_errored_after_some_repeats_is_no_point_of_the_trend() {
+    let env = TestEnv::new();
+    let config = TestEnv::config_with("").replace("batches = [1, 8]", "batches = [1]");
+    env.write_config(&config);
+    for step in ["10.0", "10.0"] {
+        let night = env.run("main", &[("STEP_MS", step)]);
+        assert_eq!(night.status.code(), Some(0), "{}", stderr(&night));
+    }
+    // The third night's harness dies on its last repeat: the case is an error, with a median
+    // of the repeats that finished.
+    env.write(
+        "harness.sh",
+        &crate::env::SCRIPT_HARNESS.replace(
+            "case \"${FAIL_MODE:-}\" in",
+            "if [ \"$UTILGATE_REPEAT\" = \"2\" ]; then FAIL_MODE=exit3; fi\ncase \"${FAIL_MODE:-}\" in",
+        ),
+    );
+    let broken = env.run("main", &[("STEP_MS", "14.0")]);
+    assert_eq!(broken.status.code(), Some(2), "{}", stdout(&broken));
+    let errored = env.json(&["runs", "show", "3"]);
+    assert!(
+        case_of(&errored, B1)["median_ms"].as_f64().is_some(),
+        "the errored case keeps the figure of its finished repeats: {errored}"
+    );
+    env.write("harness.sh", crate::env::SCRIPT_HARNESS);
+    let fourth = env.run("main", &[("STEP_MS", "10.0")]);
+    assert_eq!(fourth.status.code(), Some(0), "{}", stderr(&fourth));
+    let report = env.json(&["runs", "show"]);
+    let trend = case_of(&report, B1)["trend"]
+        .as_array()
+        .expect("trend")
+        .clone();
+    let runs: Vec<i64> = trend.iter().filter_map(|p| p["run_id"].as_i64()).collect();
+    assert!(
+        !runs.contains(&3),
+        "the errored night is in the trend: {runs:?}"
+    );
+    assert_eq!(runs.last(), Some(&4), "{runs:?}");
+    let broken_report = env.json(&["runs", "show", "3"]);
+    let own = case_of(&broken_report, B1)["trend"]
+        .as_array()
+        .expect("trend")
+        .clone();
+    assert!(
+        own.iter().all(|p| p["run_id"].as_i64() != Some(3)),
+        "an errored case's own figure is no trend point: {own:?}"
+    );
+}
