@@ -21,7 +21,7 @@ use crate::outcome::Outcome;
 use crate::output;
 use crate::pipeline::context::store_from;
 use crate::pipeline::report::load_run;
-use crate::report::bisect::{BisectReport, CaseChange, Commit};
+use crate::report::bisect::{BisectReport, CaseChange};
 use crate::store::{StoredResult, StoredRun};
 
 /// The environment a run measured in: the harness's versions and the GPU fingerprint of
@@ -37,44 +37,6 @@ fn run_env(run: &StoredRun, case: Option<&CaseKey>) -> BTreeMap<String, String> 
         env.extend(gpu_env(r.gpu_state_json.as_ref()));
     }
     env
-}
-
-/// The commits after `good` up to `bad`, oldest first, from git in `dir`.
-fn commits(dir: &Path, good: Option<&str>, bad: Option<&str>) -> Option<Vec<Commit>> {
-    let (good, bad) = (good?, bad?);
-    let range = format!("{good}..{bad}");
-    // An empty range is an answer too: git prints nothing and `git` returns None, so ask
-    // first whether both commits exist.
-    crate::pipeline::context::git(
-        dir,
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{good}^{{commit}}"),
-        ],
-    )?;
-    crate::pipeline::context::git(
-        dir,
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{bad}^{{commit}}"),
-        ],
-    )?;
-    let text =
-        crate::pipeline::context::git(dir, &["log", "--reverse", "--format=%H%x09%s", &range])
-            .unwrap_or_default();
-    Some(
-        text.lines()
-            .filter_map(|l| l.split_once('\t'))
-            .map(|(sha, subject)| Commit {
-                sha: sha.to_owned(),
-                subject: crate::redact::redact(subject),
-            })
-            .collect(),
-    )
 }
 
 fn median(r: &StoredResult) -> Option<f64> {
@@ -110,7 +72,12 @@ fn find_case(run: &StoredRun, wanted: &str) -> Result<CaseKey, Error> {
     }
 }
 
-fn report(good: &StoredRun, bad: &StoredRun, case: Option<&CaseKey>, dir: &Path) -> BisectReport {
+fn report(
+    good: &StoredRun,
+    bad: &StoredRun,
+    case: Option<&CaseKey>,
+    dirs: &[&Path],
+) -> BisectReport {
     let cases = bad
         .results
         .iter()
@@ -135,11 +102,12 @@ fn report(good: &StoredRun, bad: &StoredRun, case: Option<&CaseKey>, dir: &Path)
         bad_run: bad.summary.id.0,
         good_sha: good.summary.git_sha.clone(),
         bad_sha: bad.summary.git_sha.clone(),
-        commits: commits(
-            dir,
-            good.summary.git_sha.as_deref(),
-            bad.summary.git_sha.as_deref(),
-        ),
+        commits: good
+            .summary
+            .git_sha
+            .as_deref()
+            .zip(bad.summary.git_sha.as_deref())
+            .and_then(|(g, b)| crate::pipeline::context::commit_range(dirs, g, b)),
         env_changes: crate::compare::env_diff(&run_env(good, case), &run_env(bad, case)),
         cases,
     }
@@ -155,13 +123,16 @@ pub fn bisect(args: &BisectArgs) -> Result<Outcome, Error> {
             .as_deref()
             .map(|c| find_case(&bad, c))
             .transpose()?;
-        let dir = args
+        // The working directory is where a user runs `utilgate bisect` from inside their
+        // checkout; the config's directory is asked only when the working directory's git
+        // does not know both commits (a config kept outside the checkout, say).
+        let config_dir = args
             .config
             .config
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
-        let r = report(&good, &bad, case.as_ref(), dir);
+        let r = report(&good, &bad, case.as_ref(), &[Path::new("."), config_dir]);
         match args.format.format {
             Format::Human => output::emit(&crate::report::bisect::render_human(&r))?,
             Format::Json => output::emit(&format!(

@@ -36,11 +36,22 @@ pub struct NightChange {
     pub change: ChangePoint,
     /// `before.git_sha..night.git_sha` when both are known and differ.
     pub commits: Option<(String, String)>,
+    /// The commits of that range with their subjects, oldest first, where a git checkout
+    /// knows them (filled in by the reader of the store; empty otherwise).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subjects: Vec<Commit>,
     pub env_changes: Vec<EnvChange>,
     /// A utilisation drop beyond the gate's threshold (percent).
     pub regression: bool,
     /// The change point is a step of a slide (a line fits its window better than steps do).
     pub in_slide: bool,
+}
+
+/// One commit of a range, with its subject.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Commit {
+    pub sha: String,
+    pub subject: String,
 }
 
 /// A slide over the last nights, and whether it has added up past the gate's threshold.
@@ -122,6 +133,7 @@ pub fn read_history(
                 before: before.clone(),
                 change: *c,
                 commits,
+                subjects: Vec::new(),
                 env_changes: env_diff(&before.env, &night.env),
                 regression: -c.magnitude.change_pct > policy.max_drop_pct,
                 in_slide: slide.is_some() && c.index > start,

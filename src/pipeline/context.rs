@@ -133,3 +133,38 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> Option<String> {
     let text = String::from_utf8(out.stdout).ok()?.trim().to_owned();
     (out.status.success() && !text.is_empty() && text != "HEAD").then_some(text)
 }
+
+/// The commits after `good` up to `bad`, oldest first, with their subjects (redacted), from
+/// the first of `dirs` whose git knows both commits; `None` when none does.
+pub(crate) fn commit_range(
+    dirs: &[&Path],
+    good: &str,
+    bad: &str,
+) -> Option<Vec<crate::compare::history::Commit>> {
+    dirs.iter().find_map(|dir| {
+        // An empty range is an answer too: git prints nothing and `git` returns None, so ask
+        // first whether both commits exist.
+        for sha in [good, bad] {
+            git(
+                dir,
+                &[
+                    "rev-parse",
+                    "--verify",
+                    "--quiet",
+                    &format!("{sha}^{{commit}}"),
+                ],
+            )?;
+        }
+        let range = format!("{good}..{bad}");
+        let text = git(dir, &["log", "--reverse", "--format=%H%x09%s", &range]).unwrap_or_default();
+        Some(
+            text.lines()
+                .filter_map(|l| l.split_once('\t'))
+                .map(|(sha, subject)| crate::compare::history::Commit {
+                    sha: sha.to_owned(),
+                    subject: crate::redact::redact(subject),
+                })
+                .collect(),
+        )
+    })
+}

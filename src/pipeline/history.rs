@@ -94,11 +94,20 @@ pub(crate) fn case_report(
     let max_drop_pct = threshold(config, key);
     let mut policy = HistoryPolicy::new(max_drop_pct);
     policy.detector = detector;
-    let read = read_history(&series, &policy).map_err(|e| Error::Argument {
+    let mut read = read_history(&series, &policy).map_err(|e| Error::Argument {
         arg: format!("history of {key} on {gpu_sku}"),
         problem: e.to_string(),
         fix: "check --nights, --max-pvalue and --permutations".into(),
     })?;
+    // Each change's commits by subject, from the checkout the command runs in: two hashes
+    // alone send a reader to git.
+    for change in &mut read.changes {
+        if let Some((a, b)) = &change.commits {
+            change.subjects =
+                crate::pipeline::context::commit_range(&[std::path::Path::new(".")], a, b)
+                    .unwrap_or_default();
+        }
+    }
     Ok(CaseHistoryReport {
         case: key.clone(),
         gpu_sku: gpu_sku.to_owned(),

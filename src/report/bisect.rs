@@ -9,12 +9,7 @@ use serde::Serialize;
 use crate::compare::EnvChange;
 use crate::compare::bisect::BisectCall;
 
-/// One commit of the range.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Commit {
-    pub sha: String,
-    pub subject: String,
-}
+pub use crate::compare::history::Commit;
 
 /// A case measured by both runs.
 #[derive(Debug, Clone, PartialEq, Serialize)]

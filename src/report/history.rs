@@ -22,6 +22,9 @@ pub struct CaseHistoryReport {
     pub read: HistoryRead,
 }
 
+/// The most commit subjects a change lists.
+const MAX_SUBJECTS: usize = 10;
+
 fn short(sha: &str) -> String {
     sha.chars().take(10).collect()
 }
@@ -76,6 +79,22 @@ pub fn change_lines(c: &NightChange, max_drop_pct: f64) -> Vec<String> {
     ));
     if let Some((a, b)) = &c.commits {
         lines.push(format!("  commits {}..{}", short(a), short(b)));
+        // The range's subjects, newest last; a long range shows its last ones.
+        let skip = c.subjects.len().saturating_sub(MAX_SUBJECTS);
+        if skip > 0 {
+            lines.push(format!("    ... {skip} earlier commits"));
+        }
+        for commit in &c.subjects[skip..] {
+            lines.push(format!(
+                "    {} {}",
+                short(&commit.sha),
+                commit
+                    .subject
+                    .chars()
+                    .map(|ch| if ch.is_control() { ' ' } else { ch })
+                    .collect::<String>()
+            ));
+        }
     }
     if c.env_changes.is_empty() {
         lines.push("  environment: unchanged".to_owned());

@@ -174,3 +174,77 @@ fn bisect_run_aborts_on_a_run_that_does_not_exist_and_skips_an_unmeasurable_comm
     assert_eq!(out.status.code(), Some(125), "{}", stderr(&out));
     git(env.path(), &["checkout", "-q", "--", "speed"]);
 }
+
+#[test]
+fn bisect_finds_the_commits_from_the_checkout_it_runs_in_when_the_config_lives_elsewhere() {
+    let (env, shas) = repo();
+    // The config kept outside the checkout: git is asked where the command runs.
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    let config = elsewhere.path().join("utilgate.toml");
+    std::fs::copy(env.path().join("utilgate.toml"), &config).expect("copy config");
+    let out = env
+        .cmd()
+        .args(["bisect", "--good", "1", "--bad", "2"])
+        .arg("--config")
+        .arg(&config)
+        .arg("--db")
+        .arg(env.db())
+        .output()
+        .expect("bisect");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(text.contains("commits (4):"), "{text}");
+    assert!(text.contains(&shas[3][..7]), "{text}");
+}
+
+#[test]
+fn changes_names_the_commits_of_a_change_by_their_subjects() {
+    let env = TestEnv::new();
+    env.write_config(
+        &TestEnv::config_with("")
+            .replace("command = \"sh harness.sh\"", "command = \"sh bench.sh\"")
+            .replace("batches = [1, 8]", "batches = [1]"),
+    );
+    git(env.path(), &["init", "-q", "-b", "main"]);
+    let nights = |n: usize| {
+        for _ in 0..n {
+            let out = env
+                .cmd()
+                .args(["run", "--branch", "main"])
+                .output()
+                .expect("run");
+            assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+        }
+    };
+    let first = commit(
+        &env,
+        &[
+            (".gitignore", ".utilgate/\n"),
+            ("bench.sh", "STEP_MS=$(cat speed) exec sh harness.sh\n"),
+            ("speed", "10.0\n"),
+        ],
+        "initial",
+    );
+    nights(6);
+    commit(&env, &[("notes.txt", "one\n")], "write notes");
+    // 2% slower: under the 3% threshold, so every night passes, but a change point.
+    let slower = commit(&env, &[("speed", "10.2\n")], "tune the kernel");
+    nights(6);
+    let out = env.cmd().args(["changes"]).output().expect("changes");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        text.contains(&format!("commits {}..{}", &first[..10], &slower[..10])),
+        "{text}"
+    );
+    assert!(text.contains("write notes"), "{text}");
+    assert!(
+        text.contains(&format!("    {} tune the kernel", &slower[..10])),
+        "{text}"
+    );
+    let json = env.json(&["changes"]);
+    assert!(
+        json.to_string().contains("\"subject\":\"tune the kernel\""),
+        "{json}"
+    );
+}
