@@ -138,9 +138,11 @@ pub enum HarnessError {
         warmup_steps: usize,
         stderr_tail: String,
     },
-    #[error("harness results {}: {source}", .path.display())]
+    /// The results file is deleted with the run's working directory, so the message carries
+    /// the offending line itself (`excerpt`), not the file's path.
+    #[error("harness results ($UTILGATE_OUT), {source}; the line was: {excerpt}")]
     Protocol {
-        path: PathBuf,
+        excerpt: String,
         source: ProtocolError,
     },
     #[error("{action} {}: {source}", .path.display())]
@@ -496,6 +498,31 @@ fn wait_for_exit(group: &mut Group, deadline: Instant, cancel: &AtomicBool) -> i
     }
 }
 
+/// The 1-based `line` of a results file as a message can quote it: control characters shown
+/// as `\u{..}` escapes, at most 200 characters (the rest elided), `(empty)` for an empty line.
+fn excerpt(bytes: &[u8], line: usize) -> String {
+    const MAX: usize = 200;
+    let text = String::from_utf8_lossy(bytes);
+    let Some(raw) = text.lines().nth(line.saturating_sub(1)) else {
+        return "(past the end of the file)".to_owned();
+    };
+    if raw.is_empty() {
+        return "(empty)".to_owned();
+    }
+    let mut shown = String::new();
+    for ch in raw.chars().take(MAX) {
+        if ch.is_control() {
+            shown.extend(ch.escape_debug());
+        } else {
+            shown.push(ch);
+        }
+    }
+    if raw.chars().count() > MAX {
+        shown.push_str(" ...");
+    }
+    shown
+}
+
 /// Reads and parses the results file of a harness that exited successfully.
 fn read_results(
     out_path: PathBuf,
@@ -524,7 +551,7 @@ fn read_results(
         Ok(report) => report,
         Err(source) => {
             return Err(HarnessError::Protocol {
-                path: out_path,
+                excerpt: excerpt(&bytes, source.line),
                 source,
             });
         }

@@ -542,6 +542,7 @@ fn gpu_guard(case: &CaseInput, baseline: Option<&StoredResult>) -> Option<String
 pub fn baseline_ref(b: &StoredResult) -> BaselineRef {
     BaselineRef {
         run_id: b.run_id.0,
+        started_at: Some(b.started_at.to_string()),
         git_sha: b.git_sha.clone(),
         median_ms: b.median_ms,
         utilisation: b.utilisation,

@@ -17,6 +17,9 @@ pub const SCHEMA_VERSION: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BaselineRef {
     pub run_id: i64,
+    /// RFC 3339 time the baseline's run started (absent in decisions stored before 0.3).
+    #[serde(default)]
+    pub started_at: Option<String>,
     pub git_sha: Option<String>,
     pub median_ms: Option<f64>,
     pub utilisation: Option<f64>,

@@ -26,10 +26,42 @@ pub fn night_name(report: &RunReport) -> String {
     }
 }
 
-/// "utilgate: decode on h200 regressed since 2026-12-01 (abc1234)".
+/// Where a failing suite's regression began: after the last good night, the oldest pinned
+/// baseline among its failing cases (the night each was last judged good), or the start of the
+/// lineage a slide is measured from. `None` when no failing case names one (then the title
+/// names tonight).
 #[must_use]
-pub fn issue_title(suite: &str, gpu_sku: &str, night: &str) -> String {
-    format!("utilgate: {suite} on {gpu_sku} regressed since {night}")
+pub fn last_good_night(report: &RunReport, suite: &str) -> Option<String> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.key.suite == suite && c.fails_gate)
+        .filter_map(|c| match &c.decision.slide {
+            Some(start) => Some((start.started_at.clone(), start.git_sha.clone())),
+            None => c
+                .baseline
+                .as_ref()
+                .and_then(|b| b.started_at.clone().map(|t| (t, b.git_sha.clone()))),
+        })
+        .min_by(|a, b| a.0.cmp(&b.0))
+        .map(|(at, sha)| {
+            let date = super::format::prefix_chars(&at, 10).to_owned();
+            match sha {
+                Some(sha) => format!("{date} ({})", super::format::short_sha(&sha)),
+                None => date,
+            }
+        })
+}
+
+/// "utilgate: decode on h200 regressed after 2026-11-28 (abc1234)", naming the last good
+/// night, or "... regressed on 2026-12-01 (def5678)" (tonight) when none is known. An open
+/// issue keeps the title it was opened with.
+#[must_use]
+pub fn issue_title(suite: &str, gpu_sku: &str, last_good: Option<&str>, night: &str) -> String {
+    match last_good {
+        Some(good) => format!("utilgate: {suite} on {gpu_sku} regressed after {good}"),
+        None => format!("utilgate: {suite} on {gpu_sku} regressed on {night}"),
+    }
 }
 
 /// Whether a publish keeps nightly issues at all: a run on the baseline branch for no pull
@@ -101,8 +133,17 @@ mod tests {
         );
         assert_ne!(m, crate::report::comment_marker("de-->code", "h200"));
         assert_eq!(
-            issue_title("decode", "h200", "2026-12-01 (abc1234)"),
-            "utilgate: decode on h200 regressed since 2026-12-01 (abc1234)"
+            issue_title(
+                "decode",
+                "h200",
+                Some("2026-11-28 (abc1234)"),
+                "2026-12-01 (def5678)"
+            ),
+            "utilgate: decode on h200 regressed after 2026-11-28 (abc1234)"
+        );
+        assert_eq!(
+            issue_title("decode", "h200", None, "2026-12-01 (def5678)"),
+            "utilgate: decode on h200 regressed on 2026-12-01 (def5678)"
         );
     }
 }

@@ -151,7 +151,7 @@ fn a_failed_nightly_opens_one_issue_updates_it_and_a_passing_night_closes_it() {
         assert_eq!(all.len(), 1);
         let title = all[0]["title"].as_str().expect("title");
         assert!(
-            title.starts_with("utilgate: decode on h100-sxm regressed since "),
+            title.starts_with("utilgate: decode on h100-sxm regressed after "),
             "{title}"
         );
         assert!(title.ends_with("(0123456)"), "{title}");

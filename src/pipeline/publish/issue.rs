@@ -33,7 +33,12 @@ pub(crate) fn publish_issues(
         let marker = issue::issue_marker(&suite, gpu);
         let state = match state {
             SuiteNight::Failing => IssueState::Failing {
-                title: issue::issue_title(&suite, gpu, &night),
+                title: issue::issue_title(
+                    &suite,
+                    gpu,
+                    issue::last_good_night(report, &suite).as_deref(),
+                    &night,
+                ),
             },
             SuiteNight::Passing => IssueState::Passing {
                 comment: issue::close_comment(&suite, &night),

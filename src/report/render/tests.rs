@@ -137,6 +137,7 @@ pub(crate) fn sample_report() -> RunReport {
     };
     let baseline = |util: f64| BaselineRef {
         run_id: 5,
+        started_at: Some("2026-11-28T03:00:00Z".into()),
         git_sha: Some("fedcba9876543210".into()),
         median_ms: Some(2.0 / util),
         utilisation: Some(util),
