@@ -127,6 +127,18 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     for warning in cases.iter().filter_map(JudgedCase::unresolvable) {
         progress.warn(&warning);
     }
+    for line in crate::pipeline::evidence::captured_lines(&evidence) {
+        progress.note(&line);
+    }
+    let (startup_s, wall_s) = JudgedCase::startup_share(&cases);
+    if wall_s > 0.0 && startup_s / wall_s > 0.5 {
+        progress.note(&format!(
+            "process start-up took {:.0}% of the repeats' wall time ({startup_s:.1} s of \
+             {wall_s:.1} s outside the timed and warm-up steps): fewer, longer repeats (more \
+             steps) measure more per second",
+            100.0 * startup_s / wall_s
+        ));
+    }
     // The grid's baselines no case measured (missing) count in the gate like measured cases.
     let measured = cases.iter().map(|c| &c.judgement);
     let judged = measured.chain(&missing).map(|j| j.decision.verdict);

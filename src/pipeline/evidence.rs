@@ -233,3 +233,44 @@ fn attention_across_contexts(report: &mut RunReport, analysed: &[(usize, Analysi
         }
     }
 }
+
+/// One line per case whose evidence this run captured: "KEY: evidence captured: 1 profiler
+/// trace, 1 Nsight Systems file (stored with the run)", with what was not kept named.
+pub(crate) fn captured_lines(evidence: &[crate::store::NewEvidence]) -> Vec<String> {
+    use std::collections::BTreeMap;
+    let mut by_case: BTreeMap<String, BTreeMap<&str, (usize, usize)>> = BTreeMap::new();
+    for e in evidence {
+        let what = match e.kind.as_str() {
+            "trace" => "profiler trace",
+            "nsys" => "Nsight Systems file",
+            "ncu" => "Nsight Compute file",
+            other => other,
+        };
+        let slot = by_case
+            .entry(e.key.to_string())
+            .or_default()
+            .entry(what)
+            .or_default();
+        slot.0 += 1;
+        if e.blob.is_none() {
+            slot.1 += 1;
+        }
+    }
+    by_case
+        .into_iter()
+        .map(|(key, kinds)| {
+            let parts: Vec<String> = kinds
+                .into_iter()
+                .map(|(what, (n, unkept))| {
+                    let plural = if n == 1 { "" } else { "s" };
+                    if unkept > 0 {
+                        format!("{n} {what}{plural} ({unkept} too large to keep)")
+                    } else {
+                        format!("{n} {what}{plural}")
+                    }
+                })
+                .collect();
+            format!("{key}: evidence captured: {}", parts.join(", "))
+        })
+        .collect()
+}

@@ -83,6 +83,18 @@ impl JudgedCase<'_> {
         })
     }
 
+    /// The run's process start-up share: the wall time of its repeats not spent in a counted
+    /// or warm-up step, as (start-up seconds, wall seconds) over every case.
+    pub(crate) fn startup_share(cases: &[Self]) -> (f64, f64) {
+        cases.iter().flat_map(|c| &c.record.measured.costs).fold(
+            (0.0, 0.0),
+            |(start, wall), cost| {
+                let outside = (cost.wall_s - cost.steps_s - cost.warmup_s).max(0.0);
+                (start + outside, wall + cost.wall_s)
+            },
+        )
+    }
+
     /// The row the store keeps for this case; `promote_run` is whether the run may move
     /// baselines at all.
     pub(crate) fn result(&self, watch: Option<&GpuWatch>, promote_run: bool) -> NewResult {

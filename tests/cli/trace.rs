@@ -51,6 +51,12 @@ fn a_regressed_case_names_the_kernel_that_grew_in_every_report() {
     let env = traced_env();
     let out = env.run("main", &[("ATTN_US", "40")]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    // The run says what it captured, one line per case.
+    let err = crate::env::stderr(&out);
+    assert!(
+        err.contains(&format!("{B1}: evidence captured: 1 profiler trace")),
+        "{err}"
+    );
     let out = env.run("feature", &[("STEP_MS", "11.0"), ("ATTN_US", "57")]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     let text = stdout(&out);

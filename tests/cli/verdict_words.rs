@@ -378,3 +378,29 @@ fn a_case_that_errored_after_some_repeats_is_no_point_of_the_trend() {
         "an errored case's own figure is no trend point: {own:?}"
     );
 }
+
+#[test]
+fn a_run_whose_repeats_are_mostly_process_start_up_says_so() {
+    let env = TestEnv::new();
+    env.write_config(&TestEnv::config_with("").replace("warmup_steps = 2", "warmup_steps = 0"));
+    // 20 steps of 10 µs: the 0.2 ms of steps are a sliver of each process's start-up.
+    let quick = env.run("main", &[("STEP_MS", "0.01")]);
+    let err = stderr(&quick);
+    // (Faster than the floor allows, the cases are invalid: the start-up line is said all the same.)
+    assert!(quick.status.code().is_some(), "{err}");
+    assert!(
+        err.contains("process start-up took ") && err.contains("of the repeats' wall time"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("evidence captured"),
+        "no trace was taken: {err}"
+    );
+    // Steps that fill the process: no such line.
+    let steady = env.run("main", &[("STEP_MS", "10.0")]);
+    assert!(
+        !stderr(&steady).contains("process start-up took"),
+        "{}",
+        stderr(&steady)
+    );
+}
