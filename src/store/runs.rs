@@ -196,11 +196,22 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(fail("begin writing a run"))?;
+        // A replay of a stored run (same uid) is refused naming the first; checked inside the
+        // writing transaction, and the unique index is the backstop.
+        if let Some(uid) = &run.uid
+            && let Some(first) = run_with_uid(&tx, uid).map_err(fail("look up the run's id"))?
+        {
+            return Err(StoreError::AlreadyStored {
+                path,
+                uid: uid.clone(),
+                run_id: first,
+            });
+        }
         tx.execute(
             "INSERT INTO runs (started_at_ns, finished_at_ns, git_sha, branch, trigger, pr_number,
                                gpu_sku, gpu_json, host, utilgate_version, config_json,
-                               publish_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                               publish_json, uid)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 started_ns,
                 finished_ns,
@@ -214,6 +225,7 @@ impl Store {
                 run.utilgate_version,
                 json_text(run.config_json.as_ref()),
                 publish_json,
+                run.uid,
             ],
         )
         .map_err(fail("write a run"))?;
@@ -517,4 +529,21 @@ fn write_group(tx: &Transaction<'_>, run_id: i64, group: &RunGroup) -> super::sq
             group.shard.map(|s| s.1)
         ],
     )
+}
+
+/// The run stored with unique id `uid`, if any.
+fn run_with_uid(conn: &super::sql::Conn, uid: &str) -> super::sql::Result<Option<i64>> {
+    conn.query_row("SELECT id FROM runs WHERE uid = ?1", params![uid], |r| {
+        r.get("id")
+    })
+    .optional()
+}
+
+impl Store {
+    /// The run stored with unique id `uid` (a replay's first storing), if any.
+    pub fn run_by_uid(&self, uid: &str) -> Result<Option<RunId>, StoreError> {
+        run_with_uid(&self.conn, uid)
+            .map(|id| id.map(RunId))
+            .map_err(|e| StoreError::query(&self.path, "look up the run's id", e))
+    }
 }
