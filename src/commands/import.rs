@@ -24,7 +24,11 @@ pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {
     let rescued: RescuedRun = journal::read_rescue(&args.file)?;
     // A rescue file from before runs carried an id is known by its content: imported twice, it
     // is refused all the same.
-    let uid = rescued.run.uid.clone().unwrap_or_else(|| rescued.content_uid());
+    let uid = rescued
+        .run
+        .uid
+        .clone()
+        .unwrap_or_else(|| rescued.content_uid());
     let RescuedRun {
         mut run,
         publish,

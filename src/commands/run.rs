@@ -87,7 +87,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     let in_actions = env_lookup()("GITHUB_ACTIONS").as_deref() == Some("true");
     let progress = Progress::new(plans.len() as u64, in_actions);
     let runner = Runner::new(&loaded, Arc::clone(&cancel), watch.as_ref(), &progress, exe)?;
-    let resume = args.resume.as_ref().map(Option::as_deref);
+    let resume = crate::pipeline::journal::Resume::from_flag(args.resume.as_ref());
     let mut journal = open_journal(&stores, config, &gpu.name, &plans, resume)?;
     let started_at = journal
         .started_at

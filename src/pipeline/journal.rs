@@ -101,6 +101,29 @@ pub struct CaseJournal<T> {
     pub resumed: bool,
 }
 
+/// What `--resume` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume<'a> {
+    /// No `--resume`: a new run.
+    No,
+    /// `--resume`: the one interrupted run of this plan.
+    Interrupted,
+    /// `--resume=ID`: the interrupted run with that id (or id prefix).
+    Run(&'a str),
+}
+
+impl<'a> Resume<'a> {
+    /// From the `--resume[=ID]` flag.
+    #[must_use]
+    pub fn from_flag(flag: Option<&'a Option<String>>) -> Self {
+        match flag {
+            None => Resume::No,
+            Some(None) => Resume::Interrupted,
+            Some(Some(id)) => Resume::Run(id),
+        }
+    }
+}
+
 /// An interrupted run's journal: no live process holds it.
 struct Interrupted<T> {
     path: std::path::PathBuf,
@@ -141,18 +164,23 @@ fn interrupted<T: DeserializeOwned>(store_path: &Path) -> Result<Vec<Interrupted
 }
 
 /// Opens this run's own journal beside the store (one per run: concurrent runs never share
-/// one). With `resume` (`Some(None)`: the one interrupted run of this plan; `Some(Some(id))`:
-/// the run with that id or id prefix) it continues an interrupted run's journal and recovers
+/// one). With `resume` ([`Resume::Interrupted`]: the one interrupted run of this plan;
+/// [`Resume::Run`]: the run with that id or id prefix) it continues an interrupted run's journal and recovers
 /// its cases; several candidates are an error listing them. Without it, interrupted runs'
 /// journals are kept and named.
 pub fn open_journal<T: DeserializeOwned>(
     store_path: &Path,
     plan: serde_json::Value,
     started_at: jiff::Timestamp,
-    resume: Option<Option<&str>>,
+    resume: Resume<'_>,
 ) -> Result<CaseJournal<T>, Error> {
     let found = interrupted::<T>(store_path)?;
-    match resume {
+    let which = match resume {
+        Resume::No => None,
+        Resume::Interrupted => Some(None),
+        Resume::Run(id) => Some(Some(id)),
+    };
+    match which {
         Some(which) => {
             let mut same: Vec<Interrupted<T>> = found
                 .into_iter()
@@ -165,7 +193,10 @@ pub fn open_journal<T: DeserializeOwned>(
                     problem: format!(
                         "{} interrupted runs of this plan have a journal: {}",
                         same.len(),
-                        same.iter().map(Interrupted::describe).collect::<Vec<_>>().join("; ")
+                        same.iter()
+                            .map(Interrupted::describe)
+                            .collect::<Vec<_>>()
+                            .join("; ")
                     ),
                     fix: "pass --resume=RUN_ID with one of the run ids above (a prefix will do)"
                         .into(),
@@ -254,7 +285,11 @@ impl RescuedRun {
         use sha2::{Digest, Sha256};
         let text = serde_json::to_string(self).unwrap_or_default();
         let digest = Sha256::digest(text.as_bytes());
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = digest.iter().fold(String::with_capacity(64), |mut acc, b| {
+            use std::fmt::Write as _;
+            let _ = write!(acc, "{b:02x}");
+            acc
+        });
         format!("rescue-{hex}")
     }
 }

@@ -199,7 +199,7 @@ pub(crate) fn open_journal(
     config: &Config,
     gpu_sku: &str,
     plans: &[CasePlan<'_>],
-    resume: Option<Option<&str>>,
+    resume: crate::pipeline::journal::Resume<'_>,
 ) -> Result<crate::pipeline::journal::CaseJournal<Measured>, Error> {
     let keys: Vec<&CaseKey> = plans.iter().map(|p| &p.key).collect();
     let journal = crate::pipeline::journal::open_journal::<Measured>(

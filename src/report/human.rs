@@ -227,7 +227,11 @@ fn details(out: &mut String, c: &CaseReport) {
             let _ = writeln!(out, "  trace {}: warning: {}", t(&ev.trace), t(w));
         }
         if !ev.diff_lines.is_empty() {
-            let _ = writeln!(out, "  trace diff against the baseline's ({}):", t(&ev.trace));
+            let _ = writeln!(
+                out,
+                "  trace diff against the baseline's ({}):",
+                t(&ev.trace)
+            );
             for line in &ev.diff_lines {
                 let _ = writeln!(out, "    {}", t(line));
             }

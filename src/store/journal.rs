@@ -119,7 +119,9 @@ pub fn journals(store: &Path) -> Result<Vec<PathBuf>, JournalError> {
         .flatten()
         .filter(|e| {
             let n = e.file_name().to_string_lossy().into_owned();
-            n == name || (n.starts_with(&prefix) && n.ends_with(".jsonl"))
+            n == name
+                || (n.starts_with(&prefix)
+                    && Path::new(&n).extension().is_some_and(|e| e == "jsonl"))
         })
         .map(|e| legacy.with_file_name(e.file_name()))
         .collect();
@@ -141,9 +143,7 @@ fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
         Err(fs::TryLockError::WouldBlock) => Err(JournalError::InUse {
             path: path.to_path_buf(),
         }),
-        Err(fs::TryLockError::Error(source)) => {
-            Err(io_error("lock the run journal", path)(source))
-        }
+        Err(fs::TryLockError::Error(source)) => Err(io_error("lock the run journal", path)(source)),
     }
 }
 
@@ -445,7 +445,10 @@ mod tests {
         let resumed = Journal::open(&a, &header(), true).expect("resumes");
         assert!(is_live(&a));
         resumed.finish().expect("finish");
-        assert_eq!(journals(&store).expect("lists"), vec![b, journal_path(&store)]);
+        assert_eq!(
+            journals(&store).expect("lists"),
+            vec![b, journal_path(&store)]
+        );
     }
 
     #[test]

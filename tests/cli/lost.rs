@@ -187,7 +187,10 @@ fn a_run_the_store_cannot_take_is_rescued_imported_later_and_never_stored_twice(
     assert!(started(&env).is_empty(), "measured a stored run again");
     let runs = env.json(&["runs", "list"]);
     assert_eq!(runs["runs"].as_array().map(Vec::len), Some(2), "{runs}");
-    assert!(journals(&env).is_empty(), "the stored run's journal is removed");
+    assert!(
+        journals(&env).is_empty(),
+        "the stored run's journal is removed"
+    );
 }
 
 /// The path printed after "rescue file" on stderr.
@@ -242,7 +245,10 @@ fn an_interrupted_run_resumes_measuring_only_the_missing_cases() {
     let cases = show["cases"].as_array().expect("cases");
     assert_eq!(cases.len(), 2);
     assert!(cases.iter().all(|c| c["n"] == 60), "{show}");
-    assert!(journals(&env).is_empty(), "a stored run removes its journal");
+    assert!(
+        journals(&env).is_empty(),
+        "a stored run removes its journal"
+    );
 }
 
 /// The run journals beside the store (one per run: `utilgate.db.cases-<run id>.jsonl`).
@@ -254,7 +260,8 @@ fn journals(env: &TestEnv) -> Vec<PathBuf> {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("utilgate.db.cases") && n.ends_with(".jsonl"))
+                .is_some_and(|n| n.starts_with("utilgate.db.cases"))
+                && p.extension().is_some_and(|e| e == "jsonl")
         })
         .collect();
     found.sort();
@@ -276,7 +283,11 @@ fn a_journal_without_resume_is_kept_with_a_note() {
         "{err}"
     );
     assert_eq!(started(&env).len(), 6, "every case measured afresh");
-    assert_eq!(journals(&env), before, "the interrupted run's journal is kept");
+    assert_eq!(
+        journals(&env),
+        before,
+        "the interrupted run's journal is kept"
+    );
 }
 
 /// The run ids in journal file names, `utilgate.db.cases-<id>.jsonl`.
@@ -285,7 +296,11 @@ fn journal_ids(env: &TestEnv) -> Vec<String> {
         .iter()
         .filter_map(|p| {
             let n = p.file_name()?.to_str()?;
-            Some(n.strip_prefix("utilgate.db.cases-")?.strip_suffix(".jsonl")?.to_owned())
+            Some(
+                n.strip_prefix("utilgate.db.cases-")?
+                    .strip_suffix(".jsonl")?
+                    .to_owned(),
+            )
         })
         .collect()
 }
@@ -300,14 +315,23 @@ fn a_run_beside_a_live_run_keeps_its_journal_and_resume_recovers_its_finished_ca
         started(&env).iter().any(|l| l.starts_with("b8"))
     });
     // Run B on the same store, start to end, while A is live.
-    let b = env.std_cmd()
+    let b = env
+        .std_cmd()
         .args(["run", "--branch", "main", "--git-sha", "0123456789abcdef"])
         .output()
         .expect("B runs");
-    assert_eq!(b.status.code(), Some(0), "{}", String::from_utf8_lossy(&b.stderr));
+    assert_eq!(
+        b.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&b.stderr)
+    );
     let err = String::from_utf8_lossy(&b.stderr);
     assert!(!err.contains("discard"), "B touched A's journal: {err}");
-    assert!(!err.contains("kept the journal"), "A is live, not interrupted: {err}");
+    assert!(
+        !err.contains("kept the journal"),
+        "A is live, not interrupted: {err}"
+    );
     assert_eq!(journals(&env).len(), 1, "A's journal is there");
     a.kill().expect("SIGKILL A");
     let _ = a.wait();
@@ -327,7 +351,14 @@ fn a_run_beside_a_live_run_keeps_its_journal_and_resume_recovers_its_finished_ca
     let runs = env.json(&["runs", "list"]);
     assert_eq!(runs["runs"].as_array().map(Vec::len), Some(2), "{runs}");
     let show = env.json(&["runs", "show"]);
-    assert!(show["cases"].as_array().expect("cases").iter().all(|c| c["n"] == 60), "{show}");
+    assert!(
+        show["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .all(|c| c["n"] == 60),
+        "{show}"
+    );
     assert!(journals(&env).is_empty());
 }
 
@@ -346,7 +377,8 @@ fn resume_with_two_interrupted_runs_lists_them_and_takes_the_one_named() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("2 interrupted runs of this plan") && ids.iter().all(|id| err.contains(id.as_str())),
+        err.contains("2 interrupted runs of this plan")
+            && ids.iter().all(|id| err.contains(id.as_str())),
         "{err}"
     );
     assert!(err.contains("--resume=RUN_ID"), "{err}");
@@ -358,7 +390,11 @@ fn resume_with_two_interrupted_runs_lists_them_and_takes_the_one_named() {
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(started(&env).iter().all(|l| l.starts_with("b8")), "{:?}", started(&env));
+    assert!(
+        started(&env).iter().all(|l| l.starts_with("b8")),
+        "{:?}",
+        started(&env)
+    );
     assert_eq!(journal_ids(&env), vec![ids[0].clone()], "the other is kept");
 }
 
