@@ -178,6 +178,7 @@ fn new_run(i: usize, keys: &[CaseKey], rng: &mut StdRng) -> NewRun {
         config_json: Some(json!({"gate": {"max_drop_pct": 3.0}, "suites": ["decode", "prefill"]})),
         promote_reason: "passed the gate on main".into(),
         canary_json: None,
+        uid: None,
         group: None,
         results: keys.iter().map(|k| new_result(k, rng, on_main)).collect(),
     }

@@ -74,8 +74,9 @@ pub struct RunArgs {
     #[arg(long)]
     pub github: bool,
     /// Finish an interrupted run: keep the cases its journal holds, measure only the rest.
-    #[arg(long)]
-    pub resume: bool,
+    /// With several interrupted runs of one plan, name one: `--resume=RUN_ID` (a prefix will do).
+    #[arg(long, value_name = "RUN_ID", num_args = 0..=1, require_equals = true)]
+    pub resume: Option<Option<String>>,
     /// Start a new history in an existing empty (0-byte) store file instead of refusing it.
     #[arg(long)]
     pub init: bool,

@@ -21,11 +21,20 @@ use crate::store::meta::MetaFlags;
 
 pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {
     // Read and check the file before touching the store.
+    let rescued: RescuedRun = journal::read_rescue(&args.file)?;
+    // A rescue file from before runs carried an id is known by its content: imported twice, it
+    // is refused all the same.
+    let uid = rescued
+        .run
+        .uid
+        .clone()
+        .unwrap_or_else(|| rescued.content_uid());
     let RescuedRun {
         mut run,
         publish,
         mut serve,
-    } = journal::read_rescue(&args.file)?;
+    } = rescued;
+    run.uid = Some(uid);
     let (mut store, _) = store_with(&args.config, StoreMode::Create)?;
     let promoted = run.results.iter().filter(|r| r.promote).count()
         + serve.iter().filter(|c| c.promote).count();

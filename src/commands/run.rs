@@ -87,7 +87,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     let in_actions = env_lookup()("GITHUB_ACTIONS").as_deref() == Some("true");
     let progress = Progress::new(plans.len() as u64, in_actions);
     let runner = Runner::new(&loaded, Arc::clone(&cancel), watch.as_ref(), &progress, exe)?;
-    let mut journal = open_journal(&stores, config, &gpu.name, &plans, args.resume)?;
+    let resume = crate::pipeline::journal::Resume::from_flag(args.resume.as_ref());
+    let mut journal = open_journal(&stores, config, &gpu.name, &plans, resume)?;
     let started_at = journal
         .started_at
         .unwrap_or_else(crate::pipeline::context::now);
@@ -169,6 +170,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
             .collect(),
         canary_json: canary.as_ref().and_then(|c| serde_json::to_value(c).ok()),
         group,
+        uid: Some(journal.uid.clone()),
         ..new_run(config, &meta, &gpu, watch.as_ref())
     };
     new_run.config_json = crate::pipeline::budget::config_with(

@@ -146,7 +146,11 @@ fn kind_of(path: &Path) -> Result<Kind, Error> {
     }
     if nsight::is_ncu_report(path) {
         let bin = nsight::find("ncu");
-        return Ok(Kind::Ncu(nsight::ncu_text(path, bin.as_deref())?));
+        return Ok(Kind::Ncu(nsight::ncu_text(
+            path,
+            bin.as_deref(),
+            crate::evidence::file::DEFAULT_CAP_BYTES,
+        )?));
     }
     let io = |source| Error::Io {
         path: path.to_owned(),
@@ -155,7 +159,7 @@ fn kind_of(path: &Path) -> Result<Kind, Error> {
     // Sniff the head only: a trace is streamed later and never read whole here.
     let mut head = Vec::new();
     std::io::Read::read_to_end(
-        &mut std::io::Read::take(std::fs::File::open(path).map_err(io)?, 4096),
+        &mut std::io::Read::take(crate::evidence::file::open_regular(path).map_err(io)?, 4096),
         &mut head,
     )
     .map_err(io)?;
@@ -166,7 +170,8 @@ fn kind_of(path: &Path) -> Result<Kind, Error> {
     if matches!(first, Some(b'{' | 0x1f) | None) && (first.is_some() || head.len() < 4096) {
         return Ok(Kind::Kineto);
     }
-    let bytes = std::fs::read(path).map_err(io)?;
+    let bytes = crate::evidence::file::read_capped(path, crate::evidence::file::DEFAULT_CAP_BYTES)
+        .map_err(io)?;
     match String::from_utf8(bytes) {
         Ok(text) if crate::evidence::ncu::looks_like(&text) => Ok(Kind::Ncu(text)),
         Ok(text) if crate::evidence::nsys_stats::looks_like(&text) => Ok(Kind::NsysStats(text)),

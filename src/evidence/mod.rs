@@ -1,12 +1,13 @@
 //! Evidence: why a case got slower. Readers (torch.profiler/Kineto traces, Nsight Systems
 //! exports, Nsight Compute CSVs) feed one evidence model, analysed per step, diagnosed and
-//! diffed against the baseline's evidence. Pure but two readers: `source.rs` opens trace files
-//! and `nsys_sqlite.rs` opens an export read-only. Declarations only.
+//! diffed against the baseline's evidence. Pure but three readers: `source.rs` opens trace files,
+//! `nsys_sqlite.rs` opens an export read-only and `file.rs` opens what a harness reported. Declarations only.
 
 pub mod analysis;
 pub mod classify;
 pub mod diagnosis;
 pub mod diff;
+pub mod file;
 pub mod hta;
 pub mod kineto;
 pub mod model;

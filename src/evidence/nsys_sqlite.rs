@@ -93,7 +93,7 @@ fn query_error(path: &Path, table: &'static str, source: rusqlite::Error) -> Nsy
 /// Reads the export at `path`.
 pub fn read(path: &Path) -> Result<Export, NsysError> {
     let mut head = [0u8; 16];
-    let read_head = std::fs::File::open(path).and_then(|mut f| {
+    let read_head = super::file::open_regular(path).and_then(|mut f| {
         use std::io::Read;
         f.read_exact(&mut head)
     });

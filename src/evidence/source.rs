@@ -3,7 +3,6 @@
 //! which the newest `*.pt.trace.json[.gz]` is taken. Decompression streams through flate2.
 //! [`analyse_file`] analyses a trace in two streaming passes without holding it (see its doc).
 
-use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
@@ -82,7 +81,7 @@ pub fn resolve(path: &Path) -> Result<PathBuf, TraceFileError> {
 
 /// An open, decompressing reader over the trace at `path` (a file, not a directory).
 pub fn open(path: &Path) -> Result<Box<dyn Read>, TraceFileError> {
-    let file = File::open(path).map_err(|source| TraceFileError::Open {
+    let file = super::file::open_regular(path).map_err(|source| TraceFileError::Open {
         path: path.to_owned(),
         source,
     })?;

@@ -263,19 +263,18 @@ pub fn nsys_sqlite(
     Ok(target)
 }
 
-/// That `path` can be read, before a profiler is asked to read it: else the I/O error naming it.
+/// That `path` is a regular file that can be read, before a profiler is asked to read it (a
+/// FIFO would block the profiler): else the I/O error naming it.
 fn readable(path: &Path) -> Result<(), NsightFileError> {
-    std::fs::metadata(path)
-        .map(drop)
-        .map_err(|source| NsightFileError::Io {
-            path: path.to_owned(),
-            source,
-        })
+    crate::evidence::file::check_regular(path).map_err(|source| NsightFileError::Io {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// The `ncu --csv` text of `path`: itself, or for a `.ncu-rep` what `ncu --import --csv --page
-/// raw` prints.
-pub fn ncu_text(path: &Path, ncu_bin: Option<&Path>) -> Result<String, NsightFileError> {
+/// raw` prints. A CSV is read only when a regular file of at most `cap` bytes.
+pub fn ncu_text(path: &Path, ncu_bin: Option<&Path>, cap: u64) -> Result<String, NsightFileError> {
     let bytes = if is_ncu_report(path) {
         readable(path)?;
         let bin = ncu_bin.ok_or_else(|| NsightFileError::NoNcu {
@@ -292,7 +291,7 @@ pub fn ncu_text(path: &Path, ncu_bin: Option<&Path>) -> Result<String, NsightFil
             ],
         )?
     } else {
-        std::fs::read(path).map_err(|source| NsightFileError::Io {
+        crate::evidence::file::read_capped(path, cap).map_err(|source| NsightFileError::Io {
             path: path.to_owned(),
             source,
         })?
@@ -352,7 +351,9 @@ mod tests {
         assert!(w.contains("run.sqlite"), "{w}");
         let rep = dir.path().join("k.ncu-rep");
         std::fs::write(&rep, b"x").expect("write");
-        let w = ncu_text(&rep, None).expect_err("no ncu").warning();
+        let w = ncu_text(&rep, None, crate::evidence::file::DEFAULT_CAP_BYTES)
+            .expect_err("no ncu")
+            .warning();
         assert!(w.contains("ncu --import"), "{w}");
         assert!(find_on("surely-not-a-program", Some(&OsString::from("/bin"))).is_none());
         assert!(find_on("sh", Some(&OsString::from("/nonexistent:/bin:/usr/bin"))).is_some());

@@ -192,6 +192,7 @@ pub(crate) fn import_into(
                 })),
                 promote_reason: String::new(),
                 canary_json: None,
+                uid: None,
                 group: None,
                 results,
             };

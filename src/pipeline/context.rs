@@ -20,6 +20,13 @@ pub fn now() -> jiff::Timestamp {
     jiff::Timestamp::now()
 }
 
+/// A new run's unique id: 128 random bits in hex, drawn from the OS-seeded generator when the
+/// run starts (`runs.uid`, its journal's name, its rescue file).
+#[must_use]
+pub fn new_run_uid() -> String {
+    format!("{:032x}", rand::random::<u128>())
+}
+
 /// The process environment as a lookup function, so pure code can take it as an argument.
 pub fn env_lookup() -> impl Fn(&str) -> Option<String> {
     #[expect(

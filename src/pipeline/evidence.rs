@@ -36,21 +36,50 @@ pub fn options(cfg: &EvidenceConfig) -> Result<Options, Error> {
     })
 }
 
-/// The gzip of `file` (kept as is when it is gzip already).
-fn compressed(file: &Path) -> std::io::Result<Vec<u8>> {
-    let mut f = std::fs::File::open(file)?;
+/// Where the bytes written so far are counted, so that compressing stops at the cap.
+struct Capped {
+    bytes: Vec<u8>,
+    cap: u64,
+}
+
+impl Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if (self.bytes.len() + buf.len()) as u64 > self.cap {
+            return Err(std::io::Error::from(std::io::ErrorKind::FileTooLarge));
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The gzip of `file` (kept as is when it is gzip already), or `None` when it is over `cap`
+/// bytes: reading and compressing stop there, so what is held is bounded by the cap. Only a
+/// regular file is read (a FIFO or a device is an error).
+fn compressed(file: &Path, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut f = crate::evidence::file::open_regular(file)?;
     let mut head = [0u8; 2];
     let n = f.read(&mut head)?;
     let mut input = std::io::Cursor::new(head[..n].to_vec()).chain(f);
-    if head[..n] == [0x1f, 0x8b] {
-        let mut out = Vec::new();
-        input.read_to_end(&mut out)?;
-        return Ok(out);
+    let out = Capped {
+        bytes: Vec::new(),
+        cap,
+    };
+    let packed = if head[..n] == [0x1f, 0x8b] {
+        let mut out = out;
+        std::io::copy(&mut input, &mut out).map(|_| out)
+    } else {
+        let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+        std::io::copy(&mut input, &mut gz).and_then(|_| gz.finish())
+    };
+    match packed {
+        Ok(out) => Ok(Some(out.bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => Ok(None),
+        Err(e) => Err(e),
     }
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    std::io::copy(&mut input, &mut gz)?;
-    gz.flush()?;
-    gz.finish()
 }
 
 /// The SHA-256 of compressed bytes, as the store keys them.
@@ -63,10 +92,10 @@ fn content_address(bytes: &[u8]) -> String {
         })
 }
 
-/// A file as the store keeps it: its content address and its gzip (kept as is when gzip).
-pub(crate) fn pack(file: &Path) -> std::io::Result<(String, Vec<u8>)> {
-    let bytes = compressed(file)?;
-    Ok((content_address(&bytes), bytes))
+/// A file as the store keeps it: its content address and its gzip (kept as is when gzip), or
+/// `None` when its gzip is over `cap` bytes.
+pub(crate) fn pack(file: &Path, cap: u64) -> std::io::Result<Option<(String, Vec<u8>)>> {
+    Ok(compressed(file, cap)?.map(|bytes| (content_address(&bytes), bytes)))
 }
 
 /// Reads, analyses and packs the trace a traced repeat wrote: the path it reported (relative to
@@ -108,15 +137,14 @@ pub fn capture(
         evidence.warning = Some("the trace holds no GPU rows and no host operators".into());
     }
     evidence.analysis = serde_json::to_value(&analysis).ok();
-    match compressed(&file) {
-        Ok(bytes) if bytes.len() as u64 > max_bytes => {
+    match pack(&file, max_bytes) {
+        Ok(None) => {
             evidence.warning = Some(format!(
-                "the trace is {:.1} MB compressed, over [evidence] max_trace_mb = {:.1}: only its analysis is stored",
-                bytes.len() as f64 / 1e6,
+                "the trace is over {:.1} MB compressed ([evidence] max_trace_mb): only its analysis is stored",
                 max_bytes as f64 / 1e6
             ));
         }
-        Ok(bytes) => evidence.blob = Some((content_address(&bytes), bytes)),
+        Ok(Some(blob)) => evidence.blob = Some(blob),
         Err(e) => evidence.warning = Some(format!("the trace could not be stored: {e}")),
     }
     evidence

@@ -95,56 +95,174 @@ pub struct CaseJournal<T> {
     pub recovered: BTreeMap<CaseKey, T>,
     /// The original start of a resumed run.
     pub started_at: Option<jiff::Timestamp>,
+    /// The run's unique id: drawn now, or the resumed run's.
+    pub uid: String,
+    /// Whether this run resumes an interrupted one.
+    pub resumed: bool,
 }
 
-/// Opens the journal beside the store: recovers a matching interrupted run's cases with
-/// `resume`, else starts afresh, discarding (with a note) a journal it finds.
+/// What `--resume` asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resume<'a> {
+    /// No `--resume`: a new run.
+    No,
+    /// `--resume`: the one interrupted run of this plan.
+    Interrupted,
+    /// `--resume=ID`: the interrupted run with that id (or id prefix).
+    Run(&'a str),
+}
+
+impl<'a> Resume<'a> {
+    /// From the `--resume[=ID]` flag.
+    #[must_use]
+    pub fn from_flag(flag: Option<&'a Option<String>>) -> Self {
+        match flag {
+            None => Resume::No,
+            Some(None) => Resume::Interrupted,
+            Some(Some(id)) => Resume::Run(id),
+        }
+    }
+}
+
+/// An interrupted run's journal: no live process holds it.
+struct Interrupted<T> {
+    path: std::path::PathBuf,
+    rec: journal::Recovered<T>,
+}
+
+impl<T> Interrupted<T> {
+    fn uid(&self) -> &str {
+        self.rec.header.uid.as_deref().unwrap_or("")
+    }
+
+    /// How the messages name it: its id, start, owner and finished cases.
+    fn describe(&self) -> String {
+        let h = &self.rec.header;
+        format!(
+            "run {} started {}{} ({} finished case(s)) at {}",
+            h.uid.as_deref().unwrap_or("(no id: an older journal)"),
+            h.started_at,
+            h.pid.map(|p| format!(" by pid {p}")).unwrap_or_default(),
+            self.rec.cases.len(),
+            self.path.display()
+        )
+    }
+}
+
+/// The journals beside the store that no live run holds, readable as journals.
+fn interrupted<T: DeserializeOwned>(store_path: &Path) -> Result<Vec<Interrupted<T>>, Error> {
+    let mut out = Vec::new();
+    for path in journal::journals(store_path)? {
+        if journal::is_live(&path) {
+            continue;
+        }
+        if let Some(rec) = journal::read::<T>(&path)? {
+            out.push(Interrupted { path, rec });
+        }
+    }
+    Ok(out)
+}
+
+/// Opens this run's own journal beside the store (one per run: concurrent runs never share
+/// one). With `resume` ([`Resume::Interrupted`]: the one interrupted run of this plan;
+/// [`Resume::Run`]: the run with that id or id prefix) it continues an interrupted run's journal and recovers
+/// its cases; several candidates are an error listing them. Without it, interrupted runs'
+/// journals are kept and named.
 pub fn open_journal<T: DeserializeOwned>(
     store_path: &Path,
     plan: serde_json::Value,
     started_at: jiff::Timestamp,
-    resume: bool,
+    resume: Resume<'_>,
 ) -> Result<CaseJournal<T>, Error> {
-    let path = journal::journal_path(store_path);
-    let found = journal::read::<T>(&path)?;
+    let found = interrupted::<T>(store_path)?;
+    let which = match resume {
+        Resume::No => None,
+        Resume::Interrupted => Some(None),
+        Resume::Run(id) => Some(Some(id)),
+    };
+    match which {
+        Some(which) => {
+            let mut same: Vec<Interrupted<T>> = found
+                .into_iter()
+                .filter(|f| f.rec.header.plan == plan)
+                .filter(|f| which.is_none_or(|w| f.uid().starts_with(w)))
+                .collect();
+            if same.len() > 1 {
+                return Err(Error::Argument {
+                    arg: "--resume".into(),
+                    problem: format!(
+                        "{} interrupted runs of this plan have a journal: {}",
+                        same.len(),
+                        same.iter()
+                            .map(Interrupted::describe)
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ),
+                    fix: "pass --resume=RUN_ID with one of the run ids above (a prefix will do)"
+                        .into(),
+                });
+            }
+            if let Some(f) = same.pop() {
+                return resumed(f);
+            }
+            if let Some(w) = which {
+                return Err(Error::Argument {
+                    arg: format!("--resume={w}"),
+                    problem: "no interrupted run of this plan has that id".into(),
+                    fix: "run with --resume alone to list the interrupted runs".into(),
+                });
+            }
+            output::warn(&format!(
+                "--resume: no interrupted run of this plan beside {} (config, cases and GPU must match); measuring every case",
+                store_path.display()
+            ));
+        }
+        None => {
+            for f in &found {
+                output::warn(&format!(
+                    "kept the journal of an interrupted {}: pass --resume to finish it",
+                    f.describe()
+                ));
+            }
+        }
+    }
+    let uid = crate::pipeline::context::new_run_uid();
     let header = JournalHeader {
         journal: journal::JOURNAL_VERSION,
         plan,
         started_at: started_at.to_string(),
+        uid: Some(uid.clone()),
+        pid: Some(std::process::id()),
     };
-    match found {
-        Some(rec) if resume && rec.header.plan == header.plan => {
-            output::note(&format!(
-                "resuming the interrupted run from {}: {} finished case(s) kept, measuring the rest",
-                path.display(),
-                rec.cases.len()
-            ));
-            let journal = Journal::open(&path, &rec.header, true)?;
-            return Ok(CaseJournal {
-                journal,
-                started_at: rec.header.started_at.parse().ok(),
-                recovered: rec.cases.into_iter().collect(),
-            });
-        }
-        Some(_) if resume => output::warn(&format!(
-            "--resume: the journal {} belongs to a different plan (config, cases or GPU changed): discarded; measuring every case",
-            path.display()
-        )),
-        None if resume => output::warn(&format!(
-            "--resume: no interrupted run to resume ({} does not exist); measuring every case",
-            path.display()
-        )),
-        Some(rec) => output::warn(&format!(
-            "discarded the journal of an interrupted run ({} finished case(s)) at {}: pass --resume to finish such a run instead",
-            rec.cases.len(),
-            path.display()
-        )),
-        None => {}
-    }
+    let path = journal::run_journal_path(store_path, &uid);
     Ok(CaseJournal {
         journal: Journal::open(&path, &header, false)?,
         recovered: BTreeMap::new(),
         started_at: None,
+        uid,
+        resumed: false,
+    })
+}
+
+/// Continues the interrupted run `f`: its journal, its cases, its start and its id.
+fn resumed<T>(f: Interrupted<T>) -> Result<CaseJournal<T>, Error> {
+    output::note(&format!(
+        "resuming the interrupted {}: measuring the rest",
+        f.describe()
+    ));
+    let journal = Journal::open(&f.path, &f.rec.header, true)?;
+    Ok(CaseJournal {
+        journal,
+        started_at: f.rec.header.started_at.parse().ok(),
+        // An older journal's run had no id: it gets one now.
+        uid: f
+            .rec
+            .header
+            .uid
+            .clone()
+            .unwrap_or_else(crate::pipeline::context::new_run_uid),
+        resumed: true,
+        recovered: f.rec.cases.into_iter().collect(),
     })
 }
 
@@ -159,6 +277,23 @@ pub struct RescuedRun {
     pub serve: Vec<crate::store::NewServeCase>,
 }
 
+impl RescuedRun {
+    /// The id of a rescued run that carries none (written before runs had one): `rescue-` and
+    /// the SHA-256 of its content, so the same file imported twice has the same id.
+    #[must_use]
+    pub fn content_uid(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let text = serde_json::to_string(self).unwrap_or_default();
+        let digest = Sha256::digest(text.as_bytes());
+        let hex = digest.iter().fold(String::with_capacity(64), |mut acc, b| {
+            use std::fmt::Write as _;
+            let _ = write!(acc, "{b:02x}");
+            acc
+        });
+        format!("rescue-{hex}")
+    }
+}
+
 /// Stores the run; if the store refuses it, writes the complete run to a rescue file beside
 /// the store (else in the temporary directory) and returns an error naming that file.
 /// `run` is the run and its service cases, stored in one transaction and rescued together.
@@ -170,6 +305,8 @@ pub fn store_or_rescue(
 ) -> Result<RunId, Error> {
     match store.insert_run_with_serve(run, facts, serve) {
         Ok(id) => Ok(id),
+        // Stored already (a replay): a rescue file would only be a third copy.
+        Err(err @ crate::store::StoreError::AlreadyStored { .. }) => Err(err.into()),
         Err(err) => {
             let stamp = run.finished_at.strftime("%Y%m%dT%H%M%SZ").to_string();
             let rescued = RescuedRun {

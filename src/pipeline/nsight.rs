@@ -14,11 +14,13 @@ use crate::measure::profiler::{
 use crate::store::NewEvidence;
 
 /// Reads the Nsight file at `path` (`kind` "nsys" or "ncu") into its stored summary and the file
-/// to keep (the export or the CSV); `scratch` takes an export made here.
+/// to keep (the export or the CSV); `scratch` takes an export made here. Only a regular file is
+/// read, a CSV only up to `cap` bytes.
 pub fn read(
     kind: &str,
     path: &Path,
     scratch: &Path,
+    cap: u64,
     options: &Options,
 ) -> Result<(NsightSummary, PathBuf, Vec<String>), NsightFileError> {
     if kind == "nsys" {
@@ -37,7 +39,7 @@ pub fn read(
         return Ok((NsightSummary::nsys(summary, steps), sqlite, notes));
     }
     let ncu_bin = find("ncu");
-    let text = ncu_text(path, ncu_bin.as_deref())?;
+    let text = ncu_text(path, ncu_bin.as_deref(), cap)?;
     let report = ncu::parse(&text).map_err(|source| NsightFileError::Ncu {
         path: path.to_owned(),
         source,
@@ -86,7 +88,7 @@ pub fn evidence(
             return ev;
         }
     };
-    let (summary, file, notes) = match read(kind, path, scratch.path(), options) {
+    let (summary, file, notes) = match read(kind, path, scratch.path(), max_bytes, options) {
         Ok(read) => read,
         Err(e) => {
             ev.warning = Some(format!("{kind} file not read: {}", e.warning()));
@@ -95,13 +97,12 @@ pub fn evidence(
     };
     ev.analysis = serde_json::to_value(&summary).ok();
     let mut warnings = notes;
-    match crate::pipeline::evidence::pack(&file) {
-        Ok((_, bytes)) if bytes.len() as u64 > max_bytes => warnings.push(format!(
-            "the {kind} file is {:.1} MB compressed, over [evidence] max_trace_mb = {:.1}: only its summary is stored",
-            bytes.len() as f64 / 1e6,
+    match crate::pipeline::evidence::pack(&file, max_bytes) {
+        Ok(None) => warnings.push(format!(
+            "the {kind} file is over {:.1} MB compressed ([evidence] max_trace_mb): only its summary is stored",
             max_bytes as f64 / 1e6
         )),
-        Ok(blob) => ev.blob = Some(blob),
+        Ok(Some(blob)) => ev.blob = Some(blob),
         Err(e) => warnings.push(format!("the {kind} file could not be stored: {e}")),
     }
     if !warnings.is_empty() {

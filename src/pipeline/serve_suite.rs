@@ -247,7 +247,7 @@ pub(crate) fn gpu_of(loaded: &LoadedConfig) -> (String, Option<GpuSpec>) {
 pub(crate) fn check_options(suites: &[&SuiteConfig], args: &RunArgs) -> Result<(), Error> {
     let what = if suites.is_empty() {
         None
-    } else if args.resume {
+    } else if args.resume.is_some() {
         Some("--resume")
     } else if args.trace {
         Some("--trace")

@@ -113,6 +113,7 @@ pub(crate) fn new_run(
         promote_reason: format!("run passed the gate on {}", config.gate.baseline_branch),
         results: Vec::new(),
         canary_json: None,
+        uid: None,
         group: None,
     }
 }
@@ -189,20 +190,39 @@ pub(crate) fn store_run(
     Ok(run_id)
 }
 
-/// The journal beside the store, holding this run's plan (and, with `resume`, the cases an
-/// interrupted run of the same plan had measured).
+/// This run's journal beside the store, holding its plan (and, with `resume`, the cases an
+/// interrupted run of the same plan had measured). A resumed run that its imported rescue file
+/// stored already is refused naming that run, and its journal removed: it holds nothing the
+/// store lacks.
 pub(crate) fn open_journal(
     stores: &RunStores,
     config: &Config,
     gpu_sku: &str,
     plans: &[CasePlan<'_>],
-    resume: bool,
+    resume: crate::pipeline::journal::Resume<'_>,
 ) -> Result<crate::pipeline::journal::CaseJournal<Measured>, Error> {
     let keys: Vec<&CaseKey> = plans.iter().map(|p| &p.key).collect();
-    crate::pipeline::journal::open_journal::<Measured>(
+    let journal = crate::pipeline::journal::open_journal::<Measured>(
         &stores.path,
         crate::pipeline::journal::plan(config, gpu_sku, &keys),
         crate::pipeline::context::now(),
         resume,
-    )
+    )?;
+    if journal.resumed
+        && let Some(first) = stores.store.run_by_uid(&journal.uid)?
+    {
+        let path = journal.journal.path().to_owned();
+        journal.journal.finish()?;
+        output::warn(&format!(
+            "removed the journal {}: its run is stored as run #{first}",
+            path.display()
+        ));
+        return Err(crate::store::StoreError::AlreadyStored {
+            path: stores.path.clone(),
+            uid: journal.uid,
+            run_id: first.0,
+        }
+        .into());
+    }
+    Ok(journal)
 }

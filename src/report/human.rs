@@ -214,8 +214,11 @@ fn details(out: &mut String, c: &CaseReport) {
             c.repeats.unwrap_or(0),
         );
     }
+    // Every string below may carry harness, trace or file text: one line each, controls
+    // stripped, newlines written `\n`, so none can begin a line (a workflow command).
+    let t = super::escape::terminal;
     for reason in &c.decision.reasons {
-        let _ = writeln!(out, "  {reason}");
+        let _ = writeln!(out, "  {}", t(reason));
     }
     // A regressed or inconclusive case's reasons already name the changes as the likely cause
     // (`compare::with_env_causes`); listing them again printed every upgrade twice.
@@ -226,42 +229,47 @@ fn details(out: &mut String, c: &CaseReport) {
             "  environment changed since the baseline (the likely cause):"
         );
         for change in &c.env_changes {
-            let _ = writeln!(out, "    {change}");
+            let _ = writeln!(out, "    {}", t(&change.to_string()));
         }
     }
     if let Some(ev) = &c.evidence {
         if let Some(w) = &ev.warning {
-            let _ = writeln!(out, "  trace {}: warning: {w}", ev.trace);
+            let _ = writeln!(out, "  trace {}: warning: {}", t(&ev.trace), t(w));
         }
         if !ev.diff_lines.is_empty() {
-            let _ = writeln!(out, "  trace diff against the baseline's ({}):", ev.trace);
+            let _ = writeln!(
+                out,
+                "  trace diff against the baseline's ({}):",
+                t(&ev.trace)
+            );
             for line in &ev.diff_lines {
-                let _ = writeln!(out, "    {line}");
+                let _ = writeln!(out, "    {}", t(line));
             }
         }
         for d in &ev.diagnosis {
-            let _ = writeln!(out, "  trace: {d}");
+            let _ = writeln!(out, "  trace: {}", t(d));
         }
     }
     for ev in &c.nsight {
-        let what = format!("{} {}", ev.kind, ev.file);
+        let what = format!("{} {}", ev.kind, t(&ev.file));
         if let Some(w) = &ev.warning {
-            let _ = writeln!(out, "  {what}: warning: {w}");
+            let _ = writeln!(out, "  {what}: warning: {}", t(w));
         }
         if !ev.diff_lines.is_empty() {
             let _ = writeln!(
                 out,
                 "  {} diff against the baseline's ({}):",
-                ev.kind, ev.file
+                ev.kind,
+                t(&ev.file)
             );
             for line in &ev.diff_lines {
-                let _ = writeln!(out, "    {line}");
+                let _ = writeln!(out, "    {}", t(line));
             }
         }
         if !ev.lines.is_empty() {
             let _ = writeln!(out, "  {what}:");
             for line in &ev.lines {
-                let _ = writeln!(out, "    {line}");
+                let _ = writeln!(out, "    {}", t(line));
             }
         }
     }

@@ -8,6 +8,7 @@ pub mod bisect;
 pub mod budget;
 mod chart;
 mod context;
+pub mod escape;
 pub mod evidence;
 mod export;
 pub mod floor;

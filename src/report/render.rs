@@ -433,21 +433,17 @@ fn short_sha(s: Option<String>) -> String {
 /// Text in Markdown (outside code): HTML-significant characters and table pipes escaped, line
 /// breaks kept inside a table cell or list item.
 fn md_text(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('|', "\\|")
-        .replace('\n', "<br>")
+    super::escape::markdown(s)
 }
 
 /// Text inside a code span in a table cell: pipes escaped, backticks replaced.
 fn md_code_cell(s: &str) -> String {
-    s.replace('`', "'").replace('|', "\\|").replace('\n', " ")
+    super::escape::markdown_code(s)
 }
 
 /// Text inside a fenced code block: a line of backticks cannot close the fence early.
 fn fence_safe(s: &str) -> String {
-    s.replace("```", "`\u{200b}``")
+    super::escape::markdown_fenced(s)
 }
 
 #[cfg(test)]

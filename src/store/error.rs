@@ -133,6 +133,12 @@ pub enum StoreError {
     CopySchemaDiffers { path: PathBuf, table: &'static str },
     #[error("the store {} holds a table {} that this utilgate does not know", .path.display(), .table)]
     CopyUnknownTable { path: PathBuf, table: String },
+    #[error("the run {} is stored already in {} as run #{}: not stored again", .uid, .path.display(), .run_id)]
+    AlreadyStored {
+        path: PathBuf,
+        uid: String,
+        run_id: i64,
+    },
     #[error("{} {} cannot be stored in {}: it is out of range", .what, .value, .path.display())]
     OutOfRange {
         path: PathBuf,
@@ -206,6 +212,11 @@ impl StoreError {
             }
             StoreError::CopySchemaDiffers { .. } | StoreError::CopyUnknownTable { .. } => {
                 "copy with the utilgate that wrote the newer store (both stores must be at one schema version)"
+            }
+            StoreError::AlreadyStored { run_id, .. } => {
+                return Some(format!(
+                    "nothing is lost: `utilgate runs show {run_id}` shows it (a rescue file or journal is replayed once)"
+                ));
             }
             StoreError::Query { .. } | StoreError::OutOfRange { .. } => return None,
         };

@@ -1,11 +1,14 @@
 //! Files beside the store that keep measured work safe when the store cannot take it yet
 //! (DESIGN.md §6). Does file I/O; decides nothing.
 //!
-//! - The **journal** (`<store>.cases.jsonl`): each finished case of the run in progress, one
-//!   JSON line, synced as soon as the case ends. It is never a run: nothing reads it but
-//!   `utilgate run --resume`, which measures only the cases it lacks and then writes the whole
-//!   run in one transaction. A run that is written removes it; a run started without `--resume`
-//!   discards a journal it finds (with a note). A last line cut short by a kill is ignored.
+//! - The **journal** (`<store>.cases-<run id>.jsonl`, one per run): each finished case of the
+//!   run in progress, one JSON line, synced as soon as the case ends. It is never a run: nothing
+//!   reads it but `utilgate run --resume`, which measures only the cases it lacks and then writes
+//!   the whole run in one transaction. A run that is written removes it. Its owner holds an
+//!   exclusive lock on it while it lives (released by the kernel however the owner dies), so
+//!   concurrent runs on one store never touch each other's journal and `--resume` picks only
+//!   an interrupted one. A last line cut short by a kill is ignored. Older versions wrote one
+//!   journal per store (`<store>.cases.jsonl`); it is still read.
 //! - The **rescue file** (`<store>.rescue-<time>.json`): the complete run, written when the
 //!   final store write fails, so `utilgate import run FILE` can store it later.
 
@@ -41,6 +44,8 @@ pub enum JournalError {
     },
     #[error("{} is a rescue file of version {found}; this utilgate reads version {RESCUE_VERSION}", .path.display())]
     RescueVersion { path: PathBuf, found: u32 },
+    #[error("the run journal {} is in use by a live utilgate run", .path.display())]
+    InUse { path: PathBuf },
     #[error("failed to encode the journal entry for {case}: {source}")]
     Encode {
         case: String,
@@ -62,6 +67,10 @@ impl JournalError {
                 "pass a file that `utilgate run` wrote when it could not store a run (it prints the path)"
                     .to_owned(),
             ),
+            JournalError::InUse { .. } => Some(
+                "wait for that run to finish; only an interrupted run's journal can be resumed"
+                    .to_owned(),
+            ),
             JournalError::Encode { .. } => None,
         }
     }
@@ -76,10 +85,66 @@ fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Jour
     }
 }
 
-/// The journal of the store at `store`.
+/// The one journal of the store at `store` that versions before per-run journals wrote.
 #[must_use]
 pub fn journal_path(store: &Path) -> PathBuf {
     sibling(store, ".cases.jsonl")
+}
+
+/// The journal of run `uid` on the store at `store`.
+#[must_use]
+pub fn run_journal_path(store: &Path, uid: &str) -> PathBuf {
+    sibling(store, &format!(".cases-{uid}.jsonl"))
+}
+
+/// Every journal beside the store at `store` (each run's, and the older per-store one), in
+/// name order.
+pub fn journals(store: &Path) -> Result<Vec<PathBuf>, JournalError> {
+    let legacy = journal_path(store);
+    let dir = match legacy.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = legacy
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let prefix = name.trim_end_matches(".jsonl").to_owned() + "-";
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(io_error("list the run journals in", &dir)(source)),
+    };
+    let mut found: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n == name
+                || (n.starts_with(&prefix)
+                    && Path::new(&n).extension().is_some_and(|e| e == "jsonl"))
+        })
+        .map(|e| legacy.with_file_name(e.file_name()))
+        .collect();
+    found.sort();
+    Ok(found)
+}
+
+/// Whether a live process holds the journal at `path` (its owner's lock); `false` when it is
+/// gone or cannot be opened.
+#[must_use]
+pub fn is_live(path: &Path) -> bool {
+    File::open(path).is_ok_and(|f| matches!(f.try_lock(), Err(fs::TryLockError::WouldBlock)))
+}
+
+/// Takes the owner's lock on an open journal: refused when a live run holds it.
+fn lock(file: &File, path: &Path) -> Result<(), JournalError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(fs::TryLockError::WouldBlock) => Err(JournalError::InUse {
+            path: path.to_path_buf(),
+        }),
+        Err(fs::TryLockError::Error(source)) => Err(io_error("lock the run journal", path)(source)),
+    }
 }
 
 fn sibling(store: &Path, suffix: &str) -> PathBuf {
@@ -105,6 +170,12 @@ pub struct JournalHeader {
     /// Identifies the plan: the config as stored with runs, the GPU, the case keys.
     pub plan: serde_json::Value,
     pub started_at: String,
+    /// The run's unique id (`runs.uid`); absent in journals of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// The process that started the run, for the messages that name it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
 }
 
 /// One finished case, as read back.
@@ -160,8 +231,9 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// Starts a fresh journal (replacing any) with its header, or continues the one at `path`
-    /// (`resume`), whose header the caller has checked.
+    /// Starts a fresh journal with its header (a file already there is another run's and is
+    /// refused), or continues the one at `path` (`resume`), whose header the caller has
+    /// checked. Either way this process holds the journal's lock until it is dropped.
     pub fn open(
         path: &Path,
         header: &JournalHeader,
@@ -172,6 +244,7 @@ impl Journal {
                 .append(true)
                 .open(path)
                 .map_err(io_error("open the run journal", path))?;
+            lock(&file, path)?;
             let mut journal = Journal {
                 path: path.to_path_buf(),
                 file,
@@ -180,7 +253,12 @@ impl Journal {
             journal.write_line("")?;
             return Ok(journal);
         }
-        let file = File::create(path).map_err(io_error("create the run journal", path))?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .map_err(io_error("create the run journal", path))?;
+        lock(&file, path)?;
         let mut journal = Journal {
             path: path.to_path_buf(),
             file,
@@ -334,7 +412,43 @@ mod tests {
             journal: JOURNAL_VERSION,
             plan: serde_json::json!({"cases": 2}),
             started_at: "2026-01-01T00:00:00Z".into(),
+            uid: Some("0f".into()),
+            pid: Some(7),
         }
+    }
+
+    #[test]
+    fn each_run_has_its_own_journal_locked_while_its_owner_lives() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = dir.path().join("utilgate.db");
+        let a = run_journal_path(&store, "aa");
+        let b = run_journal_path(&store, "bb");
+        assert_eq!(a, dir.path().join("utilgate.db.cases-aa.jsonl"));
+        let ja = Journal::open(&a, &header(), false).expect("a");
+        let jb = Journal::open(&b, &header(), false).expect("b");
+        fs::write(dir.path().join("other.db.cases-cc.jsonl"), "x").expect("other store");
+        fs::write(journal_path(&store), "x").expect("legacy");
+        assert_eq!(
+            journals(&store).expect("lists"),
+            vec![a.clone(), b.clone(), journal_path(&store)]
+        );
+        assert!(is_live(&a) && is_live(&b));
+        // A second run cannot take a live run's journal, fresh or resumed.
+        assert!(matches!(
+            Journal::open(&a, &header(), true),
+            Err(JournalError::InUse { .. })
+        ));
+        assert!(Journal::open(&a, &header(), false).is_err());
+        drop(ja);
+        assert!(!is_live(&a) && is_live(&b));
+        drop(jb);
+        let resumed = Journal::open(&a, &header(), true).expect("resumes");
+        assert!(is_live(&a));
+        resumed.finish().expect("finish");
+        assert_eq!(
+            journals(&store).expect("lists"),
+            vec![b, journal_path(&store)]
+        );
     }
 
     #[test]

@@ -150,15 +150,7 @@ impl Store {
         serve: &[super::NewServeCase],
     ) -> Result<RunId, StoreError> {
         let path = self.path.clone();
-        let publish_json = publish
-            .map(serde_json::to_string)
-            .transpose()
-            .map_err(|source| StoreError::Json {
-                path: path.clone(),
-                column: "runs.publish_json",
-                row: 0,
-                source,
-            })?;
+        let publish_json = publish_text(&path, publish)?;
         let started_ns = timestamp_to_ns(&path, run.started_at)?;
         let finished_ns = timestamp_to_ns(&path, run.finished_at)?;
         let moved_ns = timestamp_to_ns(&path, plan.moved_at)?;
@@ -196,11 +188,12 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .map_err(fail("begin writing a run"))?;
+        refuse_replay(&tx, &path, run)?;
         tx.execute(
             "INSERT INTO runs (started_at_ns, finished_at_ns, git_sha, branch, trigger, pr_number,
                                gpu_sku, gpu_json, host, utilgate_version, config_json,
-                               publish_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                               publish_json, uid)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 started_ns,
                 finished_ns,
@@ -214,6 +207,7 @@ impl Store {
                 run.utilgate_version,
                 json_text(run.config_json.as_ref()),
                 publish_json,
+                run.uid,
             ],
         )
         .map_err(fail("write a run"))?;
@@ -517,4 +511,51 @@ fn write_group(tx: &Transaction<'_>, run_id: i64, group: &RunGroup) -> super::sq
             group.shard.map(|s| s.1)
         ],
     )
+}
+
+/// The publish facts as the `runs.publish_json` column holds them.
+fn publish_text(path: &Path, publish: Option<&PublishFacts>) -> Result<Option<String>, StoreError> {
+    publish
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|source| StoreError::Json {
+            path: path.to_owned(),
+            column: "runs.publish_json",
+            row: 0,
+            source,
+        })
+}
+
+/// A replay of a stored run (same uid) is refused naming the first; checked inside the writing
+/// transaction `conn`, and the unique index is the backstop.
+fn refuse_replay(conn: &super::sql::Conn, path: &Path, run: &NewRun) -> Result<(), StoreError> {
+    let Some(uid) = &run.uid else {
+        return Ok(());
+    };
+    match run_with_uid(conn, uid) {
+        Ok(None) => Ok(()),
+        Ok(Some(first)) => Err(StoreError::AlreadyStored {
+            path: path.to_owned(),
+            uid: uid.clone(),
+            run_id: first,
+        }),
+        Err(e) => Err(StoreError::query(path, "look up the run's id", e)),
+    }
+}
+
+/// The run stored with unique id `uid`, if any.
+fn run_with_uid(conn: &super::sql::Conn, uid: &str) -> super::sql::Result<Option<i64>> {
+    conn.query_row("SELECT id FROM runs WHERE uid = ?1", params![uid], |r| {
+        r.get("id")
+    })
+    .optional()
+}
+
+impl Store {
+    /// The run stored with unique id `uid` (a replay's first storing), if any.
+    pub fn run_by_uid(&self, uid: &str) -> Result<Option<RunId>, StoreError> {
+        run_with_uid(&self.conn, uid)
+            .map(|id| id.map(RunId))
+            .map_err(|e| StoreError::query(&self.path, "look up the run's id", e))
+    }
 }

@@ -306,6 +306,15 @@ ALTER TABLE series ADD CONSTRAINT series_case_key
     UNIQUE (suite, model, precision, phase, batch, context, axes, gpu_sku);
 ";
 
+/// A run's unique id (`runs.uid`), drawn when the run starts and kept by its journal and its
+/// rescue file, so that a replay of the same run (`import run` of one rescue file twice, `run
+/// --resume` after its rescue was imported) is refused, never stored twice. NULL for runs
+/// stored before it and for runs that are not replays of anything (imported results files).
+const V10_RUN_UIDS: &str = r"
+ALTER TABLE runs ADD COLUMN uid TEXT;
+CREATE UNIQUE INDEX runs_by_uid ON runs (uid);
+";
+
 /// The ordered migrations; the store's version is how many of them it has applied.
 pub(crate) const MIGRATIONS: &[&str] = &[
     V1_TABLES,
@@ -317,6 +326,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     V7_RUN_CANARIES,
     V8_RUN_GROUPS,
     V9_SERIES_AXES,
+    V10_RUN_UIDS,
 ];
 
 /// Migrations written out for `PostgreSQL` where [`dialect::ddl`] of the `SQLite` text would not

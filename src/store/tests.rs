@@ -77,6 +77,7 @@ fn run(branch: &str, second: i64, results: Vec<NewResult>) -> NewRun {
         config_json: None,
         promote_reason: "passed the gate on main".into(),
         canary_json: None,
+        uid: None,
         group: None,
         results,
     }

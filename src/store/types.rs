@@ -59,6 +59,10 @@ pub struct NewRun {
     /// The group of runs this one belongs to (the shards of one grid), if any.
     #[serde(default)]
     pub group: Option<RunGroup>,
+    /// The run's unique id, drawn when it started (`runs.uid`): a store holds one run per id,
+    /// so a replayed rescue file or journal is refused. Absent in older rescue files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
 }
 
 /// A run's place in a group of runs: the group's id and, for a shard, which of how many.

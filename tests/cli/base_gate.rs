@@ -92,7 +92,7 @@ fn a_pull_request_that_sets_fail_on_empty_still_fails_the_gate_it_regresses() {
     let text = body["body"].as_str().expect("body");
     let second = text.lines().nth(1).unwrap_or_default();
     assert!(
-        second.starts_with("> ⚠️ this pull request changes \\[gate\\] fail\\_on: ")
+        second.starts_with("> ⚠️ this pull request changes \\[gate\\] fail_on: ")
             && second.contains("the base branch's settings"),
         "{text}"
     );

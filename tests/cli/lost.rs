@@ -119,7 +119,7 @@ fn wait_for(what: &str, limit: Duration, mut ready: impl FnMut() -> bool) {
 }
 
 #[test]
-fn a_run_the_store_cannot_take_is_rescued_and_imported_later() {
+fn a_run_the_store_cannot_take_is_rescued_imported_later_and_never_stored_twice() {
     let env = TestEnv::new();
     env.write_config(
         &logging_config("").replace("[gate]", "[store]\nbusy_timeout_s = 0.5\n\n[gate]"),
@@ -159,6 +159,38 @@ fn a_run_the_store_cannot_take_is_rescued_and_imported_later() {
     let list = runs["runs"].as_array().expect("runs");
     assert_eq!(list.len(), 2, "{runs}");
     assert_eq!(list[0]["n_results"], 2);
+    let first = list[0]["id"].as_i64().expect("id");
+
+    // Replays are refused naming the first: the same rescue file again, and `run --resume` of
+    // the rescued run's journal (#28 item 7).
+    let again = env
+        .cmd()
+        .args(["import", "run"])
+        .arg(&rescue)
+        .output()
+        .expect("runs");
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
+    let said = format!("as run #{first}: not stored again");
+    assert!(
+        stderr(&again).contains("is stored already") && stderr(&again).contains(&said),
+        "{}",
+        stderr(&again)
+    );
+    std::fs::remove_file(env.path().join("started.log")).expect("reset log");
+    let resumed = env
+        .cmd()
+        .args(["run", "--branch", "main", "--resume"])
+        .output()
+        .expect("runs");
+    assert_eq!(resumed.status.code(), Some(2), "{}", stderr(&resumed));
+    assert!(stderr(&resumed).contains(&said), "{}", stderr(&resumed));
+    assert!(started(&env).is_empty(), "measured a stored run again");
+    let runs = env.json(&["runs", "list"]);
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(2), "{runs}");
+    assert!(
+        journals(&env).is_empty(),
+        "the stored run's journal is removed"
+    );
 }
 
 /// The path printed after "rescue file" on stderr.
@@ -176,6 +208,7 @@ fn rescue_path(stderr: &str) -> Option<PathBuf> {
 /// Starts a run whose b8 case hangs and SIGKILLs utilgate while it measures b8, after b1 is
 /// done (and journalled).
 fn kill_while_measuring_b8(env: &TestEnv) {
+    let _ = std::fs::remove_file(env.path().join("started.log"));
     env.write_config(&logging_config(""));
     let mut child = spawn_run(env, &[], &[("FAIL_MODE", "slowcase")]);
     wait_for("the b8 case", Duration::from_secs(60), || {
@@ -212,24 +245,157 @@ fn an_interrupted_run_resumes_measuring_only_the_missing_cases() {
     let cases = show["cases"].as_array().expect("cases");
     assert_eq!(cases.len(), 2);
     assert!(cases.iter().all(|c| c["n"] == 60), "{show}");
-    assert!(!journal(&env).exists(), "a stored run removes its journal");
+    assert!(
+        journals(&env).is_empty(),
+        "a stored run removes its journal"
+    );
 }
 
-fn journal(env: &TestEnv) -> PathBuf {
-    env.db().with_file_name("utilgate.db.cases.jsonl")
+/// The run journals beside the store (one per run: `utilgate.db.cases-<run id>.jsonl`).
+fn journals(env: &TestEnv) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(env.db().parent().expect("dir"))
+        .expect("store dir")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("utilgate.db.cases"))
+                && p.extension().is_some_and(|e| e == "jsonl")
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 #[test]
-fn a_journal_without_resume_is_discarded_with_a_note() {
+fn a_journal_without_resume_is_kept_with_a_note() {
     let env = TestEnv::new();
     kill_while_measuring_b8(&env);
-    assert!(journal(&env).exists());
+    let before = journals(&env);
+    assert_eq!(before.len(), 1, "{before:?}");
     std::fs::remove_file(env.path().join("started.log")).expect("reset log");
     let out = env.run("main", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("discard") && err.contains("--resume"), "{err}");
+    assert!(
+        err.contains("kept the journal of an interrupted run") && err.contains("--resume"),
+        "{err}"
+    );
     assert_eq!(started(&env).len(), 6, "every case measured afresh");
+    assert_eq!(
+        journals(&env),
+        before,
+        "the interrupted run's journal is kept"
+    );
+}
+
+/// The run ids in journal file names, `utilgate.db.cases-<id>.jsonl`.
+fn journal_ids(env: &TestEnv) -> Vec<String> {
+    journals(env)
+        .iter()
+        .filter_map(|p| {
+            let n = p.file_name()?.to_str()?;
+            Some(
+                n.strip_prefix("utilgate.db.cases-")?
+                    .strip_suffix(".jsonl")?
+                    .to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_run_beside_a_live_run_keeps_its_journal_and_resume_recovers_its_finished_case() {
+    let env = TestEnv::new();
+    env.write_config(&logging_config(""));
+    // Run A: b1 finishes (journalled), b8 hangs.
+    let mut a = spawn_run(&env, &[], &[("FAIL_MODE", "slowcase")]);
+    wait_for("A's b8 case", Duration::from_secs(60), || {
+        started(&env).iter().any(|l| l.starts_with("b8"))
+    });
+    // Run B on the same store, start to end, while A is live.
+    let b = env
+        .std_cmd()
+        .args(["run", "--branch", "main", "--git-sha", "0123456789abcdef"])
+        .output()
+        .expect("B runs");
+    assert_eq!(
+        b.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&b.stderr)
+    );
+    let err = String::from_utf8_lossy(&b.stderr);
+    assert!(!err.contains("discard"), "B touched A's journal: {err}");
+    assert!(
+        !err.contains("kept the journal"),
+        "A is live, not interrupted: {err}"
+    );
+    assert_eq!(journals(&env).len(), 1, "A's journal is there");
+    a.kill().expect("SIGKILL A");
+    let _ = a.wait();
+    std::fs::remove_file(env.path().join("started.log")).expect("reset log");
+
+    let out = env
+        .cmd()
+        .args(["run", "--branch", "main", "--resume"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = started(&env);
+    assert!(
+        !log.is_empty() && log.iter().all(|l| l.starts_with("b8")),
+        "A's finished b1 was measured again: {log:?}"
+    );
+    let runs = env.json(&["runs", "list"]);
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(2), "{runs}");
+    let show = env.json(&["runs", "show"]);
+    assert!(
+        show["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .all(|c| c["n"] == 60),
+        "{show}"
+    );
+    assert!(journals(&env).is_empty());
+}
+
+#[test]
+fn resume_with_two_interrupted_runs_lists_them_and_takes_the_one_named() {
+    let env = TestEnv::new();
+    kill_while_measuring_b8(&env);
+    kill_while_measuring_b8(&env);
+    let ids = journal_ids(&env);
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    let out = env
+        .cmd()
+        .args(["run", "--branch", "main", "--resume"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("2 interrupted runs of this plan")
+            && ids.iter().all(|id| err.contains(id.as_str())),
+        "{err}"
+    );
+    assert!(err.contains("--resume=RUN_ID"), "{err}");
+    std::fs::remove_file(env.path().join("started.log")).expect("reset log");
+    let out = env
+        .cmd()
+        .args(["run", "--branch", "main"])
+        .arg(format!("--resume={}", &ids[1][..8]))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        started(&env).iter().all(|l| l.starts_with("b8")),
+        "{:?}",
+        started(&env)
+    );
+    assert_eq!(journal_ids(&env), vec![ids[0].clone()], "the other is kept");
 }
 
 #[test]

@@ -16,6 +16,7 @@ mod budget;
 mod canary;
 mod checks;
 mod env;
+mod evidence_files;
 mod failures;
 mod fleet;
 mod fleet_publish;

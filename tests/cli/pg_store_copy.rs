@@ -123,6 +123,7 @@ fn build_store(path: &Path) {
             canary_json: i
                 .is_multiple_of(3)
                 .then(|| json!({"stream_gb_s": 20.0 + f64::from(i) / 9.0})),
+            uid: None,
             group: i.is_multiple_of(5).then(|| RunGroup {
                 id: format!("g{}", i / 10),
                 shard: Some((1 + i % 2, 2)),

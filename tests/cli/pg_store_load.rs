@@ -75,6 +75,7 @@ fn new_run(w: u32, i: u32) -> NewRun {
         config_json: None,
         promote_reason: "passed the gate on main".into(),
         canary_json: None,
+        uid: None,
         group: None,
         results,
     }

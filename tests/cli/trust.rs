@@ -6,7 +6,7 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use crate::env::{TestEnv, stderr};
+use crate::env::{TestEnv, stderr, stdout};
 use crate::standin::{HEAD_SHA, REPO, StandIn, TOKEN, fixture_json, workflow_run_event};
 
 const OTHER_SHA: &str = "f95f852bd8fca8fcc58a9a2d6c842781e32a215e";
@@ -323,4 +323,72 @@ fn a_case_the_run_did_not_measure_keeps_its_stored_verdict_in_publish() {
         .to_owned();
     assert!(body.contains("missing"), "{body}");
     assert!(body.contains("b8/c4096"), "{body}");
+}
+
+/// The issue's env value (#28 item 2): a newline, then a tag, a mention, another suite's hidden
+/// marker and two workflow commands, as a harness reports it (JSON `\n`).
+const HOSTILE_TORCH: &str = "torch 2.5\\n::add-mask::x\\n::error::gate: passed\\n<img src=x onerror=alert(1)> @some-org/team #123 <!-- utilgate:other-suite -->";
+
+#[test]
+fn a_hostile_env_value_is_text_in_every_report_and_never_a_line_of_the_log() {
+    let env = TestEnv::new();
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    let out = env.run(
+        "feature",
+        &[("STEP_MS", "11.5"), ("TORCH_VERSION", HOSTILE_TORCH)],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let terminal = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(
+        terminal.contains("::add-mask::x"),
+        "the value is shown: {terminal}"
+    );
+    for line in terminal.lines() {
+        assert!(
+            !line.trim_start().starts_with("::"),
+            "a workflow command: {line:?}"
+        );
+        assert!(!line.trim_start().starts_with("<img"), "{line:?}");
+    }
+    for format in ["markdown", "summary", "html"] {
+        let text = env.report(format);
+        assert!(
+            text.contains("onerror=alert(1)"),
+            "{format}: the value is shown: {text}"
+        );
+        // No marker anywhere; a code block's text is literal (GitHub renders no tag and no
+        // mention there), everything else must be inert.
+        assert!(
+            !text.contains("<!-- utilgate:other-suite"),
+            "{format}: {text}"
+        );
+        let prose = outside_fences(&text);
+        // A mention or an issue reference is live only where GitHub renders Markdown, a line
+        // starting `::` only in a log.
+        let live: &[&str] = if format == "html" {
+            &["<img"]
+        } else {
+            &["<img", "@some-org", "#123", "\n::"]
+        };
+        for active in live {
+            assert!(!prose.contains(active), "{format}: {active:?} in {prose}");
+        }
+    }
+}
+
+/// `text` without its fenced code blocks.
+fn outside_fences(text: &str) -> String {
+    let mut fenced = false;
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !fenced {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
 }

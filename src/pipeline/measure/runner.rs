@@ -187,6 +187,7 @@ impl Runner<'_> {
                 },
             };
             if let Some(w) = &evidence.warning {
+                let w = crate::report::escape::terminal(w);
                 self.progress.warn(&format!("{}: {kind}: {w}", plan.key));
             }
             out.push(evidence);

@@ -161,19 +161,7 @@ fn with_gate_notes(body: String, notes: &[String]) -> String {
     let (marker, rest) = body.split_once('\n').unwrap_or((body.as_str(), ""));
     let mut out = format!("{marker}\n");
     for note in notes.iter().take(10) {
-        let text: String = note
-            .chars()
-            .map(|c| match c {
-                '<' => "&lt;".to_owned(),
-                '>' => "&gt;".to_owned(),
-                '&' => "&amp;".to_owned(),
-                '@' => "&#64;".to_owned(),
-                '#' => "&#35;".to_owned(),
-                '`' | '*' | '_' | '[' | ']' | '|' | '\\' => format!("\\{c}"),
-                c if c.is_control() => " ".to_owned(),
-                c => c.to_string(),
-            })
-            .collect::<String>()
+        let text: String = crate::report::escape::markdown(note)
             .chars()
             .take(400)
             .collect();
