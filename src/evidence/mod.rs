@@ -4,11 +4,13 @@
 //! and `nsys_sqlite.rs` opens an export read-only. Declarations only.
 
 pub mod analysis;
+mod chunks;
 pub mod classify;
 pub mod diagnosis;
 pub mod diff;
 pub mod hta;
 pub mod kineto;
+mod kineto_error;
 pub mod model;
 pub mod ncu;
 pub mod nsight;
