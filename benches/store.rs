@@ -387,12 +387,7 @@ fn utilgate(path: &std::path::Path, dir: &std::path::Path, args: &[&str]) -> (Du
 }
 
 /// The commands a nightly and a pull request's check make, through the binary.
-fn command_reads(
-    path: &std::path::Path,
-    runs: usize,
-    keys: &[CaseKey],
-    print: &dyn Fn(&[(String, String)]),
-) {
+fn command_reads(path: &std::path::Path, runs: usize, keys: &[CaseKey], print: &dyn Fn(&[Row])) {
     let dir = tempfile::tempdir().expect("temp dir");
     let repeat = |n: usize, args: &[&str], check: &dyn Fn(&str)| {
         let _ = utilgate(path, dir.path(), args); // the page cache, as a second call finds it
@@ -404,7 +399,12 @@ fn command_reads(
     };
     // The last filled run (a nightly on main): a `run` below adds runs after it.
     // Run `i` (id `i + 1`) is a nightly on main unless `i % 5 == 4`.
-    let last = if runs % 5 == 0 { runs - 1 } else { runs }.to_string();
+    let last = if runs.is_multiple_of(5) {
+        runs - 1
+    } else {
+        runs
+    }
+    .to_string();
     let judged = |out: &str| {
         assert!(
             !out.contains("error"),
@@ -490,7 +490,10 @@ repeats = 1
     })
 }
 
-fn row(name: &str, t: &Timing) -> (String, String) {
+/// A printed line of the table: what was measured and its figures.
+type Row = (String, String);
+
+fn row(name: &str, t: &Timing) -> Row {
     (
         name.to_owned(),
         format!("median {}, p95 {} (n = {})", ms(t.median), ms(t.p95), t.n),

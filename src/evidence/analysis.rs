@@ -231,13 +231,13 @@ impl StepFinder {
             PROFILER_STEP
         } else if opts.step_annotation.is_match(name) {
             let key = name.split(['#', '[', '(']).next().unwrap_or(name).trim();
-            match self.annotated.iter().position(|(k, _)| k == key) {
-                Some(i) => u32::try_from(i).unwrap_or(NOT_A_STEP),
-                None => {
-                    self.annotated.push((key.to_owned(), Vec::new()));
-                    u32::try_from(self.annotated.len() - 1).unwrap_or(NOT_A_STEP)
-                }
-            }
+            let at = if let Some(i) = self.annotated.iter().position(|(k, _)| k == key) {
+                i
+            } else {
+                self.annotated.push((key.to_owned(), Vec::new()));
+                self.annotated.len() - 1
+            };
+            u32::try_from(at).unwrap_or(NOT_A_STEP)
         } else {
             NOT_A_STEP
         };

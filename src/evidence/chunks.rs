@@ -109,7 +109,7 @@ impl<R: Read> Chunks<R> {
     fn refill(&mut self) -> Result<(), KinetoError> {
         if self.pos > 0 {
             let dropped = &self.buf[..self.pos];
-            let lines = dropped.iter().filter(|&&b| b == b'\n').count();
+            let lines = newlines(dropped);
             self.dropped_col = match dropped.iter().rposition(|&b| b == b'\n') {
                 Some(at) => self.pos - at - 1,
                 None => self.dropped_col + self.pos,
@@ -139,7 +139,7 @@ impl<R: Read> Chunks<R> {
     /// The file's line (from 1) and column (from 0) of `buf[at]`.
     fn position(&self, at: usize) -> (usize, usize) {
         let before = &self.buf[..at.min(self.end)];
-        let lines = before.iter().filter(|&&b| b == b'\n').count();
+        let lines = newlines(before);
         let col = match before.iter().rposition(|&b| b == b'\n') {
             Some(nl) => before.len() - nl - 1,
             None => self.dropped_col + before.len(),
@@ -183,6 +183,14 @@ impl<R: Read> Chunks<R> {
             column: col + 1,
         }
     }
+}
+
+#[expect(
+    clippy::naive_bytecount,
+    reason = "once per chunk, vectorised by the compiler; not worth a bytecount dependency"
+)]
+fn newlines(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| b == b'\n').count()
 }
 
 /// `serde_json`'s message without its " at line L column C" (which is the slice's, not the

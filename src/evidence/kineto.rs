@@ -440,15 +440,18 @@ mod tests {
 
     /// A trace of `n` kernels, one event per line, each `ts` its index.
     fn kernels(n: usize) -> String {
+        use std::fmt::Write as _;
         let mut text = String::from("{\"schemaVersion\": 1,\n \"traceEvents\": [\n");
         for i in 0..n {
             if i > 0 {
                 text.push_str(",\n");
             }
-            text.push_str(&format!(
+            write!(
+                text,
                 r#"{{"ph": "X", "cat": "kernel", "name": "k{}", "pid": 0, "tid": 7, "ts": {i}, "dur": 1.5, "args": {{"stream": 7, "correlation": {i}, "device": 0, "note": "a \"quoted\" \\ string"}}}}"#,
                 i % 7
-            ));
+            )
+            .expect("writes to a string");
         }
         text.push_str("\n], \"displayTimeUnit\": \"ms\"}");
         text
@@ -487,7 +490,11 @@ mod tests {
             assert_eq!(trace.events_seen, 30_000);
             assert_eq!(trace.gpu.len(), 30_000);
             for (i, op) in trace.gpu.iter().enumerate() {
-                assert_eq!((op.ts, op.correlation), (i as f64, i as i64), "event {i}");
+                assert_eq!(
+                    (op.ts, op.correlation),
+                    (i as f64, i64::try_from(i).expect("small")),
+                    "event {i}"
+                );
                 assert_eq!(trace.names.get(op.name), format!("k{}", i % 7));
             }
             assert!(trace.float_timestamps);
