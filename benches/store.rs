@@ -29,6 +29,7 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Normal};
 use serde_json::json;
 use utilgate::case::{CaseKey, Phase, Verdict};
+use utilgate::compare::Decision;
 use utilgate::store::{NewResult, NewRun, RunFilter, Store};
 
 const CASES_PER_RUN: usize = 500;
@@ -134,7 +135,7 @@ fn new_result(key: &CaseKey, rng: &mut StdRng, promote: bool) -> NewResult {
             "median_ms": median, "p95_ms": all[all.len() * 95 / 100], "min_ms": all[0],
             "spread_pct": 0.6, "n": all.len(), "repeat_medians_ms": [median, median, median]
         })),
-        decision_json: Some(json!({"drop_pct": 0.4, "threshold_pct": 3.0, "noise_pct": 0.5})),
+        decision_json: Some(decision(verdict, floor, median, all.len())),
         repeats_ms,
         warmup_ms,
         env: BTreeMap::from([
@@ -150,6 +151,22 @@ fn new_result(key: &CaseKey, rng: &mut StdRng, promote: bool) -> NewResult {
         stderr_tail: None,
         promote,
     }
+}
+
+/// A stored decision in the shape `run` stores (`compare::Decision`), so that `runs show` and
+/// `report` render the bench's results as judged, never as `error`.
+fn decision(verdict: Verdict, floor: f64, median: f64, n: usize) -> serde_json::Value {
+    let value = json!({
+        "verdict": verdict, "util_now": floor / median, "util_then": floor / median * 1.004,
+        "step_now_ms": median, "step_then_ms": median * 0.996, "drop_pct": 0.4,
+        "interval_pct": [-0.6, 1.4], "p_value": 0.21, "n_now": n, "n_then": n,
+        "repeats_now": REPEATS, "repeats_then": REPEATS * 4, "floor_changed": false,
+        "noise_pct": 0.5, "resolution_pct": 1.1,
+        "reasons": ["Within the noise: 0.4% slower, the threshold is 3.0%."]
+    });
+    // The bench is only worth its figures if the report reads what it stored.
+    serde_json::from_value::<Decision>(value.clone()).expect("a decision `runs show` reads");
+    value
 }
 
 fn new_run(i: usize, keys: &[CaseKey], rng: &mut StdRng) -> NewRun {
@@ -210,28 +227,44 @@ fn ms(d: Duration) -> String {
     format!("{:.3} ms", d.as_secs_f64() * 1e3)
 }
 
-fn main() {
-    let results = requested_results();
-    let runs = results.div_ceil(CASES_PER_RUN).max(1);
-    let stored = runs * CASES_PER_RUN;
-    let dir = tempfile::tempdir().expect("temp dir");
-    // UTILGATE_BENCH_DB keeps the filled store at that (new) path for inspection.
-    let path = std::env::var_os("UTILGATE_BENCH_DB")
-        .map_or_else(|| dir.path().join("bench.db"), std::path::PathBuf::from);
-    assert!(!path.exists(), "{} already exists", path.display());
-    let keys = case_keys();
-    let mut rng = StdRng::seed_from_u64(7);
-    println!(
-        "store benchmark: {runs} runs x {CASES_PER_RUN} cases = {stored} results, \
-         {REPEATS} repeats x {SAMPLES} samples (+{WARMUP} warm-up) each"
-    );
+/// Bump when the stored shape changes, so a kept store from an older bench is rebuilt.
+const SHAPE: u32 = 2;
 
-    let mut store = Store::open(&path, Duration::from_secs(30)).expect("open store");
+/// Where the filled store is kept between bench runs: `UTILGATE_BENCH_DB`, else under
+/// `target/bench-store/`, one file per size and shape (filling 1M results takes minutes).
+fn store_path(stored: usize) -> std::path::PathBuf {
+    std::env::var_os("UTILGATE_BENCH_DB").map_or_else(
+        || {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target/bench-store")
+                .join(format!("store-{stored}-v{SHAPE}.db"))
+        },
+        std::path::PathBuf::from,
+    )
+}
+
+/// Fills a new store at `path` (through a temporary name, so a killed fill is never reused).
+fn fill(
+    path: &std::path::Path,
+    runs: usize,
+    keys: &[CaseKey],
+    rng: &mut StdRng,
+) -> Vec<(String, String)> {
+    let partial = path.with_extension("partial");
+    for stale in [
+        partial.clone(),
+        partial.with_extension("partial-wal"),
+        partial.with_extension("partial-shm"),
+    ] {
+        let _ = std::fs::remove_file(stale);
+    }
+    std::fs::create_dir_all(path.parent().expect("a file path")).expect("bench store dir");
+    let mut store = Store::open(&partial, Duration::from_secs(30)).expect("open store");
     let mut building = Duration::ZERO;
     let fill = Instant::now();
     for i in 0..runs {
         let t = Instant::now();
-        let run = new_run(i, &keys, &mut rng);
+        let run = new_run(i, keys, rng);
         building += t.elapsed();
         store.insert_run(&run).expect("insert run");
         if (i + 1) % 200 == 0 {
@@ -241,15 +274,68 @@ fn main() {
     let fill_time = fill.elapsed();
     let insert_time = fill_time.saturating_sub(building);
     drop(store); // checkpoints the WAL into the main file
-    let bytes = std::fs::metadata(&path).expect("db size").len();
+    std::fs::rename(&partial, path).expect("keep the filled store");
+    let stored = runs * CASES_PER_RUN;
+    vec![(
+        "fill (one transaction per run)".to_owned(),
+        format!(
+            "{:.1} s total, {:.1} s in the store, {:.1} ms/run, {:.0} results/s",
+            fill_time.as_secs_f64(),
+            insert_time.as_secs_f64(),
+            insert_time.as_secs_f64() * 1e3 / runs as f64,
+            stored as f64 / insert_time.as_secs_f64()
+        ),
+    )]
+}
 
-    let store = Store::open(&path, Duration::from_secs(30)).expect("reopen store");
+fn main() {
+    let results = requested_results();
+    let runs = results.div_ceil(CASES_PER_RUN).max(1);
+    let stored = runs * CASES_PER_RUN;
+    let path = store_path(stored);
+    let keys = case_keys();
+    let mut rng = StdRng::seed_from_u64(7);
+    println!(
+        "store benchmark: {runs} runs x {CASES_PER_RUN} cases = {stored} results, \
+         {REPEATS} repeats x {SAMPLES} samples (+{WARMUP} warm-up) each"
+    );
+    let mut rows = if path.exists() {
+        println!("reusing the filled store {}", path.display());
+        Vec::new()
+    } else {
+        fill(&path, runs, &keys, &mut rng)
+    };
+    // Each figure is printed as soon as it is measured, so a failure later keeps the earlier.
+    let width = 48;
+    let print = |rows: &[(String, String)]| {
+        for (name, value) in rows {
+            println!("{name:<width$}  {value}");
+        }
+    };
+    let bytes = std::fs::metadata(&path).expect("db size").len();
+    rows.push((
+        "database file".to_owned(),
+        format!(
+            "{:.1} MiB, {:.0} bytes per stored result",
+            bytes as f64 / (1024.0 * 1024.0),
+            bytes as f64 / stored as f64
+        ),
+    ));
+    print(&rows);
+    print(&library_reads(&path, runs, &keys));
+    command_reads(&path, runs, &keys, &print);
+}
+
+/// The store's read calls on their own.
+fn library_reads(path: &std::path::Path, runs: usize, keys: &[CaseKey]) -> Vec<(String, String)> {
+    let mut rng = StdRng::seed_from_u64(11);
+    let store = Store::open(path, Duration::from_secs(30)).expect("reopen store");
     let filter = RunFilter {
         limit: 50,
         branch: None,
         gpu_sku: None,
     };
-    assert_eq!(store.list_runs(&filter).expect("list").len(), runs.min(50));
+    assert!(store.list_runs(&filter).expect("list").len() >= runs.min(50));
     let list = time(50, |_| store.list_runs(&filter).expect("list runs"));
     let main_only = RunFilter {
         branch: Some("main".into()),
@@ -271,39 +357,144 @@ fn main() {
         h
     });
     let all_baselines = time(10, |_| store.baselines(Some(GPU)).expect("baselines"));
-
-    let rows = [
-        (
-            "fill (one transaction per run)".to_owned(),
-            format!(
-                "{:.1} s total, {:.1} s in the store, {:.1} ms/run, {:.0} results/s",
-                fill_time.as_secs_f64(),
-                insert_time.as_secs_f64(),
-                insert_time.as_secs_f64() * 1e3 / runs as f64,
-                stored as f64 / insert_time.as_secs_f64()
-            ),
-        ),
-        (
-            "database file".to_owned(),
-            format!(
-                "{:.1} MiB, {:.0} bytes per stored result",
-                bytes as f64 / (1024.0 * 1024.0),
-                bytes as f64 / stored as f64
-            ),
-        ),
+    vec![
         row("list_runs(limit 50)", &list),
         row("list_runs(limit 50, branch main)", &list_main),
         row("baseline_for(random key)", &baseline),
         row("case_history(random key, limit 30)", &history),
         row("baselines(all 500)", &all_baselines),
-    ];
-    let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
-    for (name, value) in rows {
-        println!("{name:<width$}  {value}");
-    }
+    ]
 }
 
-fn row(name: &str, t: &Timing) -> (String, String) {
+/// Wall time of one `utilgate` command on the store, asserting it succeeded (a `run` may also
+/// fail its gate: its harness is no match for the stored baselines); returns its stdout.
+fn utilgate(path: &std::path::Path, dir: &std::path::Path, args: &[&str]) -> (Duration, String) {
+    let t = Instant::now();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_utilgate"))
+        .args(args)
+        .current_dir(dir)
+        .env("UTILGATE_DB", path)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("start utilgate");
+    let wall = t.elapsed();
+    let gate_failed = args.first() == Some(&"run") && out.status.code() == Some(1);
+    assert!(
+        out.status.success() || gate_failed,
+        "utilgate {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (wall, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// The commands a nightly and a pull request's check make, through the binary.
+fn command_reads(path: &std::path::Path, runs: usize, keys: &[CaseKey], print: &dyn Fn(&[Row])) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let repeat = |n: usize, args: &[&str], check: &dyn Fn(&str)| {
+        let _ = utilgate(path, dir.path(), args); // the page cache, as a second call finds it
+        time(n, |_| {
+            let (wall, out) = utilgate(path, dir.path(), args);
+            check(&out);
+            wall
+        })
+    };
+    // The last filled run (a nightly on main): a `run` below adds runs after it.
+    // Run `i` (id `i + 1`) is a nightly on main unless `i % 5 == 4`.
+    let last = if runs.is_multiple_of(5) {
+        runs - 1
+    } else {
+        runs
+    }
+    .to_string();
+    let judged = |out: &str| {
+        assert!(
+            !out.contains("error"),
+            "a bench result rendered as error:\n{out}"
+        );
+    };
+    let show = repeat(5, &["runs", "show", &last], &judged);
+    print(&[row(&format!("`runs show {last}`"), &show)]);
+    let report = repeat(5, &["report", &last, "--format", "markdown"], &judged);
+    print(&[row(&format!("`report {last} --format markdown`"), &report)]);
+    let case = keys[137].to_string();
+    let history = repeat(5, &["history", &case, "--nights", "120"], &|out| {
+        assert!(out.contains("120 nights on main"), "{out}");
+    });
+    print(&[row("`history CASE --nights 120`", &history)]);
+    let changes = repeat(3, &["changes"], &|_| {});
+    print(&[row("`changes` (500 cases, 120 nights each)", &changes)]);
+    let first_case = first_case_start(path, dir.path());
+    print(&[row(
+        "`run` of 10 cases: start to its first harness",
+        &first_case,
+    )]);
+}
+
+/// How long a 10-case `run` on the filled store takes from its start to its first harness
+/// process (which writes the time it started). Stores the runs on a branch of their own.
+fn first_case_start(path: &std::path::Path, dir: &std::path::Path) -> Timing {
+    let stamp = dir.join("first.ns");
+    let harness = format!(
+        r#"[ -e {0} ] || date +%s%N > {0}; printf '{{"step_ms": 15.0}}\n{{"step_ms": 15.1}}\n' >> "$UTILGATE_OUT""#,
+        stamp.display()
+    );
+    let config = format!(
+        r#"
+[gate]
+confirm_repeats = 0
+[gpu]
+name = "{GPU}"
+[canary]
+enabled = false
+[models.seed-8b]
+params = 8.0e9
+kv_bytes_per_token = 131072
+[[suite]]
+name = "decode"
+command = "{}"
+models = ["seed-8b"]
+precisions = ["bf16"]
+phases = ["decode"]
+batches = [1, 8, 32, 64, 128]
+contexts = [512, 2048]
+warmup_steps = 0
+steps = 2
+repeats = 1
+"#,
+        harness.replace('\\', "\\\\").replace('"', "\\\"")
+    );
+    std::fs::write(dir.join("utilgate.toml"), config).expect("config");
+    time(3, |_| {
+        let _ = std::fs::remove_file(&stamp);
+        let started = std::time::SystemTime::now();
+        let _ = utilgate(
+            path,
+            dir,
+            &[
+                "run",
+                "--branch",
+                "bench-run",
+                "--git-sha",
+                "0123456789abcdef",
+            ],
+        );
+        let first: u128 = std::fs::read_to_string(&stamp)
+            .expect("the first harness wrote its start")
+            .trim()
+            .parse()
+            .expect("nanoseconds");
+        let since = started
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("after 1970")
+            .as_nanos();
+        Duration::from_nanos(u64::try_from(first.saturating_sub(since)).expect("small"))
+    })
+}
+
+/// A printed line of the table: what was measured and its figures.
+type Row = (String, String);
+
+fn row(name: &str, t: &Timing) -> Row {
     (
         name.to_owned(),
         format!("median {}, p95 {} (n = {})", ms(t.median), ms(t.p95), t.n),

@@ -156,17 +156,27 @@ fn is_sync_call(name: &str) -> bool {
 #[derive(Debug)]
 pub struct StepFinder {
     profiler: Vec<Step>,
-    annotated: BTreeMap<String, Vec<Step>>,
+    /// Each step annotation's name (before `#`, `[` or `(`) and its spans, in first-seen order.
+    annotated: Vec<(String, Vec<Step>)>,
+    /// What each interned name is, decided once per name (the regex runs once per name, not
+    /// once per event): [`UNSEEN`], [`NOT_A_STEP`], [`PROFILER_STEP`] or an index into
+    /// `annotated`.
+    kinds: Vec<u32>,
     first_ts: f64,
     last_end: f64,
     has_gpu: bool,
 }
 
+const UNSEEN: u32 = u32::MAX;
+const NOT_A_STEP: u32 = u32::MAX - 1;
+const PROFILER_STEP: u32 = u32::MAX - 2;
+
 impl Default for StepFinder {
     fn default() -> Self {
         StepFinder {
             profiler: Vec::new(),
-            annotated: BTreeMap::new(),
+            annotated: Vec::new(),
+            kinds: Vec::new(),
             first_ts: f64::INFINITY,
             last_end: f64::NEG_INFINITY,
             has_gpu: false,
@@ -187,7 +197,7 @@ impl StepFinder {
                     op.kind,
                     CpuKind::Annotation | CpuKind::Operator | CpuKind::Other
                 ) {
-                    self.candidate(names.get(op.name), op, opts);
+                    self.candidate(names, op, opts);
                 }
                 (op.ts, op.end())
             }
@@ -196,22 +206,46 @@ impl StepFinder {
         self.last_end = self.last_end.max(end);
     }
 
-    fn candidate(&mut self, name: &str, op: &CpuOp, opts: &Options) {
+    fn candidate(&mut self, names: &Names, op: &CpuOp, opts: &Options) {
         let step = Step {
             ts: op.ts,
             end: op.end(),
         };
-        if name.starts_with("ProfilerStep#") {
-            self.profiler.push(step);
-        } else if opts.step_annotation.is_match(name) {
-            let key = name
-                .split(['#', '[', '('])
-                .next()
-                .unwrap_or(name)
-                .trim()
-                .to_owned();
-            self.annotated.entry(key).or_default().push(step);
+        match self.kind_of(names, op.name, opts) {
+            NOT_A_STEP => {}
+            PROFILER_STEP => self.profiler.push(step),
+            at => self.annotated[at as usize].1.push(step),
         }
+    }
+
+    /// What the name `id` is as a step, decided on its first event and kept.
+    fn kind_of(&mut self, names: &Names, id: NameId, opts: &Options) -> u32 {
+        let at = id as usize;
+        if let Some(&kind) = self.kinds.get(at)
+            && kind != UNSEEN
+        {
+            return kind;
+        }
+        let name = names.get(id);
+        let kind = if name.starts_with("ProfilerStep#") {
+            PROFILER_STEP
+        } else if opts.step_annotation.is_match(name) {
+            let key = name.split(['#', '[', '(']).next().unwrap_or(name).trim();
+            let at = if let Some(i) = self.annotated.iter().position(|(k, _)| k == key) {
+                i
+            } else {
+                self.annotated.push((key.to_owned(), Vec::new()));
+                self.annotated.len() - 1
+            };
+            u32::try_from(at).unwrap_or(NOT_A_STEP)
+        } else {
+            NOT_A_STEP
+        };
+        if self.kinds.len() <= at {
+            self.kinds.resize(at + 1, UNSEEN);
+        }
+        self.kinds[at] = kind;
+        kind
     }
 
     /// The steps: `ProfilerStep#N` when present, else the annotation seen most often, else the
@@ -219,7 +253,9 @@ impl StepFinder {
     #[must_use]
     pub fn plan(self, opts: &Options) -> Plan {
         let (step_source, mut steps) = if self.profiler.is_empty() {
-            if let Some((name, v)) = self.annotated.into_iter().max_by_key(|(_, v)| v.len()) {
+            // In name order, as the most frequent annotation's ties were always broken.
+            let annotated: BTreeMap<String, Vec<Step>> = self.annotated.into_iter().collect();
+            if let Some((name, v)) = annotated.into_iter().max_by_key(|(_, v)| v.len()) {
                 (name, v)
             } else {
                 let (ts, end) = (self.first_ts, self.last_end);

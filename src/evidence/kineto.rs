@@ -2,9 +2,11 @@
 //! `tensorboard_trace_handler`) into the evidence model. Pure over any `Read`: the caller opens the
 //! file (see `source.rs`).
 //!
-//! Each element of `traceEvents` is deserialised into a typed event with only the fields the model
-//! needs, handed to a sink as a compact [`Record`] and dropped at once: [`stream`] holds one event,
-//! never the JSON (a whole-file `serde_json::Value` parses about 6x slower; shared/CRATES.md);
+//! The file is read in large chunks (`chunks.rs`) and each element of `traceEvents` deserialised
+//! from a slice of its chunk into a typed event with only the fields the model needs, handed to
+//! a sink as a compact [`Record`] and dropped at once: [`stream`] holds one chunk and one event,
+//! never the whole JSON (a whole-file `serde_json::Value` parses about 6x slower;
+//! shared/CRATES.md);
 //! [`read`] collects the records into a [`Trace`]. Accepted variations: `pid`/`tid`
 //! as strings or integers, ids above `i64::MAX`, integer or fractional timestamps, a bare JSON
 //! array instead of the `{"traceEvents": [...]}` object.
@@ -13,66 +15,12 @@ use std::fmt;
 use std::io::Read;
 
 use serde::Deserialize;
-use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 
+use super::chunks::{Chunks, Parsed, parse_one, parse_owned};
 use super::model::{CpuKind, CpuOp, GpuKind, GpuOp, Names, Trace};
 
-/// Why a trace could not be read. The position is the reader's line and column.
-#[derive(Debug, thiserror::Error)]
-pub enum KinetoError {
-    #[error("malformed trace JSON at line {line}, column {column}: {source}")]
-    Malformed {
-        line: usize,
-        column: usize,
-        #[source]
-        source: serde_json::Error,
-    },
-    #[error("the trace ends early (truncated) at line {line}, column {column}")]
-    Truncated { line: usize, column: usize },
-    #[error("failed to read the trace: {0}")]
-    Io(#[source] std::io::Error),
-    #[error("the trace holds no traceEvents")]
-    NoEvents,
-}
-
-impl KinetoError {
-    #[must_use]
-    pub fn hint(&self) -> Option<String> {
-        match self {
-            KinetoError::Malformed { .. } => Some(
-                "old Kineto versions wrote unescaped quotes in names; re-export the trace with a current torch.profiler"
-                    .into(),
-            ),
-            KinetoError::Truncated { .. } => {
-                Some("the profiler was probably killed while writing; record the trace again".into())
-            }
-            KinetoError::NoEvents => {
-                Some("torch.profiler writes {\"traceEvents\": [...]}; is this a trace file?".into())
-            }
-            KinetoError::Io(_) => None,
-        }
-    }
-}
-
-impl From<serde_json::Error> for KinetoError {
-    fn from(e: serde_json::Error) -> Self {
-        if e.is_io() {
-            // serde_json keeps the io::Error as the source; rebuild an io error from its text.
-            return KinetoError::Io(std::io::Error::other(e.to_string()));
-        }
-        if e.is_eof() {
-            return KinetoError::Truncated {
-                line: e.line(),
-                column: e.column(),
-            };
-        }
-        KinetoError::Malformed {
-            line: e.line(),
-            column: e.column(),
-            source: e,
-        }
-    }
-}
+pub use super::kineto_error::KinetoError;
 
 /// One record of the evidence model, as the reader hands it to a sink.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -111,26 +59,113 @@ pub fn read(input: impl Read) -> Result<Trace, KinetoError> {
 
 /// Streams `input` (already decompressed): each complete event becomes a [`Record`] handed to
 /// `sink` in file order and is not kept; names are interned into `names` (which the sink can
-/// read). Memory: the parser's buffer, one event and the name table.
+/// read). Memory: one chunk of the file (`chunks::CHUNK`), one event and the name table.
 pub fn stream<F: FnMut(&Names, Record)>(
     input: impl Read,
     names: &mut Names,
     sink: F,
 ) -> Result<Meta, KinetoError> {
-    let reader = std::io::BufReader::with_capacity(1 << 16, input);
-    let mut de = serde_json::Deserializer::from_reader(reader);
+    let mut chunks = Chunks::new(input);
     let mut builder = Builder {
         names,
         sink,
         meta: Meta::default(),
         saw_events: false,
     };
-    TopSeed(&mut builder).deserialize(&mut de)?;
-    de.end()?;
+    match chunks.peek()? {
+        Some(b'[') => {
+            builder.saw_events = true;
+            events(&mut chunks, &mut builder)?;
+        }
+        Some(b'{') => top_object(&mut chunks, &mut builder)?,
+        Some(_) => {
+            return Err(chunks.malformed(
+                "expected a trace object with traceEvents, or an array of trace events",
+            ));
+        }
+        None => {
+            // An empty file: as truncated as a file can be.
+            chunks.value(parse_owned::<IgnoredAny>)?;
+        }
+    }
+    if chunks.peek()?.is_some() {
+        return Err(chunks.malformed("trailing characters after the trace"));
+    }
     if !builder.saw_events {
         return Err(KinetoError::NoEvents);
     }
     Ok(builder.meta)
+}
+
+/// The top-level object: `traceEvents` (and `distributedInfo`); every other key is skipped.
+fn top_object<R: Read, F: FnMut(&Names, Record)>(
+    chunks: &mut Chunks<R>,
+    builder: &mut Builder<'_, F>,
+) -> Result<(), KinetoError> {
+    chunks.take(b"{", "{")?;
+    if chunks.peek()? == Some(b'}') {
+        chunks.take(b"}", "}")?;
+        return Ok(());
+    }
+    loop {
+        if chunks.peek()? != Some(b'"') {
+            chunks.take(b"\"", "a key in quotes")?;
+        }
+        let key: String = chunks.value(|slice, eof| {
+            Ok(match parse_one::<std::borrow::Cow<'_, str>>(slice, eof)? {
+                Parsed::Done(key, used) => Parsed::Done(key.into_owned(), used),
+                Parsed::More => Parsed::More,
+            })
+        })?;
+        chunks.take(b":", "`:` after a key")?;
+        match key.as_str() {
+            "traceEvents" => {
+                builder.saw_events = true;
+                if chunks.peek()? == Some(b'[') {
+                    events(chunks, builder)?;
+                } else {
+                    // Not an array: serde_json's own words for what it is.
+                    chunks.value(parse_owned::<Vec<IgnoredAny>>)?;
+                }
+            }
+            "distributedInfo" => {
+                let info: Option<DistributedInfo> = chunks.value(parse_owned)?;
+                builder.meta.rank = info.and_then(|i| i.rank).and_then(Id::into_i64);
+            }
+            _ => {
+                chunks.value(parse_owned::<IgnoredAny>)?;
+            }
+        }
+        if chunks.take(b",}", "`,` or `}` after a value")? == b'}' {
+            return Ok(());
+        }
+    }
+}
+
+/// The `traceEvents` array, each element parsed from a slice of the chunk and handed on.
+fn events<R: Read, F: FnMut(&Names, Record)>(
+    chunks: &mut Chunks<R>,
+    builder: &mut Builder<'_, F>,
+) -> Result<(), KinetoError> {
+    chunks.take(b"[", "[")?;
+    if chunks.peek()? == Some(b']') {
+        chunks.take(b"]", "]")?;
+        return Ok(());
+    }
+    loop {
+        chunks.value(|slice, eof| {
+            Ok(match parse_one::<RawEvent<'_>>(slice, eof)? {
+                Parsed::Done(ev, used) => {
+                    builder.push(ev);
+                    Parsed::Done((), used)
+                }
+                Parsed::More => Parsed::More,
+            })
+        })?;
+        if chunks.take(b",]", "`,` or `]` after an event")? == b']' {
+            return Ok(());
+        }
+    }
 }
 
 struct Builder<'n, F> {
@@ -197,70 +232,6 @@ impl<F: FnMut(&Names, Record)> Builder<'_, F> {
             })
         };
         (self.sink)(self.names, record);
-    }
-}
-
-/// The top level: an object with `traceEvents` (and `distributedInfo`), or a bare event array.
-struct TopSeed<'b, 'n, F>(&'b mut Builder<'n, F>);
-
-impl<'de, F: FnMut(&Names, Record)> DeserializeSeed<'de> for TopSeed<'_, '_, F> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de, F: FnMut(&Names, Record)> Visitor<'de> for TopSeed<'_, '_, F> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a trace object with traceEvents, or an array of trace events")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match key.as_ref() {
-                "traceEvents" => {
-                    self.0.saw_events = true;
-                    map.next_value_seed(EventsSeed(self.0))?;
-                }
-                "distributedInfo" => {
-                    let info: DistributedInfo = map.next_value()?;
-                    self.0.meta.rank = info.rank.and_then(Id::into_i64);
-                }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<(), A::Error> {
-        self.0.saw_events = true;
-        EventsSeed(self.0).visit_seq(seq)
-    }
-}
-
-struct EventsSeed<'b, 'n, F>(&'b mut Builder<'n, F>);
-
-impl<'de, F: FnMut(&Names, Record)> DeserializeSeed<'de> for EventsSeed<'_, '_, F> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de, F: FnMut(&Names, Record)> Visitor<'de> for EventsSeed<'_, '_, F> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an array of trace events")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(ev) = seq.next_element::<RawEvent<'de>>()? {
-            self.0.push(ev);
-        }
-        Ok(())
     }
 }
 
@@ -465,6 +436,94 @@ mod tests {
             "{err:?}"
         );
         assert!(err.hint().is_some());
+    }
+
+    /// A trace of `n` kernels, one event per line, each `ts` its index.
+    fn kernels(n: usize) -> String {
+        use std::fmt::Write as _;
+        let mut text = String::from("{\"schemaVersion\": 1,\n \"traceEvents\": [\n");
+        for i in 0..n {
+            if i > 0 {
+                text.push_str(",\n");
+            }
+            write!(
+                text,
+                r#"{{"ph": "X", "cat": "kernel", "name": "k{}", "pid": 0, "tid": 7, "ts": {i}, "dur": 1.5, "args": {{"stream": 7, "correlation": {i}, "device": 0, "note": "a \"quoted\" \\ string"}}}}"#,
+                i % 7
+            )
+            .expect("writes to a string");
+        }
+        text.push_str("\n], \"displayTimeUnit\": \"ms\"}");
+        text
+    }
+
+    /// Hands out at most `step` bytes per read, as a slow pipe or a gzip stream might.
+    struct Trickle<'a> {
+        rest: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(out.len()).min(self.rest.len());
+            out[..n].copy_from_slice(&self.rest[..n]);
+            self.rest = &self.rest[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn events_across_chunk_boundaries_are_read_whole_and_in_order() {
+        let text = kernels(30_000);
+        assert!(
+            text.len() > 3 * crate::evidence::chunks::CHUNK,
+            "spans several chunks"
+        );
+        for trace in [
+            read(text.as_bytes()).expect("valid"),
+            read(Trickle {
+                rest: text.as_bytes(),
+                step: 4093,
+            })
+            .expect("valid in small reads"),
+        ] {
+            assert_eq!(trace.events_seen, 30_000);
+            assert_eq!(trace.gpu.len(), 30_000);
+            for (i, op) in trace.gpu.iter().enumerate() {
+                assert_eq!(
+                    (op.ts, op.correlation),
+                    (i as f64, i64::try_from(i).expect("small")),
+                    "event {i}"
+                );
+                assert_eq!(trace.names.get(op.name), format!("k{}", i % 7));
+            }
+            assert!(trace.float_timestamps);
+        }
+    }
+
+    #[test]
+    fn an_error_past_the_first_chunk_names_its_line_and_column() {
+        let mut text = kernels(20_000);
+        // Event 15,000 (line 15,003) loses the comma after its "ph".
+        let bad = text
+            .match_indices(r#""ts": 15000,"#)
+            .next()
+            .expect("the event")
+            .0;
+        let line_start = text[..bad].rfind('\n').expect("a line") + 1;
+        let ph = line_start + text[line_start..].find(r#""X","#).expect("ph") + 3;
+        text.remove(ph);
+        let err = read(text.as_bytes()).expect_err("malformed");
+        let KinetoError::Malformed { line, column, .. } = err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(line, 15_003);
+        // Where serde_json puts the error in that line on its own.
+        let bad_line = text[line_start..].lines().next().expect("the line");
+        let alone = serde_json::from_str::<serde_json::Value>(bad_line).expect_err("bad");
+        assert_eq!(column, alone.column());
+        let err = read(&text.as_bytes()[..text.len() / 2]).expect_err("truncated");
+        assert!(matches!(err, KinetoError::Truncated { .. }), "{err:?}");
     }
 
     #[test]

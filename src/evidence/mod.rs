@@ -4,12 +4,14 @@
 //! `nsys_sqlite.rs` opens an export read-only and `file.rs` opens what a harness reported. Declarations only.
 
 pub mod analysis;
+mod chunks;
 pub mod classify;
 pub mod diagnosis;
 pub mod diff;
 pub mod file;
 pub mod hta;
 pub mod kineto;
+mod kineto_error;
 pub mod model;
 pub mod ncu;
 pub mod nsight;

@@ -11,7 +11,7 @@ use crate::compare::{Detector, Significance};
 use crate::config::{Config, GateConfig};
 use crate::error::Error;
 use crate::report::history::CaseHistoryReport;
-use crate::store::{Store, StoredResult};
+use crate::store::{Store, StoredSummary};
 
 pub(crate) fn detector(args: &DetectorArgs) -> Result<Detector, Error> {
     if !(args.max_pvalue > 0.0 && args.max_pvalue < 1.0) {
@@ -52,13 +52,11 @@ fn baseline_branch(config: Option<&Config>) -> String {
     )
 }
 
-/// A stored result as a night of history: measured, judged (not `error`/`invalid`), on the
-/// baseline branch.
-fn night(r: &StoredResult, branch: &str) -> Option<Night> {
+/// A stored result's summary as a night of history (the store picked measured, judged results
+/// on the baseline branch).
+fn night(r: &StoredSummary) -> Option<Night> {
     let util = r.utilisation.filter(|u| u.is_finite() && *u > 0.0)?;
-    if r.branch.as_deref() != Some(branch)
-        || matches!(r.verdict, Some(Verdict::Error | Verdict::Invalid))
-    {
+    if matches!(r.verdict, Some(Verdict::Error | Verdict::Invalid)) {
         return None;
     }
     let mut env: BTreeMap<String, String> = r.env.clone();
@@ -83,13 +81,9 @@ pub(crate) fn case_report(
     detector: Detector,
 ) -> Result<CaseHistoryReport, Error> {
     let branch = baseline_branch(config);
-    // Results of other branches share the table; read enough to find `nights` of the branch.
-    let stored = store.case_history(key, gpu_sku, nights.saturating_mul(8).max(64))?;
-    let mut series: Vec<Night> = stored
-        .iter()
-        .filter_map(|r| night(r, &branch))
-        .take(nights)
-        .collect();
+    // The branch's nights only, bounded in SQL: pull requests never crowd them out.
+    let stored = store.case_nights(key, gpu_sku, &branch, nights)?;
+    let mut series: Vec<Night> = stored.iter().filter_map(night).take(nights).collect();
     series.reverse();
     let max_drop_pct = threshold(config, key);
     let mut policy = HistoryPolicy::new(max_drop_pct);

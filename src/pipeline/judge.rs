@@ -9,9 +9,7 @@ use crate::case::{CaseKey, Verdict};
 use crate::compare::{self, Canary, Decision, Evidence, Night, Policy, Reference};
 use crate::config::{Config, GateConfig};
 use crate::error::Error;
-use crate::store::{
-    BaselineMoveKind, BranchWindow, CaseFilter, Store, StoredResult, StoredRun, Take,
-};
+use crate::store::{BranchWindow, Store, StoredResult, StoredRun, Take};
 
 /// One measured (or failed) case, as `run` holds it or the store returns it.
 #[derive(Debug, Clone)]
@@ -382,20 +380,13 @@ fn pinned_and_since(
     config: Option<&Config>,
 ) -> Result<Lineage, Error> {
     let gate = config.map_or_else(GateConfig::default, |c| c.gate.clone());
-    let Some(baseline) = lineage(store, key, gpu_sku, as_of, 0)?.0 else {
+    let Some(baseline) = pinned(store, key, gpu_sku, as_of)? else {
         return Ok(Lineage::default());
     };
     // Where the lineage began (its last accept or import, else its first baseline): nothing
     // measured before it is pooled.
-    let events: Vec<_> = store
-        .baseline_history(&CaseFilter::Key(key.clone()), Some(gpu_sku))?
-        .into_iter()
-        .filter(|e| as_of.is_none_or(|t| e.moved_at < t))
-        .collect();
-    let start_id = events
-        .iter()
-        .position(|e| e.kind != BaselineMoveKind::Promote)
-        .map_or_else(|| events.last(), |i| events.get(i))
+    let start_id = store
+        .lineage_start(key, gpu_sku, as_of)?
         .map_or(baseline.id, |e| e.result_id);
     let start_result = store.results_by_id(&[start_id])?.into_iter().next();
     let start = start_result.as_ref().map_or(baseline.started_at, |r| {
@@ -500,7 +491,7 @@ fn missing(
     for key in compare::missing_keys(&baseline_keys, run_keys) {
         let baseline = match against {
             Against::Pinned => store.baseline_for(&key, gpu_sku)?,
-            Against::PinnedAsOf(t) => lineage(store, &key, gpu_sku, Some(*t), 0)?.0,
+            Against::PinnedAsOf(t) => pinned(store, &key, gpu_sku, Some(*t))?,
             Against::Run(run) => run.results.iter().find(|r| r.key == key).cloned(),
         };
         if baseline.is_none() {
@@ -556,50 +547,19 @@ pub fn baseline_before(
     gpu_sku: &str,
     t: jiff::Timestamp,
 ) -> Result<Option<StoredResult>, Error> {
-    Ok(lineage(store, key, gpu_sku, Some(t), 0)?.0)
+    pinned(store, key, gpu_sku, Some(t))
 }
 
-/// A case's baseline (as of `as_of`, or now) and the earlier baselines of its lineage: the
-/// results the pointer held before, newest first, back to (and including) the last accepted or
-/// imported one. The lineage steadies the reference level and the noise estimate; an accepted
-/// change starts a new lineage, so levels from before it never pull the reference back.
-/// Results whose floor differs from the baseline's (an edited spec) are left out.
-fn lineage(
+/// A case's baseline as of `as_of` (the result its newest move before then points at), or now.
+/// Reads one move and one result, however long the case's history.
+fn pinned(
     store: &Store,
     key: &CaseKey,
     gpu_sku: &str,
     as_of: Option<jiff::Timestamp>,
-    limit: usize,
-) -> Result<(Option<StoredResult>, Vec<StoredResult>), Error> {
-    let events: Vec<_> = store
-        .baseline_history(&CaseFilter::Key(key.clone()), Some(gpu_sku))?
-        .into_iter()
-        .filter(|e| as_of.is_none_or(|t| e.moved_at < t))
-        .collect();
-    let Some(current) = events.first() else {
-        return Ok((None, Vec::new()));
+) -> Result<Option<StoredResult>, Error> {
+    let Some(current) = store.baseline_move(key, gpu_sku, as_of)? else {
+        return Ok(None);
     };
-    let mut wanted = Vec::new();
-    if current.kind == BaselineMoveKind::Promote {
-        for event in &events[1..] {
-            if wanted.len() >= limit {
-                break;
-            }
-            if event.result_id != current.result_id && !wanted.contains(&event.result_id) {
-                wanted.push(event.result_id);
-            }
-            if event.kind != BaselineMoveKind::Promote {
-                break;
-            }
-        }
-    }
-    let Some(baseline) = store.results_by_id(&[current.result_id])?.pop() else {
-        return Ok((None, Vec::new()));
-    };
-    let history = store
-        .results_by_id(&wanted)?
-        .into_iter()
-        .filter(|r| r.error.is_none() && same_floor(r, &baseline))
-        .collect();
-    Ok((Some(baseline), history))
+    Ok(store.results_by_id(&[current.result_id])?.pop())
 }

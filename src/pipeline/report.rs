@@ -106,23 +106,22 @@ pub fn trends(
     baseline_branch: Option<&str>,
 ) -> Result<BTreeMap<CaseKey, Vec<TrendPoint>>, Error> {
     let mut out = BTreeMap::new();
+    let run_started = report.run.started_at.parse::<jiff::Timestamp>().ok();
     for case in &report.cases {
-        let history =
-            store.case_history(&case.key, &report.run.gpu_sku, limit.saturating_mul(4) + 1)?;
+        // Bounded in SQL: this run's result and the `limit` before it on the branch.
+        let history = store.case_trend(
+            &case.key,
+            &report.run.gpu_sku,
+            (RunId(report.run.id), run_started),
+            baseline_branch,
+            limit + 1,
+        )?;
         let mut points: Vec<TrendPoint> = Vec::new();
         let mut earlier = 0;
         for r in &history {
             let current = r.run_id.0 == report.run.id;
-            // A result that errored (a harness that died after some repeats) has a figure, but
-            // not one of a finished measurement: it is no point of the trend.
-            let errored = r.error.is_some() || r.verdict == Some(crate::case::Verdict::Error);
-            if r.run_id.0 > report.run.id || r.median_ms.is_none() || errored {
-                continue;
-            }
             if !current {
-                if earlier >= limit
-                    || baseline_branch.is_some_and(|b| r.branch.as_deref() != Some(b))
-                {
+                if earlier >= limit {
                     continue;
                 }
                 earlier += 1;

@@ -468,7 +468,7 @@ impl RunReport {
             for p in &mut points {
                 p.current = p.run_id == self.run.id;
             }
-            let finished = case.verdict != Verdict::Error && case.error.is_none();
+            let finished = case.error.is_none();
             if !finished {
                 points.retain(|p| !p.current);
             } else if case.median_ms.is_some() && !points.iter().any(|p| p.current) {

@@ -222,6 +222,79 @@ impl Store {
         self.query_moves(&sql, values, "read baseline history")
     }
 
+    /// The move that set the baseline of `key` on `gpu_sku` as of `before` (the newest made
+    /// before it; the newest of all without it). One indexed row, whatever the history.
+    pub fn baseline_move(
+        &self,
+        key: &CaseKey,
+        gpu_sku: &str,
+        before: Option<jiff::Timestamp>,
+    ) -> Result<Option<BaselineEvent>, StoreError> {
+        self.one_move(key, gpu_sku, before, "", "DESC", "read a baseline")
+    }
+
+    /// Where the lineage of the baseline of `key` on `gpu_sku` as of `before` began: its last
+    /// accept or import, else its first move. One indexed row, whatever the history.
+    pub fn lineage_start(
+        &self,
+        key: &CaseKey,
+        gpu_sku: &str,
+        before: Option<jiff::Timestamp>,
+    ) -> Result<Option<BaselineEvent>, StoreError> {
+        let action = "read where a baseline's lineage began";
+        let chosen = self.one_move(
+            key,
+            gpu_sku,
+            before,
+            "AND kind IN ('accept', 'import')",
+            "DESC",
+            action,
+        )?;
+        match chosen {
+            Some(event) => Ok(Some(event)),
+            None => self.one_move(key, gpu_sku, before, "", "ASC", action),
+        }
+    }
+
+    /// The newest (`DESC`) or oldest (`ASC`) move of one case made before `before` that meets
+    /// `condition`.
+    fn one_move(
+        &self,
+        key: &CaseKey,
+        gpu_sku: &str,
+        before: Option<jiff::Timestamp>,
+        condition: &str,
+        order: &str,
+        action: &'static str,
+    ) -> Result<Option<BaselineEvent>, StoreError> {
+        let Some(series) = self.series_id(key, gpu_sku)? else {
+            return Ok(None);
+        };
+        let before = before
+            .map(|t| timestamp_to_ns(&self.path, t))
+            .transpose()?
+            .unwrap_or(i64::MAX);
+        // Found in the covering index alone (no row read per move passed over), then read.
+        let id: Option<i64> = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT id FROM baseline_moves WHERE series_id = ?1 AND moved_at_ns < ?2
+                 {condition} ORDER BY id {order} LIMIT 1"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_row(params![series, before], |r| r.get(0))
+                    .optional()
+            })
+            .map_err(self.fail(action))?;
+        let Some(id) = id else {
+            return Ok(None);
+        };
+        let sql = format!("{MOVE_SELECT} WHERE m.id = ?1");
+        Ok(self
+            .query_moves(&sql, vec![super::sql::Value::Int(id)], action)?
+            .pop())
+    }
+
     fn query_moves(
         &self,
         sql: &str,

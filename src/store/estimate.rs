@@ -8,7 +8,9 @@ use super::error::StoreError;
 
 impl Store {
     /// Wall seconds per case of the last run that measured `suite` (the run's whole duration
-    /// over all its cases), or `None` when no run did.
+    /// over all its cases), or `None` when no run did. Walks the runs newest first to the last
+    /// one with a result of the suite (the newest, for a suite that runs every night), never
+    /// every result the suite ever stored.
     pub fn suite_seconds_per_case(&self, suite: &str) -> Result<Option<f64>, StoreError> {
         let row: Option<(i64, i64, i64)> = self
             .conn
@@ -16,8 +18,11 @@ impl Store {
                 "SELECT r.started_at_ns, r.finished_at_ns, \
                         (SELECT count(*) FROM results a WHERE a.run_id = r.id) \
                  FROM runs r \
-                 WHERE r.id = (SELECT max(x.run_id) FROM results x \
-                               JOIN series s ON s.id = x.series_id WHERE s.suite = ?1)",
+                 WHERE r.id = (SELECT u.id FROM runs u \
+                               WHERE EXISTS (SELECT 1 FROM results x \
+                                             JOIN series s ON s.id = x.series_id \
+                                             WHERE x.run_id = u.id AND s.suite = ?1) \
+                               ORDER BY u.id DESC LIMIT 1)",
                 [suite],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )

@@ -21,6 +21,7 @@ mod schema;
 mod series;
 mod serve;
 pub(crate) mod sql;
+mod summaries;
 mod types;
 
 #[cfg(test)]
@@ -35,6 +36,7 @@ pub use publish::{MissingCase, PublishFacts};
 pub use samples::SampleError;
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use serve::{NewServeCase, NewServeRepeat, StoredServeCase, StoredServeRepeat};
+pub use summaries::StoredSummary;
 pub use types::{
     BaselineEntry, BaselineEvent, BaselineMove, BaselineMoveKind, BranchWindow, CaseFilter,
     NewResult, NewRun, RunFilter, RunGroup, RunId, RunSummary, StoredResult, StoredRun, Take,

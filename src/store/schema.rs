@@ -315,6 +315,18 @@ ALTER TABLE runs ADD COLUMN uid TEXT;
 CREATE UNIQUE INDEX runs_by_uid ON runs (uid);
 ";
 
+/// The baseline as of a time (`Store::baseline_move`: the newest move before it) and where its
+/// lineage began (`Store::lineage_start`: the last accept or import) each in one walk of a
+/// covering index, that stops at the first move that answers: without them every read of a
+/// lineage walked all of the case's moves, one per night on main, reading each row, for every
+/// case of a report. The first replaces V2's `(series_id, id)`, which it extends. The same text
+/// on both backends.
+const V11_MOVE_INDEXES: &str = r"
+CREATE INDEX baseline_moves_by_series_time ON baseline_moves (series_id, id, moved_at_ns);
+CREATE INDEX baseline_moves_by_series_kind ON baseline_moves (series_id, kind, id, moved_at_ns);
+DROP INDEX baseline_moves_by_series;
+";
+
 /// The ordered migrations; the store's version is how many of them it has applied.
 pub(crate) const MIGRATIONS: &[&str] = &[
     V1_TABLES,
@@ -327,6 +339,7 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     V8_RUN_GROUPS,
     V9_SERIES_AXES,
     V10_RUN_UIDS,
+    V11_MOVE_INDEXES,
 ];
 
 /// Migrations written out for `PostgreSQL` where [`dialect::ddl`] of the `SQLite` text would not

@@ -140,7 +140,7 @@ fn a_run_shows_the_gate_running_then_completes_the_check_with_annotations() {
             a["message"]
                 .as_str()
                 .expect("message")
-                .contains("utilisation -")
+                .contains("utilisation fell ")
         );
     }
     // "both" keeps the commit status too.

@@ -345,7 +345,7 @@ fn a_regression_fails_the_status_and_annotates_from_run() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("::error title=utilgate regressed on h100-sxm::decode/seed-8b/bf16/decode/b1/c4096: utilisation -"),
+        err.contains("::error title=utilgate regressed on h100-sxm::decode/seed-8b/bf16/decode/b1/c4096: utilisation fell "),
         "{err}"
     );
     let requests = gh.requests();

@@ -28,6 +28,7 @@ mod gpu;
 mod help;
 mod history;
 mod inject;
+mod long_history;
 mod lost;
 mod measurements;
 mod nightly_issue;
