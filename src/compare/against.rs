@@ -286,10 +286,15 @@ fn reach(
     let threshold = policy.max_drop_pct.clamp(0.0, 99.9);
     let se_needed = -(-threshold / 100.0).ln_1p() / q;
     let room = se_needed * se_needed - reference_var;
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a positive count of processes, far below usize::MAX"
+    )]
     let processes_needed = (room > 0.0).then(|| {
         // The processes' share falls as 1/n: the least n that fits in the room left.
         let n = deciding.max(3);
-        ((factor(n) * n as f64 / room).ceil() as usize).max(2)
+        ((factor(n) * n as f64 / room).ceil().min(1e9) as usize).max(2)
     });
     Some(Reach {
         confirmed_pct: drop_of(q * se),

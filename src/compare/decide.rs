@@ -658,6 +658,19 @@ fn stall_change(t: &Test, then: f64, now: f64) -> String {
     )
 }
 
+/// What limits a passing case, if anything: a suspect is re-measured before its verdict, so
+/// what that could confirm is the limit (the first repeats' own resolution says nothing a
+/// reader can act on); without a reach, the first repeats' resolution.
+fn pass_limit(d: &Decision, t: &Test, threshold: f64) -> Option<String> {
+    match d.reach.as_ref() {
+        Some(reach) => reach.limit(threshold).map(|l| format!("This case {l}.")),
+        None => d.resolution_pct.filter(|r| *r > threshold).map(|r| {
+            let way = if t.est >= 0.0 { "drop" } else { "rise" };
+            format!("With this noise only a {way} above {r:.1}% could have been confirmed.")
+        }),
+    }
+}
+
 /// Sets the verdict and its main sentences from the test.
 pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
     let threshold = policy.max_drop_pct.clamp(0.0, 99.9);
@@ -754,22 +767,8 @@ pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
             format!("within the {threshold}% threshold")
         };
         d.reasons.push(format!("{change}: {within}."));
-        // A suspect is re-measured before its verdict: what that could confirm is the limit
-        // (the first repeats' own resolution says nothing a reader can act on).
-        match d.reach.as_ref() {
-            Some(reach) => {
-                if let Some(limit) = reach.limit(threshold) {
-                    d.reasons.push(format!("This case {limit}."));
-                }
-            }
-            None => {
-                if let Some(r) = d.resolution_pct.filter(|r| *r > threshold) {
-                    let way = if t.est >= 0.0 { "drop" } else { "rise" };
-                    d.reasons.push(format!(
-                        "With this noise only a {way} above {r:.1}% could have been confirmed."
-                    ));
-                }
-            }
+        if let Some(limit) = pass_limit(d, t, threshold) {
+            d.reasons.push(limit);
         }
     }
 }

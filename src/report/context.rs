@@ -326,6 +326,12 @@ pub struct RunReport {
     pub budget: Option<super::budget::BudgetReport>,
 }
 
+/// Whether a reader should look at a case: anything but a plain pass or a new case, or a
+/// changed floor.
+fn needs_attention(d: &Decision) -> bool {
+    !matches!(d.verdict, Verdict::Pass | Verdict::New) || d.floor_changed
+}
+
 /// How urgently a verdict needs a reader's eyes: reports list the worst first.
 #[must_use]
 pub fn severity(v: Verdict) -> u8 {
@@ -405,8 +411,7 @@ impl RunReport {
                         .or_else(|| result.and_then(|r| r.utilisation)),
                     step_then_ms: j.decision.step_then_ms,
                     fails_gate: fail_on.contains(&j.decision.verdict),
-                    attention: !matches!(j.decision.verdict, Verdict::Pass | Verdict::New)
-                        || j.decision.floor_changed,
+                    attention: needs_attention(&j.decision),
                     gpu_state: result.and_then(|r| r.gpu_state_json.clone()),
                     gpu_notes: result
                         .and_then(|r| r.gpu_state_json.as_ref())
