@@ -88,11 +88,7 @@ pub fn change_lines(c: &NightChange, max_drop_pct: f64) -> Vec<String> {
             lines.push(format!(
                 "    {} {}",
                 short(&commit.sha),
-                commit
-                    .subject
-                    .chars()
-                    .map(|ch| if ch.is_control() { ' ' } else { ch })
-                    .collect::<String>()
+                crate::report::escape::terminal(&commit.subject)
             ));
         }
     }
