@@ -5,7 +5,7 @@ use crate::cli::{ChangesArgs, Format};
 use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::output;
-use crate::pipeline::context::store_from;
+use crate::pipeline::context::{CommitLog, store_from};
 use crate::pipeline::history::{case_report, detector};
 use crate::report::history::{render_changes, render_json};
 
@@ -14,6 +14,7 @@ pub fn changes(args: &ChangesArgs) -> Result<Outcome, Error> {
     let from = args.since.as_deref().map(since).transpose()?;
     let (store, config) = store_from(&args.config)?;
     let mut reports = Vec::new();
+    let mut commits = CommitLog::default();
     for (key, sku) in store.series()? {
         if args.suite.as_ref().is_some_and(|s| *s != key.suite)
             || args.detector.gpu.as_ref().is_some_and(|g| *g != sku)
@@ -27,6 +28,7 @@ pub fn changes(args: &ChangesArgs) -> Result<Outcome, Error> {
             &sku,
             args.detector.nights,
             detector,
+            &mut commits,
         )?;
         if let Some(from) = from {
             report.read.changes.retain(|c| {

@@ -6,7 +6,8 @@ use crate::cli::{Format, HistoryArgs};
 use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::output;
-use crate::pipeline::context::store_from;
+
+use crate::pipeline::context::{CommitLog, store_from};
 use crate::pipeline::history::{case_report, detector};
 use crate::report::history::{render_history, render_json};
 
@@ -67,6 +68,7 @@ pub fn history(args: &HistoryArgs) -> Result<Outcome, Error> {
         sku,
         args.detector.nights,
         detector,
+        &mut CommitLog::default(),
     )?;
     match args.format.format {
         Format::Human => output::emit(&render_history(&report, &detector))?,

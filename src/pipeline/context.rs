@@ -141,6 +141,25 @@ pub(crate) fn git(dir: &Path, args: &[&str]) -> Option<String> {
     (out.status.success() && !text.is_empty() && text != "HEAD").then_some(text)
 }
 
+/// Commit ranges with their subjects from the checkout a command runs in, each range asked of
+/// git once: a change the whole grid shares names the same range in every case, and `changes`
+/// over 500 cases would otherwise start git three times per case for it.
+#[derive(Debug, Default)]
+pub(crate) struct CommitLog {
+    seen: std::collections::HashMap<(String, String), Vec<crate::compare::history::Commit>>,
+}
+
+impl CommitLog {
+    /// The commits after `good` up to `bad` (see [`commit_range`]); empty where git does not
+    /// know both.
+    pub(crate) fn range(&mut self, good: &str, bad: &str) -> Vec<crate::compare::history::Commit> {
+        self.seen
+            .entry((good.to_owned(), bad.to_owned()))
+            .or_insert_with(|| commit_range(&[Path::new(".")], good, bad).unwrap_or_default())
+            .clone()
+    }
+}
+
 /// The commits after `good` up to `bad`, oldest first, with their subjects (redacted), from
 /// the first of `dirs` whose git knows both commits; `None` when none does.
 pub(crate) fn commit_range(

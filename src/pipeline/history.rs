@@ -10,6 +10,7 @@ use crate::compare::history::{HistoryPolicy, Night, gpu_env, read_history};
 use crate::compare::{Detector, Significance};
 use crate::config::{Config, GateConfig};
 use crate::error::Error;
+use crate::pipeline::context::CommitLog;
 use crate::report::history::CaseHistoryReport;
 use crate::store::{Store, StoredSummary};
 
@@ -79,6 +80,7 @@ pub(crate) fn case_report(
     gpu_sku: &str,
     nights: usize,
     detector: Detector,
+    commits: &mut CommitLog,
 ) -> Result<CaseHistoryReport, Error> {
     let branch = baseline_branch(config);
     // The branch's nights only, bounded in SQL: pull requests never crowd them out.
@@ -97,9 +99,7 @@ pub(crate) fn case_report(
     // alone send a reader to git.
     for change in &mut read.changes {
         if let Some((a, b)) = &change.commits {
-            change.subjects =
-                crate::pipeline::context::commit_range(&[std::path::Path::new(".")], a, b)
-                    .unwrap_or_default();
+            change.subjects = commits.range(a, b);
         }
     }
     Ok(CaseHistoryReport {

@@ -168,13 +168,14 @@ impl Unconfirmed {
     /// passed.
     #[must_use]
     pub fn of<'a>(cases: impl IntoIterator<Item = &'a CaseReport>) -> Option<Unconfirmed> {
+        // The larger drop, the measured one on a tie.
         let worst_drop = |c: &CaseReport| -> Option<(f64, bool)> {
             let measured = c.drop_pct.map(|d| (d, false));
             let adjusted = c.decision.host_adjusted_drop_pct.map(|d| (d, true));
-            match (measured, adjusted) {
-                (Some(m), Some(a)) => Some(if a.0 > m.0 { a } else { m }),
-                (m, a) => m.or(a),
-            }
+            measured
+                .into_iter()
+                .chain(adjusted)
+                .max_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)))
         };
         let beyond: Vec<(&CaseReport, (f64, bool))> = cases
             .into_iter()
