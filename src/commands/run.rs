@@ -192,7 +192,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         store,
         run_id,
         &judgements,
-        (&config.gate.fail_on, promote_run),
+        &config.gate.fail_on,
         &serve,
         &meta,
         args,

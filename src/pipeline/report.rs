@@ -73,19 +73,30 @@ pub(crate) fn fail_on(config: Option<&Config>) -> Vec<crate::case::Verdict> {
     )
 }
 
+/// Whether the run is now some case's baseline: what "baselines promoted" says.
+fn promoted(store: &Store, run: &StoredRun) -> Result<bool, Error> {
+    Ok(store
+        .baselines(Some(&run.summary.gpu_sku))?
+        .iter()
+        .any(|b| b.run_id == run.summary.id))
+}
+
 /// Reads the stored run back and prints its report in the chosen format (the service cases
 /// of a mixed run attached).
 pub(crate) fn report_run(
     store: &Store,
     run_id: crate::store::RunId,
     judgements: &[Judgement],
-    (fail_on, promote_run): (&[Verdict], bool),
+    fail_on: &[Verdict],
     serve: &crate::pipeline::serve_suite::MixedServe<'_>,
     meta: &RunMeta,
     args: &RunArgs,
 ) -> Result<report::RunReport, Error> {
     let stored = store.run(run_id)?.ok_or(Error::NoSuchRun(run_id.0))?;
-    let mut report = report::RunReport::build(&stored, judgements, fail_on, promote_run);
+    // What moved, not what the run was allowed to move: a run on the baseline branch whose
+    // cases could not be trusted (the host moved) may promote and still move nothing.
+    let promoted = promoted(store, &stored)?;
+    let mut report = report::RunReport::build(&stored, judgements, fail_on, promoted);
     crate::pipeline::evidence::attach(store, &mut report);
     if let Format::Human = args.format.format {
         output::emit(&report::render_human(&report, output::stdout_terminal()))?;
@@ -181,10 +192,7 @@ pub fn stored_report(
     let fail_on = facts
         .as_ref()
         .map_or_else(|| fail_on(config), |f| f.fail_on.clone());
-    let promoted = store
-        .baselines(Some(&run.summary.gpu_sku))?
-        .iter()
-        .any(|b| b.run_id == run.summary.id);
+    let promoted = promoted(store, run)?;
     let mut report = RunReport::build(run, &judgements, &fail_on, promoted);
     crate::pipeline::evidence::attach(store, &mut report);
     let report_config = config.map_or_else(ReportConfig::default, |c| c.report.clone());

@@ -62,6 +62,9 @@ fn the_example_twice_on_a_busy_machine_is_inconclusive_not_regressed() {
         "{text}"
     );
     assert!(!text.contains("REGRESSED"), "{text}");
+    // Nothing moved, and the summary says so (it said "baselines promoted": the run was
+    // allowed to promote, but none of its untrusted cases did).
+    assert!(text.contains("; baselines unchanged"), "{text}");
     // The busy night is stored with its canary, never becomes the baseline, and re-judging
     // it from the store gives the same answer.
     let again = env.json(&["compare", "2"]);
