@@ -433,6 +433,46 @@ fn every_permission_in_the_workflows_says_why() {
     assert!(checked >= 10, "{checked} permission lines");
 }
 
+/// #28 item 4: the Actions cache is written by the GPU runner's jobs, and that runner also runs
+/// pull-request code; a job holding a write token that restored utilgate (or anything) from it
+/// would run what a pull request left there. Every such job builds its own utilgate.
+#[test]
+fn no_job_that_holds_a_write_token_takes_anything_from_the_actions_cache() {
+    let mut writers = 0;
+    for name in ["nightly.yml", "pr-check.yml", "pr-publish.yml", "fleet-matrix.yml"] {
+        let wf = workflow(name);
+        for (job_name, job) in wf["jobs"].as_object().expect("jobs") {
+            let writes = job["permissions"]
+                .as_object()
+                .is_some_and(|p| p.values().any(|v| v == "write"));
+            if !writes {
+                continue;
+            }
+            writers += 1;
+            let steps = job["steps"].as_array().expect("steps");
+            for s in steps {
+                let uses = s["uses"].as_str().unwrap_or_default();
+                assert!(
+                    !uses.starts_with("actions/cache"),
+                    "{name}: job {job_name} holds a write token and uses {uses}"
+                );
+            }
+            let runs_utilgate = steps
+                .iter()
+                .any(|s| s["run"].as_str().is_some_and(|r| r.contains("utilgate ")));
+            if runs_utilgate {
+                assert!(
+                    steps.iter().any(|s| s["run"]
+                        .as_str()
+                        .is_some_and(|r| r.contains("cargo install --locked"))),
+                    "{name}: job {job_name} runs utilgate it did not build"
+                );
+            }
+        }
+    }
+    assert!(writers >= 4, "{writers} jobs with a write permission");
+}
+
 #[test]
 fn the_nightly_measures_without_a_token_and_a_separate_job_posts_its_statuses() {
     let wf = workflow("nightly.yml");
