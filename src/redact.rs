@@ -5,9 +5,18 @@
 //! header, a harness that prints its environment, a config value. No I/O; the registry is a
 //! process-wide list so that every output path (errors, warnings, progress, stored stderr
 //! tails, GitHub error messages) uses the one function [`redact`].
+//!
+//! An API error may echo a credential encoded rather than as it is: percent-encoded in a URL
+//! (`ghs%5F...`), or base64 in a Basic `Authorization` header (alone, or as
+//! `x-access-token:<token>`, the form git and GitHub's apps use). A registered value is masked
+//! in each of those forms too, and a token shape is recognised percent-encoded.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::sync::{PoisonError, RwLock};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
 
 /// The credential variables of CI systems that utilgate knows: their values are masked in
 /// every message, and they are removed from the harness's environment (a suite's
@@ -82,8 +91,13 @@ pub fn redact_with<'a, S: AsRef<str>>(text: &'a str, secrets: &[S]) -> Cow<'a, s
     let mut out = Cow::Borrowed(text);
     for secret in secrets {
         let secret = secret.as_ref();
-        if secret.len() >= MIN_SECRET_LEN && out.contains(secret) {
-            out = Cow::Owned(out.replace(secret, MASK));
+        if secret.len() < MIN_SECRET_LEN {
+            continue;
+        }
+        for form in encoded_forms(secret) {
+            if out.contains(form.as_str()) {
+                out = Cow::Owned(out.replace(form.as_str(), MASK));
+            }
         }
     }
     match mask_token_shapes(&out) {
@@ -92,8 +106,95 @@ pub fn redact_with<'a, S: AsRef<str>>(text: &'a str, secrets: &[S]) -> Cow<'a, s
     }
 }
 
+/// `secret` as it is and as an error body may echo it: percent-encoded (every byte but letters
+/// and digits, upper- and lower-case hex) and base64 (standard and URL-safe alphabets, with and
+/// without padding) of the value alone and of `x-access-token:<value>`, longest first.
+fn encoded_forms(secret: &str) -> Vec<String> {
+    let mut forms = vec![secret.to_owned()];
+    // RFC 3986 keeps `-._~` as they are; some encoders escape everything but letters and digits.
+    for keep in [&b"-._~"[..], &b""[..]] {
+        let mut upper = String::with_capacity(secret.len() * 3);
+        for b in secret.bytes() {
+            if b.is_ascii_alphanumeric() || keep.contains(&b) {
+                upper.push(char::from(b));
+            } else {
+                let _ = write!(upper, "%{b:02X}");
+            }
+        }
+        if upper != secret {
+            let lower = percent_lower(&upper);
+            forms.push(upper);
+            forms.push(lower);
+        }
+    }
+    for value in [format!("x-access-token:{secret}"), secret.to_owned()] {
+        for engine in [&STANDARD, &URL_SAFE, &STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+            forms.push(engine.encode(&value));
+        }
+    }
+    forms.sort();
+    forms.dedup();
+    // Longest first, so a form that contains another is masked whole.
+    forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+    forms
+}
+
+/// A percent-encoded string with its `%XX` escapes in lower-case hex.
+fn percent_lower(encoded: &str) -> String {
+    let mut out = String::with_capacity(encoded.len());
+    let mut rest = encoded;
+    while let Some(at) = rest.find('%') {
+        out.push_str(&rest[..at]);
+        let escape = rest.get(at..at + 3).unwrap_or(&rest[at..]);
+        out.push_str(&escape.to_ascii_lowercase());
+        rest = &rest[at + escape.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn is_token_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// The percent-encoded underscore (`%5F` or `%5f`) at the start of `bytes`.
+fn is_encoded_underscore(bytes: &[u8]) -> bool {
+    bytes.len() >= 3 && bytes[0] == b'%' && bytes[1] == b'5' && matches!(bytes[2], b'F' | b'f')
+}
+
+/// The length in bytes of the token prefix at the start of `bytes`, its underscores as they
+/// are or percent-encoded, or `None`.
+fn prefix_len(bytes: &[u8]) -> Option<usize> {
+    TOKEN_PREFIXES.iter().find_map(|prefix| {
+        let mut at = 0;
+        for &want in prefix.as_bytes() {
+            if bytes.get(at) == Some(&want) {
+                at += 1;
+            } else if want == b'_' && is_encoded_underscore(&bytes[at..]) {
+                at += 3;
+            } else {
+                return None;
+            }
+        }
+        Some(at)
+    })
+}
+
+/// The token characters at the start of `bytes`: their length in bytes and their count (a
+/// percent-encoded underscore is three bytes and one character).
+fn body_len(bytes: &[u8]) -> (usize, usize) {
+    let (mut at, mut chars) = (0, 0);
+    while at < bytes.len() {
+        if is_token_char(bytes[at]) {
+            at += 1;
+        } else if is_encoded_underscore(&bytes[at..]) {
+            at += 3;
+        } else {
+            break;
+        }
+        chars += 1;
+    }
+    (at, chars)
 }
 
 /// `Some(text)` with token-shaped strings masked (the prefix kept, so the reader knows what
@@ -106,30 +207,20 @@ fn mask_token_shapes(text: &str) -> Option<String> {
     while i < bytes.len() {
         // A token starts a word: `xghp_...` is some other identifier.
         let starts_word = i == 0 || !is_token_char(bytes[i - 1]);
-        let prefix = starts_word
-            .then(|| {
-                TOKEN_PREFIXES
-                    .iter()
-                    .find(|p| bytes[i..].starts_with(p.as_bytes()))
-            })
-            .flatten();
-        let Some(prefix) = prefix else {
+        let Some(prefix) = starts_word.then(|| prefix_len(&bytes[i..])).flatten() else {
             i += 1;
             continue;
         };
-        let body_start = i + prefix.len();
-        let body_len = bytes[body_start..]
-            .iter()
-            .take_while(|b| is_token_char(**b))
-            .count();
-        if body_len < MIN_TOKEN_CHARS {
+        let body_start = i + prefix;
+        let (body_bytes, body_chars) = body_len(&bytes[body_start..]);
+        if body_chars < MIN_TOKEN_CHARS {
             i = body_start;
             continue;
         }
         let masked = out.get_or_insert_with(|| String::with_capacity(text.len()));
         masked.push_str(&text[copied..body_start]);
         masked.push_str(MASK);
-        i = body_start + body_len;
+        i = body_start + body_bytes;
         copied = i;
     }
     out.map(|mut masked| {
@@ -184,6 +275,44 @@ mod tests {
         assert_eq!(redact_with(text, &sorted), "a *** and ***");
         // Short values are not secrets worth garbling every message for.
         assert_eq!(redact_with("exit 1", &["1"]), "exit 1");
+    }
+
+    /// #28 item 9: an API error echoing the token URL-encoded or in a Basic header.
+    #[test]
+    fn encoded_secrets_and_encoded_token_shapes_are_masked() {
+        let token = "ghs_EncodedToken0123456789abcdefSECRET";
+        let encoded = [
+            token.replace('_', "%5F"),
+            token.replace('_', "%5f"),
+            STANDARD.encode(token),
+            URL_SAFE_NO_PAD.encode(token),
+            STANDARD.encode(format!("x-access-token:{token}")),
+            STANDARD_NO_PAD.encode(format!("x-access-token:{token}")),
+        ];
+        for form in &encoded {
+            let text = format!("401 for https://api.example/x?t={form} (Basic {form})");
+            let got = redact_with(&text, &[token]);
+            assert!(!got.contains(form.as_str()), "{form} left in {got}");
+            assert!(got.contains("***"), "{got}");
+        }
+        // Without registration, the percent-encoded shape alone is recognised.
+        let text = format!(
+            "GET /repos?access_token={}&page=2",
+            token.replace('_', "%5F")
+        );
+        assert_eq!(
+            redact_with(&text, &NONE),
+            "GET /repos?access_token=ghs%5F***&page=2"
+        );
+        let pat = "github%5Fpat%5F11ABCDEFG0123456789%5Fabcdefghijklmnop";
+        assert_eq!(redact_with(pat, &NONE), "github%5Fpat%5F***");
+        // A password with reserved characters, percent-encoded in a connection URL.
+        let password = "p@ss:w/rd-0123456789";
+        let url = "postgres://ingest:p%40ss%3Aw%2Frd-0123456789@db/utilgate";
+        assert_eq!(
+            redact_with(url, &[password]),
+            "postgres://ingest:***@db/utilgate"
+        );
     }
 
     #[test]

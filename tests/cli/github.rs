@@ -636,6 +636,10 @@ fn the_workflow_run_half_posts_for_a_fork_with_a_copied_store() {
 
 #[test]
 fn api_error_bodies_that_echo_the_token_are_redacted() {
+    use base64::Engine as _;
+    // #28 item 9: echoed percent-encoded in a URL, and base64 in a Basic header as git sends it.
+    let encoded = TOKEN.replace('_', "%5F");
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("x-access-token:{TOKEN}"));
     for status in [403u16, 500] {
         let env = TestEnv::new();
         baseline_then_pr(&env, "10.0");
@@ -643,7 +647,8 @@ fn api_error_bodies_that_echo_the_token_are_redacted() {
         gh.mount(Mock::given(wiremock::matchers::any()).respond_with(
             ResponseTemplate::new(status).set_body_json(json!({
                 "message": format!(
-                    "Bad request; headers were: Authorization: token {TOKEN}; also saw ghs_AnInstallationTokenXYZ0123456789"
+                    "Bad request; headers were: Authorization: token {TOKEN}; also saw ghs_AnInstallationTokenXYZ0123456789; \
+                     url /x?access_token={encoded}; Authorization: Basic {basic}"
                 ),
                 "documentation_url": "https://docs.github.com/rest",
                 "status": status.to_string()
@@ -656,6 +661,14 @@ fn api_error_bodies_that_echo_the_token_are_redacted() {
         assert!(all.contains("Bad request"), "{status}: {all}");
         assert!(!all.contains(TOKEN), "{status}: the token leaked: {all}");
         assert!(!all.contains("ghs_AnInstallation"), "{status}: {all}");
+        assert!(
+            !all.contains(&encoded),
+            "{status}: the URL-encoded token leaked: {all}"
+        );
+        assert!(
+            !all.contains(&basic),
+            "{status}: the base64 token leaked: {all}"
+        );
         assert!(
             all.contains("ghp_***") || all.contains("***"),
             "{status}: {all}"
