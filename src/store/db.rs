@@ -199,6 +199,22 @@ impl Store {
 /// first transaction, a few milliseconds later).
 const CREATING_WINDOW: Duration = Duration::from_secs(30);
 
+/// How long a fresh empty store with no rollback journal or WAL beside it is given to grow one:
+/// the creator opens the file a moment before its first transaction makes either. Without
+/// that sign of a creator, an empty file (`touch`ed, or left by a crash) is refused after this
+/// rather than after the whole busy timeout (#28 item 9: it was 10 s).
+const CREATOR_GRACE: Duration = Duration::from_millis(250);
+
+/// Whether `SQLite` files beside `path` show a connection writing it (a rollback journal, or a
+/// WAL and its index).
+fn creator_evident(path: &Path) -> bool {
+    ["-journal", "-wal", "-shm"].iter().any(|suffix| {
+        let mut sibling = path.as_os_str().to_owned();
+        sibling.push(suffix);
+        Path::new(&sibling).exists()
+    })
+}
+
 /// Refuses a store path that is a directory, and an existing empty file unless `init`: an
 /// empty file where a history should be is a lost history, never a new one by accident. A
 /// file created moments ago is given up to `busy_timeout` to receive its header first.
@@ -217,7 +233,12 @@ fn check_file(path: &Path, init: bool, busy_timeout: Duration) -> Result<(), Sto
                     .ok()
                     .and_then(|m| m.elapsed().ok())
                     .is_some_and(|age| age < CREATING_WINDOW);
-                if !fresh || start.elapsed() >= busy_timeout {
+                let patience = if creator_evident(path) {
+                    busy_timeout
+                } else {
+                    busy_timeout.min(CREATOR_GRACE)
+                };
+                if !fresh || start.elapsed() >= patience {
                     return Err(StoreError::EmptyFile {
                         path: path.to_owned(),
                     });

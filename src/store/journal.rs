@@ -59,9 +59,19 @@ impl JournalError {
     #[must_use]
     pub fn hint(&self) -> Option<String> {
         match self {
-            JournalError::Io { .. } => Some(
-                "the journal and rescue files live beside the store: make its directory writable, or point `--db` elsewhere"
-                    .to_owned(),
+            JournalError::Io { source, .. } => Some(
+                match source.kind() {
+                    io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => {
+                        "the disk holding the store is full: free space on it (or point `--db` at another disk); what was measured before this write is kept"
+                    }
+                    io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
+                        "the journal and rescue files live beside the store: make its directory writable, or point `--db` elsewhere"
+                    }
+                    _ => {
+                        "the journal and rescue files live beside the store: check that its directory exists and has room, or point `--db` elsewhere"
+                    }
+                }
+                .to_owned(),
             ),
             JournalError::BadRescue { .. } | JournalError::RescueVersion { .. } => Some(
                 "pass a file that `utilgate run` wrote when it could not store a run (it prints the path)"
@@ -394,6 +404,31 @@ pub fn read_rescue<T: DeserializeOwned>(path: &Path) -> Result<T, JournalError> 
 mod tests {
     use super::*;
     use crate::case::Phase;
+
+    /// #28 item 9: a full disk was told to "make its directory writable".
+    #[test]
+    fn the_hint_names_what_failed_a_full_disk_or_a_permission() {
+        let hint = |source: io::Error| {
+            JournalError::Io {
+                action: "write",
+                path: PathBuf::from("s.db.cases-1.jsonl"),
+                source,
+            }
+            .hint()
+            .expect("a hint")
+        };
+        // ENOSPC, as write(2) reports it on a full disk (the same as /dev/full).
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .and_then(|mut f| io::Write::write_all(&mut f, b"x").and_then(|()| f.sync_all()))
+            .expect_err("/dev/full is full");
+        let full = hint(full);
+        assert!(full.contains("full: free space"), "{full}");
+        assert!(!full.contains("writable"), "{full}");
+        let denied = hint(io::Error::from(io::ErrorKind::PermissionDenied));
+        assert!(denied.contains("make its directory writable"), "{denied}");
+    }
 
     fn key(batch: u64) -> CaseKey {
         CaseKey {

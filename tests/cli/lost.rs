@@ -97,6 +97,30 @@ fn an_empty_store_file_is_refused_unless_init() {
     );
 }
 
+/// #28 item 9: a just-`touch`ed empty store with no journal or WAL beside it (nobody creating
+/// it) is refused at once; it used to be refused only after the 10 s busy timeout.
+#[test]
+fn a_fresh_empty_store_nobody_is_creating_is_refused_without_the_busy_wait() {
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.db().parent().expect("dir")).expect("mkdir");
+    std::fs::write(env.db(), "").expect("empty store");
+    let started = std::time::Instant::now();
+    let out = env.cmd().args(["runs", "list"]).output().expect("runs");
+    let took = started.elapsed();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("store is empty but exists"),
+        "{}",
+        stderr(&out)
+    );
+    // The busy timeout is 10 s; the grace for a creator to show itself is 0.25 s.
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "refused after {took:?}"
+    );
+    assert_eq!(std::fs::metadata(env.db()).expect("kept").len(), 0);
+}
+
 /// Starts `utilgate run` in the background with `envs`.
 fn spawn_run(env: &TestEnv, args: &[&str], envs: &[(&str, &str)]) -> Child {
     let mut cmd = env.std_cmd();
