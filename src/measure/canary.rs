@@ -26,7 +26,7 @@
 
 use std::hint::black_box;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::compare::Canary;
 use crate::gpu::GpuError;
@@ -160,26 +160,63 @@ pub fn add_clock_periods(canary: &mut Canary, samples: &[GpuSample]) {
 /// set, else the built-in host canary. Appends its readings to `canary`.
 pub fn measure(
     config: &crate::config::CanaryConfig,
-    dir: &Path,
+    command: &CommandRun<'_>,
     canary: &mut Canary,
 ) -> Result<(), CanaryError> {
-    if let Some(command) = &config.command {
-        return measure_command(canary, command, dir);
+    if let Some(line) = &config.command {
+        return measure_command(canary, line, command);
     }
     measure_host(canary);
     Ok(())
 }
 
+/// How a canary command is run: in the config's directory, under the harness guard (the
+/// utilgate binary) when there is one, watching the run's cancel flag.
+#[derive(Debug, Clone, Copy)]
+pub struct CommandRun<'a> {
+    pub dir: &'a Path,
+    pub guard: Option<&'a Path>,
+    pub cancel: &'a std::sync::atomic::AtomicBool,
+}
+
+/// How long a canary command may take: it times a fixed small piece of work (seconds at most);
+/// one that hangs is killed, and the run goes on without a canary.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The most a canary command's stdout may hold: one JSON object of a few figures.
+const COMMAND_OUTPUT_CAP: u64 = 1 << 20;
+
+/// What went wrong with a canary command, in the canary's words (the harness runner's errors
+/// speak of a harness), with the last line of its stderr.
+fn command_failure(e: &crate::measure::harness::HarnessError) -> String {
+    use crate::measure::harness::HarnessError as H;
+    let what = match e {
+        H::Exited { code, .. } => format!("it exited with status {code}"),
+        H::Signalled { signal, .. } => format!("it was killed by signal {signal}"),
+        H::TimedOut { timeout, .. } => {
+            format!("it ran past {} s and was killed", timeout.as_secs())
+        }
+        H::NotFound { program, .. } => format!("`{program}` was not found"),
+        H::NotExecutable { program, .. } => format!("`{program}` could not be executed"),
+        H::Cancelled => "the run was cancelled".to_owned(),
+        other => other.to_string(),
+    };
+    match e
+        .stderr_tail()
+        .and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty()))
+    {
+        Some(last) => format!("{what}; its stderr ended: {}", last.trim()),
+        None => what,
+    }
+}
+
 /// Why a canary command gave no figures.
 #[derive(Debug, thiserror::Error)]
 pub enum CanaryError {
-    #[error("canary command `{command}` could not start: {source}")]
-    Start {
-        command: String,
-        source: std::io::Error,
-    },
-    #[error("canary command `{command}` exited with {status}")]
-    Status { command: String, status: String },
+    /// It could not start, failed, timed out or was cancelled: `detail` is the harness
+    /// runner's sentence, with the command's stderr tail.
+    #[error("canary command `{command}` failed: {detail}")]
+    Failed { command: String, detail: String },
     #[error("the GPU canary could not run: {0}")]
     Gpu(#[from] GpuError),
     #[error(
@@ -215,34 +252,42 @@ pub fn parse_figures(text: &str) -> Result<Canary, String> {
     Ok(canary)
 }
 
-/// Runs a user's canary command (`sh -c`, in `dir`) and appends its figures to `canary`.
-pub fn measure_command(canary: &mut Canary, command: &str, dir: &Path) -> Result<(), CanaryError> {
-    #[expect(
-        clippy::disallowed_methods,
-        reason = "edge: the user's canary command is a process utilgate starts"
-    )]
-    let output = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(dir)
-        .env_remove("GITHUB_TOKEN")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|source| CanaryError::Start {
-            command: command.to_owned(),
-            source,
-        })?;
-    if !output.status.success() {
-        return Err(CanaryError::Status {
-            command: command.to_owned(),
-            status: output.status.to_string(),
-        });
-    }
-    let figures = parse_figures(&String::from_utf8_lossy(&output.stdout)).map_err(|detail| {
-        CanaryError::Output {
-            command: command.to_owned(),
-            detail,
-        }
+/// Runs a user's canary command (`sh -c`, as a harness is run: guarded, its credentials
+/// removed, within [`COMMAND_TIMEOUT`]) and appends its figures to `canary`.
+pub fn measure_command(
+    canary: &mut Canary,
+    command: &str,
+    run: &CommandRun<'_>,
+) -> Result<(), CanaryError> {
+    let failed = |detail: String| CanaryError::Failed {
+        command: command.to_owned(),
+        detail,
+    };
+    let mut out =
+        tempfile::tempfile().map_err(|e| failed(format!("no file for its output: {e}")))?;
+    let stdout = out
+        .try_clone()
+        .map_err(|e| failed(format!("no file for its output: {e}")))?;
+    crate::measure::harness::run_command(
+        command,
+        run.dir,
+        run.guard,
+        (COMMAND_TIMEOUT, run.cancel),
+        stdout,
+    )
+    .map_err(|e| failed(command_failure(&e)))?;
+    let mut text = String::new();
+    std::io::Seek::rewind(&mut out)
+        .and_then(|()| {
+            std::io::Read::read_to_string(
+                &mut std::io::Read::take(&mut out, COMMAND_OUTPUT_CAP),
+                &mut text,
+            )
+        })
+        .map_err(|e| failed(format!("its output could not be read: {e}")))?;
+    let figures = parse_figures(&text).map_err(|detail| CanaryError::Output {
+        command: command.to_owned(),
+        detail,
     })?;
     for (name, readings) in figures.figures {
         canary.figures.entry(name).or_default().extend(readings);
@@ -338,13 +383,23 @@ mod tests {
     #[test]
     fn a_command_canary_is_read_and_a_failing_one_named() {
         let dir = tempfile::tempdir().expect("tempdir");
+        let cancel = std::sync::atomic::AtomicBool::new(false);
+        let run = CommandRun {
+            dir: dir.path(),
+            guard: None,
+            cancel: &cancel,
+        };
         let mut c = Canary::default();
-        measure_command(&mut c, r#"echo '{"x_ms": [2.0, 2.1]}'"#, dir.path()).expect("runs");
-        measure_command(&mut c, r#"echo '{"x_ms": 2.2}'"#, dir.path()).expect("runs");
+        measure_command(&mut c, r#"echo '{"x_ms": [2.0, 2.1]}'"#, &run).expect("runs");
+        measure_command(&mut c, r#"echo '{"x_ms": 2.2}'"#, &run).expect("runs");
         assert_eq!(c.figures["x_ms"], vec![2.0, 2.1, 2.2]);
-        let err = measure_command(&mut c, "exit 3", dir.path()).expect_err("fails");
-        assert!(err.to_string().contains("exit 3"), "{err}");
-        let err = measure_command(&mut c, "echo nope", dir.path()).expect_err("fails");
+        let err = measure_command(&mut c, "echo why >&2; exit 3", &run).expect_err("fails");
+        let err = err.to_string();
+        assert!(
+            err.contains("exited with status 3; its stderr ended: why"),
+            "{err}"
+        );
+        let err = measure_command(&mut c, "echo nope", &run).expect_err("fails");
         assert!(err.to_string().contains("no JSON object"), "{err}");
     }
 

@@ -327,6 +327,47 @@ pub(crate) fn run_group(
     Ok(stderr_tail)
 }
 
+const COMMAND_STEPS: GroupSteps = GroupSteps {
+    start: "failed to start the command (sh -c) in",
+    pipes: "failed to start a reader thread for the command in",
+    wait: "failed to wait for the command in",
+};
+
+/// A short command of the user's that is not a harness (the canary command), run as a harness
+/// is: under the guard when there is one (no process outlives it or utilgate), in its own
+/// process group, with the credential variables removed, killed at `timeout`. Its stdout goes
+/// to `stdout`; returns its sanitised stderr tail.
+pub fn run_command(
+    command: &str,
+    cwd: &Path,
+    guard: Option<&Path>,
+    (timeout, cancel): (Duration, &AtomicBool),
+    stdout: fs::File,
+) -> Result<String, HarnessError> {
+    check_cwd(cwd)?;
+    let start = Instant::now();
+    let scope = guard.and_then(|_| cgroup::Scope::create());
+    let mut shell = shell_command(
+        &Shell {
+            command,
+            cwd,
+            guard,
+            env_passthrough: &[],
+            extra_env: &[],
+        },
+        scope.as_ref(),
+    );
+    shell.stdout(Stdio::from(stdout));
+    run_group(
+        shell,
+        scope,
+        &COMMAND_STEPS,
+        (command, cwd),
+        (start, timeout),
+        cancel,
+    )
+}
+
 /// Runs one repeat: starts the harness, waits for it within the timeout while watching
 /// `cancel`, and parses its results file.
 pub fn run_repeat(spec: &RepeatSpec, cancel: &AtomicBool) -> Result<RepeatOutput, HarnessError> {

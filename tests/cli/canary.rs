@@ -160,3 +160,37 @@ fn a_faster_host_that_hides_slower_code_is_inconclusive_and_the_headline_names_t
     assert_eq!(verdict_of(&report, CASE), "inconclusive", "{text}");
     assert!(!text.contains("gate: passed"), "{text}");
 }
+
+/// #28 item 9: the canary command ran as a bare `sh -c` (only `GITHUB_TOKEN` removed, no
+/// timeout, no parent-death signal); it now runs as a harness does, under `utilgate harness
+/// guard` (the grandparent of `canary.sh`, under the guard's `sh -c`), with the credential
+/// variables removed.
+#[test]
+fn the_canary_command_runs_under_the_harness_guard_without_credentials() {
+    let env = example_env();
+    env.write(
+        "canary.sh",
+        &format!(
+            "gp=$(awk '{{print $4}}' /proc/$PPID/stat)\n\
+             tr '\\0' ' ' < /proc/$gp/cmdline > canary-parent.txt\n\
+             env > canary-env.txt\n{CANARY}"
+        ),
+    );
+    let out = env.run(
+        "main",
+        &[
+            ("STEP_MS", "100.0"),
+            ("CI_JOB_TOKEN", "glcbt-CanaryCiJobToken0123456789"),
+        ],
+    );
+    let parent = std::fs::read_to_string(env.path().join("canary-parent.txt"))
+        .unwrap_or_else(|e| panic!("the canary ran: {e}; {}", stderr(&out)));
+    assert!(parent.contains("harness guard --parent"), "{parent}");
+    let seen = std::fs::read_to_string(env.path().join("canary-env.txt")).expect("env");
+    assert!(!seen.contains("CanaryCiJobToken"), "{seen}");
+    assert!(
+        !stderr(&out).contains("this run has no canary"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -23,7 +23,15 @@ pub(crate) fn measure_canary(runner: &Runner<'_>, canary: &mut Option<Canary>) {
             crate::measure::canary::add_clock_periods(c, &samples);
             result
         }
-        _ => crate::measure::canary::measure(config, &runner.loaded.dir, c),
+        _ => crate::measure::canary::measure(
+            config,
+            &crate::measure::canary::CommandRun {
+                dir: &runner.loaded.dir,
+                guard: Some(std::path::Path::new(&runner.exe)),
+                cancel: &runner.cancel,
+            },
+            c,
+        ),
     };
     if let Err(e) = measured {
         runner
