@@ -439,13 +439,18 @@ fn every_permission_in_the_workflows_says_why() {
 #[test]
 fn no_job_that_holds_a_write_token_takes_anything_from_the_actions_cache() {
     let mut writers = 0;
-    for name in ["nightly.yml", "pr-check.yml", "pr-publish.yml", "fleet-matrix.yml"] {
+    for name in [
+        "nightly.yml",
+        "pr-check.yml",
+        "pr-publish.yml",
+        "fleet-matrix.yml",
+    ] {
         let wf = workflow(name);
         for (job_name, job) in wf["jobs"].as_object().expect("jobs") {
-            let writes = job["permissions"]
+            let holds_write = job["permissions"]
                 .as_object()
                 .is_some_and(|p| p.values().any(|v| v == "write"));
-            if !writes {
+            if !holds_write {
                 continue;
             }
             writers += 1;
