@@ -57,6 +57,7 @@ const MIN_TOKEN_CHARS: usize = 16;
 /// would garble every message without protecting anything.
 const MIN_SECRET_LEN: usize = 8;
 
+/// The registered secrets in every form [`encoded_forms`] gives, longest first.
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
 
 /// Registers secret values (e.g. the `GITHUB_TOKEN` of this process) to be masked by
@@ -69,11 +70,14 @@ where
     let mut secrets = SECRETS.write().unwrap_or_else(PoisonError::into_inner);
     for value in values {
         let value: String = value.into();
-        let value = value.trim().to_owned();
-        if value.len() >= MIN_SECRET_LEN && !secrets.contains(&value) {
-            secrets.push(value);
+        let value = value.trim();
+        if value.len() >= MIN_SECRET_LEN {
+            // Each encoded form once, here, rather than on every message redacted.
+            secrets.extend(encoded_forms(value));
         }
     }
+    secrets.sort();
+    secrets.dedup();
     // Longest first, so a secret that contains another is masked whole.
     secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
 }
@@ -81,23 +85,31 @@ where
 /// `text` with every registered secret and every token-shaped string masked.
 #[must_use]
 pub fn redact(text: &str) -> String {
-    let secrets = SECRETS.read().unwrap_or_else(PoisonError::into_inner);
-    redact_with(text, &secrets).into_owned()
+    let forms = SECRETS.read().unwrap_or_else(PoisonError::into_inner);
+    mask(text, &forms).into_owned()
 }
 
-/// `text` with each of `secrets` (exact values) and every token-shaped string masked. Pure.
+/// `text` with each of `secrets` (in each of its encoded forms) and every token-shaped string
+/// masked. Pure.
 #[must_use]
 pub fn redact_with<'a, S: AsRef<str>>(text: &'a str, secrets: &[S]) -> Cow<'a, str> {
+    let mut forms: Vec<String> = secrets
+        .iter()
+        .map(AsRef::as_ref)
+        .filter(|s| s.len() >= MIN_SECRET_LEN)
+        .flat_map(encoded_forms)
+        .collect();
+    forms.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    mask(text, &forms)
+}
+
+/// `text` with each of `forms` (exact strings, longest first) and every token-shaped string
+/// masked.
+fn mask<'a>(text: &'a str, forms: &[String]) -> Cow<'a, str> {
     let mut out = Cow::Borrowed(text);
-    for secret in secrets {
-        let secret = secret.as_ref();
-        if secret.len() < MIN_SECRET_LEN {
-            continue;
-        }
-        for form in encoded_forms(secret) {
-            if out.contains(form.as_str()) {
-                out = Cow::Owned(out.replace(form.as_str(), MASK));
-            }
+    for form in forms {
+        if out.contains(form.as_str()) {
+            out = Cow::Owned(out.replace(form.as_str(), MASK));
         }
     }
     match mask_token_shapes(&out) {

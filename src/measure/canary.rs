@@ -277,14 +277,12 @@ pub fn measure_command(
     )
     .map_err(|e| failed(command_failure(&e)))?;
     let mut text = String::new();
-    std::io::Seek::rewind(&mut out)
-        .and_then(|()| {
-            std::io::Read::read_to_string(
-                &mut std::io::Read::take(&mut out, COMMAND_OUTPUT_CAP),
-                &mut text,
-            )
-        })
-        .map_err(|e| failed(format!("its output could not be read: {e}")))?;
+    {
+        use std::io::{Read as _, Seek as _};
+        out.rewind()
+            .and_then(|()| out.take(COMMAND_OUTPUT_CAP).read_to_string(&mut text))
+            .map_err(|e| failed(format!("its output could not be read: {e}")))?;
+    }
     let figures = parse_figures(&text).map_err(|detail| CanaryError::Output {
         command: command.to_owned(),
         detail,
