@@ -1,7 +1,7 @@
 //! The command-line interface: clap derive structs only, no logic. The top level and the
 //! arguments every command shares are here; each family's arguments are in a module of its
 //! own: `measure` (run, ab, floor, compare, probe, harnesses), `store` (baseline, runs,
-//! import), `inspect` (report, publish, history, changes, trace, gpus, config, completions,
+//! import), `inspect` (report, publish, history, changes, site, trace, gpus, config, completions,
 //! man). Every subcommand's examples and exit codes are in `help`.
 
 use std::path::PathBuf;
@@ -135,6 +135,11 @@ pub enum Command {
     /// Change points and slides over every case's nightly history.
     #[command(after_help = help::CHANGES)]
     Changes(ChangesArgs),
+    /// Write a static site of every case's nightly history from the store: an index of every
+    /// case with sparklines, a page per case (utilisation from the floor, baselines, change
+    /// points, every night linked to its run) and per run. No server; works from `file://`.
+    #[command(after_help = help::SITE)]
+    Site(SiteArgs),
     /// What arrived between a good and a bad stored run (commits, environment, GPU), and with
     /// `--run` one step of `git bisect run`: re-measure a case at the checked-out commit and
     /// exit 0 good, 1 bad, 125 skip.

@@ -198,6 +198,14 @@ pub const CHANGES: &str = plain!(
   utilgate changes --suite decode --max-pvalue 0.001 --format json"
 );
 
+pub const SITE: &str = plain!(
+    "  utilgate site --out site
+  utilgate site --out site --since 2026-06-01 --branch main --spark-nights 60
+
+  Open site/index.html in a browser, or publish the directory to GitHub Pages
+  (docs/site.md). Run it again after each night: only changed pages are rewritten."
+);
+
 pub const BISECT: &str = plain!(
     "  utilgate bisect --good 41 --bad 42
   utilgate bisect --good 41 --bad 42 --case decode/llama-3.1-8b/bf16/decode/b8/c4096 --format json

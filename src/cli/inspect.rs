@@ -1,5 +1,5 @@
 //! Arguments of the commands that read, render or post what is stored: `report`, `publish`,
-//! `history`, `changes`, `trace`, `gpus`, `config`, `completions`, `man`. Clap derive structs
+//! `history`, `changes`, `site`, `trace`, `gpus`, `config`, `completions`, `man`. Clap derive structs
 //! only, no logic.
 
 use std::path::PathBuf;
@@ -77,6 +77,30 @@ pub struct ChangesArgs {
     pub config: ConfigArgs,
     #[command(flatten)]
     pub format: FormatArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SiteArgs {
+    /// The site's directory (created if missing; a later build rewrites only the pages whose
+    /// data changed).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Only nights from this date on (YYYY-MM-DD, UTC, or an RFC 3339 time).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// The branch whose nights the charts show (default: the config's `baseline_branch`).
+    #[arg(long)]
+    pub branch: Option<String>,
+    /// Nights each sparkline of the index shows.
+    #[arg(long, default_value_t = 30)]
+    pub spark_nights: usize,
+    /// The title in every page's header.
+    #[arg(long, default_value = "utilgate")]
+    pub title: String,
+    #[command(flatten)]
+    pub detector: DetectorArgs,
+    #[command(flatten)]
+    pub config: ConfigArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::output;
 use crate::pipeline::context::{CommitLog, store_from};
-use crate::pipeline::history::{case_report, detector};
+use crate::pipeline::history::{case_report, detector, since};
 use crate::report::history::{render_changes, render_json};
 
 pub fn changes(args: &ChangesArgs) -> Result<Outcome, Error> {
@@ -45,19 +45,4 @@ pub fn changes(args: &ChangesArgs) -> Result<Outcome, Error> {
         Format::Json => output::emit(&render_json(&reports, &detector)?)?,
     }
     Ok(Outcome::Passed)
-}
-
-/// `--since` as a timestamp: a UTC date or an RFC 3339 time.
-fn since(text: &str) -> Result<jiff::Timestamp, Error> {
-    if let Ok(t) = text.parse::<jiff::Timestamp>() {
-        return Ok(t);
-    }
-    text.parse::<jiff::civil::Date>()
-        .ok()
-        .and_then(|d| jiff::tz::TimeZone::UTC.to_timestamp(d.at(0, 0, 0, 0)).ok())
-        .ok_or_else(|| Error::Argument {
-            arg: format!("--since {text}"),
-            problem: "not a date".into(),
-            fix: "write --since 2026-11-01 or --since 2026-11-01T03:00:00Z".into(),
-        })
 }

@@ -18,6 +18,7 @@ pub mod publish;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod site;
 pub mod store_copy;
 pub mod trace;
 
@@ -83,6 +84,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Import(ImportCommand::Serve(args)) => import::import_serve(args),
         Command::History(args) => history::history(args),
         Command::Changes(args) => changes::changes(args),
+        Command::Site(args) => site::site(args),
         Command::Bisect(args) => bisect::bisect(args),
         Command::Trace(TraceCommand::Show(args)) => trace::show(args),
         Command::Trace(TraceCommand::Diff(args)) => trace::diff_cmd(args),

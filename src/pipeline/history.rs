@@ -39,14 +39,14 @@ pub(crate) fn detector(args: &DetectorArgs) -> Result<Detector, Error> {
 }
 
 /// The case's threshold: its suite's (with case overrides) when the config has the suite.
-fn threshold(config: Option<&Config>, key: &CaseKey) -> f64 {
+pub(crate) fn threshold(config: Option<&Config>, key: &CaseKey) -> f64 {
     let gate = config.map_or_else(GateConfig::default, |c| c.gate.clone());
     config
         .and_then(|c| c.suites.iter().find(|s| s.name == key.suite))
         .map_or(gate.max_drop_pct, |s| s.max_drop_pct_for(key, &gate))
 }
 
-fn baseline_branch(config: Option<&Config>) -> String {
+pub(crate) fn baseline_branch(config: Option<&Config>) -> String {
     config.map_or_else(
         || GateConfig::default().baseline_branch,
         |c| c.gate.baseline_branch.clone(),
@@ -72,7 +72,7 @@ fn night(r: &StoredSummary) -> Option<Night> {
     })
 }
 
-/// Read one case's history on one GPU.
+/// Read one case's history on one GPU, on the config's baseline branch.
 pub(crate) fn case_report(
     store: &Store,
     config: Option<&Config>,
@@ -83,6 +83,27 @@ pub(crate) fn case_report(
     commits: &mut CommitLog,
 ) -> Result<CaseHistoryReport, Error> {
     let branch = baseline_branch(config);
+    case_report_on(
+        store, config, key, gpu_sku, &branch, nights, detector, commits,
+    )
+}
+
+/// Read one case's history on one GPU and `branch`.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the case, its branch and the detector's settings: each a separate choice"
+)]
+pub(crate) fn case_report_on(
+    store: &Store,
+    config: Option<&Config>,
+    key: &CaseKey,
+    gpu_sku: &str,
+    branch: &str,
+    nights: usize,
+    detector: Detector,
+    commits: &mut CommitLog,
+) -> Result<CaseHistoryReport, Error> {
+    let branch = branch.to_owned();
     // The branch's nights only, bounded in SQL: pull requests never crowd them out.
     let stored = store.case_nights(key, gpu_sku, &branch, nights)?;
     let mut series: Vec<Night> = stored.iter().filter_map(night).take(nights).collect();
@@ -111,4 +132,19 @@ pub(crate) fn case_report(
         last_night: series.last().map(|n| n.started_at.clone()),
         read,
     })
+}
+
+/// `--since` as a timestamp: a UTC date or an RFC 3339 time.
+pub(crate) fn since(text: &str) -> Result<jiff::Timestamp, Error> {
+    if let Ok(t) = text.parse::<jiff::Timestamp>() {
+        return Ok(t);
+    }
+    text.parse::<jiff::civil::Date>()
+        .ok()
+        .and_then(|d| jiff::tz::TimeZone::UTC.to_timestamp(d.at(0, 0, 0, 0)).ok())
+        .ok_or_else(|| Error::Argument {
+            arg: format!("--since {text}"),
+            problem: "not a date".into(),
+            fix: "write --since 2026-11-01 or --since 2026-11-01T03:00:00Z".into(),
+        })
 }

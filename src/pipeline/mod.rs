@@ -23,5 +23,6 @@ pub(crate) mod report;
 pub(crate) mod serve;
 pub(crate) mod serve_stored;
 pub(crate) mod serve_suite;
+pub(crate) mod site;
 pub(crate) mod store;
 pub(crate) mod verdicts;

@@ -26,6 +26,7 @@ mod render;
 mod serve;
 mod serve_chart;
 mod serve_view;
+pub mod site;
 mod terminal;
 
 pub use ab::{AbCase, AbReport, render_ab};

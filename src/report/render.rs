@@ -230,6 +230,35 @@ impl Renderer {
             })
     }
 
+    /// The report in `format` as a page of `utilgate site`: the same rendering, with the
+    /// site's links (`site` in the template's context) to the index, the changes and the
+    /// previous and next night.
+    pub fn render_in_site(
+        &self,
+        format: ReportFormat,
+        report: &RunReport,
+        nav: &crate::report::site::RunNav,
+    ) -> Result<String, RenderError> {
+        let Some(name) = format.template() else {
+            return Ok(render_json(report)?);
+        };
+        let template = self
+            .env
+            .get_template(name)
+            .map_err(|source| RenderError::Template {
+                name: name.to_owned(),
+                source,
+            })?;
+        let ctx =
+            minijinja::context! { site => Value::from(Serde(nav)), ..Value::from(Serde(report)) };
+        template
+            .render(ctx)
+            .map_err(|source| RenderError::Template {
+                name: name.to_owned(),
+                source,
+            })
+    }
+
     /// The sticky PR comment of one suite: the hidden marker, then the Markdown, cut to `limit`.
     pub fn comment(
         &self,

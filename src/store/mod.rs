@@ -20,6 +20,7 @@ pub mod samples;
 mod schema;
 mod series;
 mod serve;
+mod site;
 pub(crate) mod sql;
 mod summaries;
 mod types;
@@ -36,6 +37,7 @@ pub use publish::{MissingCase, PublishFacts};
 pub use samples::SampleError;
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use serve::{NewServeCase, NewServeRepeat, StoredServeCase, StoredServeRepeat};
+pub use site::{SeriesMarks, SitePoint};
 pub use summaries::StoredSummary;
 pub use types::{
     BaselineEntry, BaselineEvent, BaselineMove, BaselineMoveKind, BranchWindow, CaseFilter,

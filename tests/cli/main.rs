@@ -45,6 +45,7 @@ mod python;
 mod report;
 mod run;
 mod serve;
+mod site;
 mod standin;
 mod trace;
 mod trust;

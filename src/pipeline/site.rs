@@ -1,0 +1,500 @@
+//! The site stage of `utilgate site` (docs/site.md): the store read into the site's page models
+//! and written as files, incrementally. A manifest (`site.json`) keeps each case's fingerprint
+//! (its newest result, its newest baseline move, its threshold) with the card the index shows,
+//! and each run page's neighbours; a case or run whose fingerprint is unchanged is not read
+//! again and its page is not rewritten. Every file is written beside and renamed, so a failed
+//! build never leaves half a page. Reads the store; writes only under the site's directory.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use jiff::Timestamp;
+use serde::{Deserialize, Serialize};
+
+use crate::case::CaseKey;
+use crate::compare::Detector;
+use crate::config::Config;
+use crate::error::Error;
+use crate::pipeline::context::CommitLog;
+use crate::pipeline::history;
+use crate::report::history::{change_lines, slide_line};
+use crate::report::site::chart::{self, Guides, Scale};
+use crate::report::site::{
+    ASSETS, BaselineRow, CaseCard, CasePage, ChangeRow, ChartChange, ChartPoint, RunNav, SiteFacts,
+    SiteRenderer,
+};
+use crate::report::{Renderer, ReportFormat};
+use crate::store::{CaseFilter, RunFilter, RunId, SeriesMarks, SitePoint, Store};
+
+/// The manifest's own format: a site written by another format is rebuilt whole.
+const MANIFEST_FORMAT: u32 = 1;
+const MANIFEST: &str = "site.json";
+
+/// What a site build is asked for.
+#[derive(Debug, Clone)]
+pub(crate) struct SiteOptions {
+    pub out: PathBuf,
+    pub title: String,
+    /// The branch whose nights the charts show.
+    pub branch: String,
+    pub since: Option<Timestamp>,
+    pub spark_nights: usize,
+    pub nights: usize,
+    pub detector: Detector,
+    pub gpu: Option<String>,
+}
+
+impl SiteOptions {
+    /// Everything besides the store's contents that shapes a page: when it changes, every
+    /// page is rebuilt.
+    fn fingerprint(&self) -> String {
+        format!(
+            "{}|{}|{}|{:?}|{}|{}|{:?}|{:?}",
+            env!("CARGO_PKG_VERSION"),
+            self.title,
+            self.branch,
+            self.since.map(|t| t.to_string()),
+            self.spark_nights,
+            self.nights,
+            self.detector,
+            self.gpu,
+        )
+    }
+}
+
+/// The site's manifest: what each page was built from.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Manifest {
+    format: u32,
+    options: String,
+    /// Case page -> its fingerprint and card.
+    cases: BTreeMap<String, CaseEntry>,
+    /// Run id -> the fingerprint of its page.
+    runs: BTreeMap<i64, String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct CaseEntry {
+    fingerprint: String,
+    card: CaseCard,
+}
+
+/// What a build did, for the command's one line.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SiteBuilt {
+    pub cases: usize,
+    pub cases_written: usize,
+    pub runs: usize,
+    pub runs_written: usize,
+    pub changes: usize,
+    /// The manifest was missing, unreadable or from other options: every page was rebuilt.
+    pub rebuilt: bool,
+}
+
+/// Build (or bring up to date) the site under `opts.out`.
+pub(crate) fn build(
+    store: &Store,
+    config: Option<&Config>,
+    reports: &Renderer,
+    opts: &SiteOptions,
+    now: Timestamp,
+) -> Result<SiteBuilt, Error> {
+    let out = &opts.out;
+    for dir in [out.clone(), out.join("cases"), out.join("runs")] {
+        std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir, source })?;
+    }
+    let (old, rebuilt) = read_manifest(&out.join(MANIFEST), &opts.fingerprint());
+    let mut manifest = Manifest {
+        format: MANIFEST_FORMAT,
+        options: opts.fingerprint(),
+        ..Manifest::default()
+    };
+    let site = SiteRenderer::new();
+    let facts = SiteFacts {
+        title: opts.title.clone(),
+        branch: opts.branch.clone(),
+        generated_at: now.round(jiff::Unit::Second).unwrap_or(now).to_string(),
+        version: env!("CARGO_PKG_VERSION"),
+        spark_nights: opts.spark_nights,
+    };
+    let mut built = SiteBuilt {
+        rebuilt,
+        ..SiteBuilt::default()
+    };
+    for (name, text) in ASSETS {
+        write_if_changed(&out.join(name), text)?;
+    }
+    let runs = branch_runs(store, opts)?;
+    let mut commits = CommitLog::default();
+    let mut cards = Vec::new();
+    for marks in store.series_marks()? {
+        if opts.gpu.as_ref().is_some_and(|g| *g != marks.gpu_sku) {
+            continue;
+        }
+        let threshold = history::threshold(config, &marks.key);
+        let fingerprint = format!("{}:{:?}:{threshold}", marks.last_result, marks.last_move);
+        let page = CaseCard::of(&marks.key, &marks.gpu_sku).page;
+        let card = match old.cases.get(&page) {
+            Some(entry) if entry.fingerprint == fingerprint && out.join(&page).is_file() => {
+                entry.card.clone()
+            }
+            _ => {
+                let (card, html) = case_page(
+                    store,
+                    config,
+                    &site,
+                    &facts,
+                    opts,
+                    &marks,
+                    &runs,
+                    &mut commits,
+                )?;
+                write_file(&out.join(&card.page), &html)?;
+                built.cases_written += 1;
+                card
+            }
+        };
+        if card.nights == 0 {
+            continue;
+        }
+        manifest.cases.insert(
+            page,
+            CaseEntry {
+                fingerprint,
+                card: card.clone(),
+            },
+        );
+        cards.push(card);
+    }
+    built.cases = cards.len();
+    for (id, nav, fingerprint) in run_navs(&runs) {
+        let page = out.join("runs").join(format!("{}.html", id.0));
+        if old.runs.get(&id.0) != Some(&fingerprint) || !page.is_file() {
+            let html = run_page(store, config, reports, id, &nav)?;
+            write_file(&page, &html)?;
+            built.runs_written += 1;
+        }
+        manifest.runs.insert(id.0, fingerprint);
+    }
+    built.runs = manifest.runs.len();
+    let mut rows: Vec<ChangeRow> = cards
+        .iter()
+        .flat_map(|c| c.changes.iter().chain(c.slide.as_ref()).cloned())
+        .collect();
+    rows.sort_by(|a, b| b.night.cmp(&a.night).then_with(|| a.case.cmp(&b.case)));
+    built.changes = rows.len();
+    write_if_changed(&out.join("index.html"), &site.index(&facts, &cards)?)?;
+    write_if_changed(
+        &out.join("changes.html"),
+        &site.changes(&facts, &rows, cards.len())?,
+    )?;
+    let text = serde_json::to_string(&manifest).map_err(|e| Error::Io {
+        path: out.join(MANIFEST),
+        source: std::io::Error::other(e),
+    })?;
+    write_file(&out.join(MANIFEST), &text)?;
+    Ok(built)
+}
+
+/// The manifest of the last build, or an empty one (and `true`: rebuild every page) when it
+/// is missing, unreadable or from other options.
+fn read_manifest(path: &Path, options: &str) -> (Manifest, bool) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return (Manifest::default(), true);
+    };
+    match serde_json::from_str::<Manifest>(&text) {
+        Ok(m) if m.format == MANIFEST_FORMAT && m.options == options => (m, false),
+        Ok(_) => (Manifest::default(), true),
+        Err(e) => {
+            crate::output::warn(&format!(
+                "{}: not a site manifest utilgate can read ({e}); rebuilding every page",
+                path.display()
+            ));
+            (Manifest::default(), true)
+        }
+    }
+}
+
+/// The branch's runs the site shows, oldest first, with their GPU.
+fn branch_runs(store: &Store, opts: &SiteOptions) -> Result<Vec<(RunId, String)>, Error> {
+    let mut runs = store.list_runs(&RunFilter {
+        limit: usize::MAX,
+        branch: Some(opts.branch.clone()),
+        gpu_sku: opts.gpu.clone(),
+    })?;
+    runs.retain(|r| opts.since.is_none_or(|t| r.started_at >= t) && r.n_results > 0);
+    runs.sort_by_key(|r| (r.started_at, r.id));
+    Ok(runs.into_iter().map(|r| (r.id, r.gpu_sku)).collect())
+}
+
+/// Each run's links to the previous and next night on its GPU, and its page's fingerprint.
+fn run_navs(runs: &[(RunId, String)]) -> Vec<(RunId, RunNav, String)> {
+    let mut by_gpu: BTreeMap<&str, Vec<RunId>> = BTreeMap::new();
+    for (id, sku) in runs {
+        by_gpu.entry(sku).or_default().push(*id);
+    }
+    let mut out = Vec::new();
+    for ids in by_gpu.values() {
+        for (i, id) in ids.iter().enumerate() {
+            let nav = RunNav {
+                index: "../index.html".into(),
+                changes: "../changes.html".into(),
+                previous: i.checked_sub(1).map(|p| ids[p].0),
+                next: ids.get(i + 1).map(|n| n.0),
+            };
+            let fingerprint = format!("{:?}:{:?}", nav.previous, nav.next);
+            out.push((*id, nav, fingerprint));
+        }
+    }
+    out
+}
+
+/// A run's page: its HTML report with the site's links.
+fn run_page(
+    store: &Store,
+    config: Option<&Config>,
+    reports: &Renderer,
+    id: RunId,
+    nav: &RunNav,
+) -> Result<String, Error> {
+    let run = store.run(id)?.ok_or(Error::NoSuchRun(id.0))?;
+    let report = crate::pipeline::report::stored_report(store, &run, config)?;
+    Ok(reports.render_in_site(ReportFormat::Html, &report, nav)?)
+}
+
+fn chart_point(p: &SitePoint, prefix: &str) -> ChartPoint {
+    ChartPoint {
+        run_id: p.run_id.0,
+        href: format!("{prefix}runs/{}.html", p.run_id.0),
+        started_at: p
+            .started_at
+            .round(jiff::Unit::Second)
+            .unwrap_or(p.started_at)
+            .to_string(),
+        git_sha: p.git_sha.clone(),
+        verdict: p.verdict.map_or("none", |v| v.as_str()).to_owned(),
+        untrusted: p.untrusted,
+        utilisation: p.utilisation,
+        median_ms: p.median_ms,
+    }
+}
+
+/// One case's card and page.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the build's shared state, handed to the one function that reads a case"
+)]
+fn case_page(
+    store: &Store,
+    config: Option<&Config>,
+    site: &SiteRenderer,
+    facts: &SiteFacts,
+    opts: &SiteOptions,
+    marks: &SeriesMarks,
+    runs: &[(RunId, String)],
+    commits: &mut CommitLog,
+) -> Result<(CaseCard, String), Error> {
+    let (key, sku) = (&marks.key, marks.gpu_sku.as_str());
+    let mut card = CaseCard::of(key, sku);
+    let stored = store.site_points(key, sku, &opts.branch, opts.since)?;
+    let points: Vec<ChartPoint> = stored.iter().map(|p| chart_point(p, "../")).collect();
+    let mut report = history::case_report_on(
+        store,
+        config,
+        key,
+        sku,
+        &opts.branch,
+        opts.nights,
+        opts.detector,
+        commits,
+    )?;
+    if let Some(from) = opts.since {
+        report.read.changes.retain(|c| {
+            c.night
+                .started_at
+                .parse::<Timestamp>()
+                .is_ok_and(|t| t >= from)
+        });
+    }
+    let max_drop = report.max_drop_pct;
+    let change_row =
+        |night: &str, run_id: Option<i64>, regression: bool, lines: Vec<String>| ChangeRow {
+            case: key.to_string(),
+            gpu_sku: sku.to_owned(),
+            page: card.page.clone(),
+            night: night.to_owned(),
+            run_id,
+            regression,
+            lines,
+        };
+    let mut changes: Vec<ChangeRow> = report
+        .read
+        .changes
+        .iter()
+        .map(|c| {
+            change_row(
+                &c.night.started_at,
+                Some(c.night.run_id),
+                c.regression,
+                change_lines(c, max_drop),
+            )
+        })
+        .collect();
+    changes.reverse();
+    let chart_changes: Vec<ChartChange> = report
+        .read
+        .changes
+        .iter()
+        .map(|c| ChartChange {
+            run_id: c.night.run_id,
+            change_pct: c.change.magnitude.change_pct,
+            title: change_lines(c, max_drop).join("\n"),
+        })
+        .collect();
+    let slide = report.read.slide.as_ref().map(|s| {
+        change_row(
+            report.last_night.as_deref().unwrap_or_default(),
+            None,
+            s.past_threshold,
+            vec![slide_line(s, max_drop)],
+        )
+    });
+    let (moves, pinned) = baseline_rows(store, key, sku, runs)?;
+    let noise_pct = stored.iter().rev().find_map(|p| p.noise_pct);
+    let guides = Guides {
+        baseline: pinned.as_ref().and_then(|p| p.utilisation),
+        noise_pct,
+        threshold_pct: Some(max_drop),
+    };
+    let name = format!("{key} on {sku}");
+    let latest = stored.last().map(|p| chart_point(p, ""));
+    card.drop_pct = latest
+        .as_ref()
+        .zip(guides.baseline)
+        .and_then(|(l, b)| (b > 0.0).then(|| 100.0 * (b - l.utilisation) / b));
+    let spark_from = points.len().saturating_sub(opts.spark_nights);
+    card.spark = chart::sparkline_svg(&points[spark_from..]);
+    card.nights = points.len();
+    card.latest = latest;
+    card.changes = changes;
+    card.slide = slide;
+    let page = CasePage {
+        chart_floor: chart::utilisation_svg(&name, &points, &chart_changes, &guides, Scale::Floor),
+        chart_fit: chart::utilisation_svg(&name, &points, &chart_changes, &guides, Scale::Fit),
+        chart_step: chart::step_svg(&name, &points),
+        untrusted: points.iter().filter(|p| p.untrusted).count(),
+        nights: points.into_iter().rev().collect(),
+        pinned,
+        moves,
+        noise_pct,
+        max_drop_pct: max_drop,
+        baseline_branch: opts.branch.clone(),
+        detector: crate::report::history::detector_line(&opts.detector),
+        card: card.clone(),
+    };
+    let html = site.case(facts, &page)?;
+    Ok((card, html))
+}
+
+/// A case's baseline moves, newest first, and its pinned baseline, each linked to its run's
+/// page where the site has one.
+fn baseline_rows(
+    store: &Store,
+    key: &CaseKey,
+    sku: &str,
+    runs: &[(RunId, String)],
+) -> Result<(Vec<BaselineRow>, Option<BaselineRow>), Error> {
+    let in_site: BTreeSet<i64> = runs.iter().map(|(id, _)| id.0).collect();
+    let page_of = |run: i64| {
+        in_site
+            .contains(&run)
+            .then(|| format!("../runs/{run}.html"))
+    };
+    let row = |e: &crate::store::BaselineEvent| BaselineRow {
+        moved_at: e.moved_at.to_string(),
+        kind: e.kind.as_str().to_owned(),
+        reason: e.reason.clone(),
+        run_id: e.run_id.0,
+        run_page: page_of(e.run_id.0),
+        git_sha: e.git_sha.clone(),
+        utilisation: e.utilisation,
+    };
+    let moves: Vec<BaselineRow> = store
+        .baseline_history(&CaseFilter::Key(key.clone()), Some(sku))?
+        .iter()
+        .map(row)
+        .collect();
+    // The pinned baseline is the newest move's result; one pinned without a move (a store
+    // from before moves were kept) shows its own run.
+    let pinned = store.baseline_for(key, sku)?.map(|b| {
+        let by = moves.iter().find(|m| m.run_id == b.run_id.0);
+        BaselineRow {
+            moved_at: by.map_or_else(|| b.started_at.to_string(), |m| m.moved_at.clone()),
+            kind: by.map_or_else(|| "pinned".to_owned(), |m| m.kind.clone()),
+            reason: by.map(|m| m.reason.clone()).unwrap_or_default(),
+            run_id: b.run_id.0,
+            run_page: page_of(b.run_id.0),
+            git_sha: b.git_sha.clone(),
+            utilisation: b.utilisation,
+        }
+    });
+    Ok((moves, pinned))
+}
+
+/// Write beside and rename, so a failed write never leaves half a page.
+fn write_file(path: &Path, text: &str) -> Result<(), Error> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Write a page that every build renders (the index, the changes page, the assets) only when
+/// its text differs, so an unchanged site keeps its files untouched.
+fn write_if_changed(path: &Path, text: &str) -> Result<(), Error> {
+    if std::fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
+        return Ok(());
+    }
+    write_file(path, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn neighbours_are_per_gpu_in_time_order() {
+        let runs = vec![
+            (RunId(1), "h100".to_owned()),
+            (RunId(2), "a100".to_owned()),
+            (RunId(3), "h100".to_owned()),
+        ];
+        let navs = run_navs(&runs);
+        let of = |id: i64| navs.iter().find(|n| n.0.0 == id).expect("listed").1.clone();
+        assert_eq!((of(1).previous, of(1).next), (None, Some(3)));
+        assert_eq!((of(3).previous, of(3).next), (Some(1), None));
+        assert_eq!((of(2).previous, of(2).next), (None, None));
+    }
+
+    #[test]
+    fn an_unreadable_manifest_rebuilds_everything() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(MANIFEST);
+        std::fs::write(&path, "{ not json").expect("write");
+        let (m, rebuilt) = read_manifest(&path, "x");
+        assert!(rebuilt && m.cases.is_empty());
+        let written = Manifest {
+            format: MANIFEST_FORMAT,
+            options: "x".into(),
+            ..Manifest::default()
+        };
+        std::fs::write(&path, serde_json::to_string(&written).expect("json")).expect("write");
+        assert!(!read_manifest(&path, "x").1);
+        assert!(read_manifest(&path, "y").1, "other options rebuild");
+    }
+}

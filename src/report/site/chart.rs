@@ -1,0 +1,526 @@
+//! The site's charts, drawn as SVG by utilgate: a case's utilisation over every night (the
+//! floor as the 100% line, the pinned baseline with its noise band and threshold, one mark per
+//! night shaped and coloured by its verdict, change points at their night), its step time, and
+//! the index's sparklines. Every mark is a link to its run's page and carries its figures as a
+//! `<title>` (a tooltip without JavaScript) and as `data-` attributes (the site's script shows
+//! them on hover and focus). Strings from outside utilgate are entity-escaped here. Pure.
+
+use std::fmt::Write as _;
+
+use super::{ChartChange, ChartPoint};
+
+/// The guides of a case chart, in utilisation fractions and percent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Guides {
+    /// The pinned baseline's utilisation (fraction).
+    pub baseline: Option<f64>,
+    /// The per-process noise around it (percent).
+    pub noise_pct: Option<f64>,
+    /// The practical threshold (percent of the baseline).
+    pub threshold_pct: Option<f64>,
+}
+
+/// Which vertical scale a chart uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// 0 to 100%: the floor is the top line, the distance from it is what the eye reads.
+    Floor,
+    /// Fitted to the nights and the baseline: the night-to-night movement is what it reads.
+    Fit,
+}
+
+const W: f64 = 760.0;
+const H: f64 = 260.0;
+const LEFT: f64 = 56.0;
+const RIGHT: f64 = 96.0;
+const TOP: f64 = 14.0;
+const BOTTOM: f64 = 30.0;
+
+/// `x` with one decimal, as every coordinate is written.
+fn num(x: f64) -> String {
+    format!("{x:.1}")
+}
+
+/// Entity-escaped text for an SVG (XML) attribute or text node.
+#[must_use]
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The mark of a verdict: a shape as well as a colour (the colours are the stylesheet's,
+/// Okabe-Ito, safe for the common colour-blindnesses). Centred on (0, 0), radius about 5.
+#[must_use]
+pub fn mark_path(verdict: &str) -> &'static str {
+    match verdict {
+        // Triangle pointing down: slower.
+        "regressed" => "M-5.5,-4L5.5,-4L0,5.5Z",
+        // Triangle pointing up: faster.
+        "improved" => "M-5.5,4L5.5,4L0,-5.5Z",
+        // Square: could not tell.
+        "inconclusive" => "M-4.2,-4.2H4.2V4.2H-4.2Z",
+        // Diamond: the first night of a case.
+        "new" => "M0,-5.5L5.5,0L0,5.5L-5.5,0Z",
+        // A cross: no judgment (invalid, error, missing).
+        "invalid" | "error" | "missing" => {
+            "M-4,-5.4L0,-1.4L4,-5.4L5.4,-4L1.4,0L5.4,4L4,5.4L0,1.4L-4,5.4L-5.4,4L-1.4,0L-5.4,-4Z"
+        }
+        // Circle: a pass, or a night stored without a verdict.
+        _ => "M-4.5,0A4.5,4.5 0 1 0 4.5,0A4.5,4.5 0 1 0 -4.5,0Z",
+    }
+}
+
+/// The vertical range of a chart in percent.
+fn range(points: &[ChartPoint], guides: &Guides, scale: Scale) -> (f64, f64) {
+    if scale == Scale::Floor {
+        return (0.0, 100.0);
+    }
+    let mut values: Vec<f64> = points.iter().map(|p| p.utilisation * 100.0).collect();
+    if let Some(b) = guides.baseline {
+        let noise = guides.noise_pct.unwrap_or(0.0);
+        let threshold = guides.threshold_pct.unwrap_or(0.0);
+        values.extend([
+            b * 100.0 * (1.0 + noise / 100.0),
+            b * 100.0 * (1.0 - threshold.max(noise) / 100.0),
+        ]);
+    }
+    let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if !lo.is_finite() || !hi.is_finite() {
+        return (0.0, 100.0);
+    }
+    let span = (hi - lo).max(hi.abs() * 0.02).max(0.1);
+    (
+        (lo - span * 0.12).max(0.0),
+        (hi + span * 0.12).min(100.0).max(lo + span),
+    )
+}
+
+/// The date part of an RFC 3339 timestamp.
+fn day(ts: &str) -> &str {
+    ts.get(..10).unwrap_or(ts)
+}
+
+/// A case's utilisation over its nights (oldest left), as the case page shows it.
+#[must_use]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one drawing, layer by layer from the bands to the marks; split, it reads worse"
+)]
+pub fn utilisation_svg(
+    name: &str,
+    points: &[ChartPoint],
+    changes: &[ChartChange],
+    guides: &Guides,
+    scale: Scale,
+) -> String {
+    let (lo, hi) = range(points, guides, scale);
+    let which = match scale {
+        Scale::Floor => "floor",
+        Scale::Fit => "fit",
+    };
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart util-chart" data-scale="{which}" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="{}">"#,
+        escape(&aria(name, points, changes, scale)),
+    );
+    let n = points.len();
+    if n == 0 {
+        let _ = write!(
+            svg,
+            r#"<text x="{}" y="{}" text-anchor="middle" class="label">no measured night</text></svg>"#,
+            W / 2.0,
+            H / 2.0
+        );
+        return svg;
+    }
+    let x_of = |i: usize| {
+        if n == 1 {
+            LEFT + (W - LEFT - RIGHT) / 2.0
+        } else {
+            #[expect(
+                clippy::cast_precision_loss,
+                reason = "a night's index, far below 2^52"
+            )]
+            let f = i as f64 / (n - 1) as f64;
+            LEFT + (W - LEFT - RIGHT) * f
+        }
+    };
+    let y_of = |pct: f64| TOP + (H - TOP - BOTTOM) * (1.0 - (pct - lo) / (hi - lo));
+    let (x0, x1, bottom) = (LEFT, W - RIGHT, H - BOTTOM);
+    // Guides first, so the marks sit on top.
+    if let Some(b) = guides.baseline.map(|b| b * 100.0) {
+        if let Some(t) = guides.threshold_pct.filter(|t| *t > 0.0) {
+            let line = b * (1.0 - t / 100.0);
+            if line >= lo {
+                let _ = write!(
+                    svg,
+                    r#"<line class="threshold" x1="{}" y1="{y}" x2="{}" y2="{y}"><title>threshold: {:.1}% below the baseline ({:.1}%)</title></line><text class="label" x="{}" y="{}">threshold −{t:.1}%</text>"#,
+                    num(x0),
+                    num(x1),
+                    t,
+                    line,
+                    num(x1 + 4.0),
+                    // Below the baseline's label when the two lines are close.
+                    num((y_of(line) + 4.0).max(y_of(b) + 16.0)),
+                    y = num(y_of(line)),
+                );
+            }
+        }
+        if let Some(noise) = guides.noise_pct.filter(|n| *n > 0.0) {
+            let (top, low) = (
+                (b * (1.0 + noise / 100.0)).min(hi),
+                (b * (1.0 - noise / 100.0)).max(lo),
+            );
+            let _ = write!(
+                svg,
+                r#"<rect class="noise-band" x="{}" y="{}" width="{}" height="{}"><title>noise band: the baseline ± {:.1}% per-process noise</title></rect>"#,
+                num(x0),
+                num(y_of(top)),
+                num(x1 - x0),
+                num((y_of(low) - y_of(top)).max(0.5)),
+                noise,
+            );
+        }
+        let _ = write!(
+            svg,
+            r#"<line class="baseline" x1="{}" y1="{y}" x2="{}" y2="{y}"><title>pinned baseline: {b:.1}%</title></line><text class="label" x="{}" y="{}">baseline {b:.1}%</text>"#,
+            num(x0),
+            num(x1),
+            num(x1 + 4.0),
+            num(y_of(b) + 4.0),
+            y = num(y_of(b)),
+        );
+    }
+    if hi >= 100.0 {
+        let _ = write!(
+            svg,
+            r#"<line class="floor" x1="{}" y1="{y}" x2="{}" y2="{y}"><title>the floor: 100% utilisation, the roofline's least step time</title></line><text class="label" x="{}" y="{}">floor 100%</text>"#,
+            num(x0),
+            num(x1),
+            num(x1 + 4.0),
+            num(y_of(100.0) + 4.0),
+            y = num(y_of(100.0)),
+        );
+    }
+    // Axes, the scale's ends and middle, the first, middle and last night.
+    let _ = write!(
+        svg,
+        r#"<line class="axis" x1="{x0}" y1="{TOP}" x2="{x0}" y2="{bottom}"/><line class="axis" x1="{x0}" y1="{bottom}" x2="{x1}" y2="{bottom}"/>"#,
+    );
+    for v in [lo, f64::midpoint(lo, hi), hi] {
+        let _ = write!(
+            svg,
+            r#"<text class="label" x="{}" y="{}" text-anchor="end">{v:.1}%</text>"#,
+            num(x0 - 6.0),
+            num(y_of(v) + 4.0),
+        );
+    }
+    let mut ticks = vec![0, n / 2, n - 1];
+    ticks.dedup();
+    for i in ticks {
+        let anchor = match i {
+            0 if n > 1 => "start",
+            i if i + 1 == n && n > 1 => "end",
+            _ => "middle",
+        };
+        let _ = write!(
+            svg,
+            r#"<text class="label" x="{}" y="{}" text-anchor="{anchor}">{}</text>"#,
+            num(x_of(i)),
+            num(H - 9.0),
+            escape(day(&points[i].started_at)),
+        );
+    }
+    // Change points: a dashed line where the new level starts, named by its night and commits.
+    for c in changes {
+        let Some(i) = points.iter().position(|p| p.run_id == c.run_id) else {
+            continue;
+        };
+        let x = num(x_of(i));
+        let _ = write!(
+            svg,
+            r#"<g class="changepoint" data-run="{}" data-change="{:+.1}"><line x1="{x}" y1="{TOP}" x2="{x}" y2="{bottom}"/><text class="label" x="{x}" y="{}" text-anchor="middle">{:+.1}%</text><title>{}</title></g>"#,
+            c.run_id,
+            c.change_pct,
+            num(TOP + 10.0),
+            c.change_pct,
+            escape(&c.title),
+        );
+    }
+    let line: Vec<String> = points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{},{}", num(x_of(i)), num(y_of(p.utilisation * 100.0))))
+        .collect();
+    let _ = write!(
+        svg,
+        r#"<polyline class="line" fill="none" points="{}"/>"#,
+        line.join(" ")
+    );
+    for (i, p) in points.iter().enumerate() {
+        let verdict = p.verdict.as_str();
+        let trust = if p.untrusted { " untrusted" } else { "" };
+        let _ = write!(
+            svg,
+            r#"<a class="mark v-{verdict}{trust}" href="{}" data-run="{}" data-night="{}" data-sha="{}" data-verdict="{verdict}{}" data-util="{:.2}" data-ms="{}"><path transform="translate({},{})" d="{}"/><title>{}</title></a>"#,
+            escape(&p.href),
+            p.run_id,
+            escape(day(&p.started_at)),
+            escape(p.git_sha.as_deref().unwrap_or("")),
+            if p.untrusted { ", untrusted" } else { "" },
+            p.utilisation * 100.0,
+            p.median_ms.map_or_else(String::new, |m| format!("{m:.4}")),
+            num(x_of(i)),
+            num(y_of(p.utilisation * 100.0)),
+            mark_path(verdict),
+            escape(&p.title()),
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// The chart's accessible name: what it shows, in one sentence.
+fn aria(name: &str, points: &[ChartPoint], changes: &[ChartChange], scale: Scale) -> String {
+    let span = match (points.first(), points.last()) {
+        (Some(a), Some(b)) => format!(
+            ", {} to {}, from {:.1}% to {:.1}%",
+            day(&a.started_at),
+            day(&b.started_at),
+            a.utilisation * 100.0,
+            b.utilisation * 100.0
+        ),
+        _ => String::new(),
+    };
+    format!(
+        "utilisation of {name} over {} nights{span}; {} change points{}",
+        points.len(),
+        changes.len(),
+        match scale {
+            Scale::Floor => "; the top line is the floor (100%)",
+            Scale::Fit => "; scale fitted to the nights",
+        }
+    )
+}
+
+/// The step time over the nights, fitted, without marks (the utilisation chart carries them).
+#[must_use]
+pub fn step_svg(name: &str, points: &[ChartPoint]) -> String {
+    let values: Vec<(usize, f64)> = points
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.median_ms.filter(|m| m.is_finite()).map(|m| (i, m)))
+        .collect();
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart step-chart" width="{W}" height="{}" viewBox="0 0 {W} {}" role="img" aria-label="median step time of {} over {} nights">"#,
+        H * 0.7,
+        H * 0.7,
+        escape(name),
+        values.len(),
+    );
+    let h = H * 0.7;
+    let lo = values.iter().map(|v| v.1).fold(f64::INFINITY, f64::min);
+    let hi = values.iter().map(|v| v.1).fold(f64::NEG_INFINITY, f64::max);
+    if values.is_empty() || !lo.is_finite() {
+        svg.push_str("</svg>");
+        return svg;
+    }
+    let span = (hi - lo).max(hi.abs() * 0.02).max(1e-6);
+    let (lo, hi) = ((lo - span * 0.12).max(0.0), hi + span * 0.12);
+    let n = points.len();
+    let x_of = |i: usize| {
+        if n == 1 {
+            LEFT + (W - LEFT - RIGHT) / 2.0
+        } else {
+            #[expect(
+                clippy::cast_precision_loss,
+                reason = "a night's index, far below 2^52"
+            )]
+            let f = i as f64 / (n - 1) as f64;
+            LEFT + (W - LEFT - RIGHT) * f
+        }
+    };
+    let y_of = |ms: f64| TOP + (h - TOP - BOTTOM) * (1.0 - (ms - lo) / (hi - lo));
+    let bottom = h - BOTTOM;
+    let _ = write!(
+        svg,
+        r#"<line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{bottom}"/><line class="axis" x1="{LEFT}" y1="{bottom}" x2="{}" y2="{bottom}"/>"#,
+        W - RIGHT
+    );
+    for v in [lo, hi] {
+        let _ = write!(
+            svg,
+            r#"<text class="label" x="{}" y="{}" text-anchor="end">{}</text>"#,
+            num(LEFT - 6.0),
+            num(y_of(v) + 4.0),
+            crate::report::format::ms(Some(v)),
+        );
+    }
+    let _ = write!(
+        svg,
+        r#"<text class="label" x="{}" y="{}">ms</text>"#,
+        num(W - RIGHT + 4.0),
+        num(TOP + 4.0)
+    );
+    let line: Vec<String> = values
+        .iter()
+        .map(|(i, m)| format!("{},{}", num(x_of(*i)), num(y_of(*m))))
+        .collect();
+    let _ = write!(
+        svg,
+        r#"<polyline class="line" fill="none" points="{}"/></svg>"#,
+        line.join(" ")
+    );
+    svg
+}
+
+/// The index's sparkline of the last nights' utilisation, the last night marked by its verdict.
+#[must_use]
+pub fn sparkline_svg(points: &[ChartPoint]) -> String {
+    const SW: f64 = 120.0;
+    const SH: f64 = 26.0;
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="spark" width="{SW}" height="{SH}" viewBox="0 0 {SW} {SH}" role="img" aria-label="{}">"#,
+        match (points.first(), points.last()) {
+            (Some(a), Some(b)) => format!(
+                "utilisation over the last {} nights: {:.1}% to {:.1}%",
+                points.len(),
+                a.utilisation * 100.0,
+                b.utilisation * 100.0
+            ),
+            _ => "no measured night".to_owned(),
+        }
+    );
+    let lo = points
+        .iter()
+        .map(|p| p.utilisation)
+        .fold(f64::INFINITY, f64::min);
+    let hi = points
+        .iter()
+        .map(|p| p.utilisation)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let Some(last) = points.last().filter(|_| lo.is_finite()) else {
+        svg.push_str("</svg>");
+        return svg;
+    };
+    let span = (hi - lo).max(hi * 0.02).max(1e-9);
+    let n = points.len();
+    let x_of = |i: usize| {
+        if n == 1 {
+            SW / 2.0
+        } else {
+            #[expect(
+                clippy::cast_precision_loss,
+                reason = "a night's index, far below 2^52"
+            )]
+            let f = i as f64 / (n - 1) as f64;
+            3.0 + (SW - 10.0) * f
+        }
+    };
+    let y_of = |u: f64| 4.0 + (SH - 8.0) * (1.0 - (u - lo) / span);
+    let line: Vec<String> = points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{:.0},{:.0}", x_of(i), y_of(p.utilisation)))
+        .collect();
+    let _ = write!(
+        svg,
+        r#"<polyline class="line" fill="none" points="{}"/><path class="v-{}" transform="translate({},{}) scale(0.7)" d="{}"/></svg>"#,
+        line.join(" "),
+        last.verdict,
+        num(x_of(n - 1)),
+        num(y_of(last.utilisation)),
+        mark_path(&last.verdict),
+    );
+    svg
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(run_id: i64, u: f64, verdict: &str) -> ChartPoint {
+        ChartPoint {
+            run_id,
+            href: format!("../runs/{run_id}.html"),
+            started_at: format!("2026-11-{run_id:02}T03:00:00Z"),
+            git_sha: Some(format!("{run_id:02}<b>aaaaaaaaaa")),
+            verdict: verdict.to_owned(),
+            untrusted: run_id == 3,
+            utilisation: u,
+            median_ms: Some(10.0 / u),
+        }
+    }
+
+    #[test]
+    fn one_mark_per_night_shaped_by_verdict_and_the_change_at_its_night() {
+        let points = [
+            point(1, 0.40, "new"),
+            point(2, 0.41, "pass"),
+            point(3, 0.40, "inconclusive"),
+            point(4, 0.36, "regressed"),
+        ];
+        let changes = [ChartChange {
+            run_id: 4,
+            change_pct: -11.0,
+            title: "2026-11-04: -11.0% <script>".into(),
+        }];
+        let guides = Guides {
+            baseline: Some(0.40),
+            noise_pct: Some(1.0),
+            threshold_pct: Some(5.0),
+        };
+        for scale in [Scale::Floor, Scale::Fit] {
+            let svg = utilisation_svg("a/b", &points, &changes, &guides, scale);
+            assert_eq!(svg.matches("<a class=\"mark").count(), 4, "{svg}");
+            assert_eq!(svg.matches("class=\"mark v-regressed\"").count(), 1);
+            assert_eq!(svg.matches(" untrusted\" href=").count(), 1, "{svg}");
+            assert!(svg.contains(mark_path("regressed")) && svg.contains(mark_path("new")));
+            assert!(svg.contains(r#"data-run="4" data-change="-11.0""#), "{svg}");
+            assert!(svg.contains("baseline 40.0%") && svg.contains("noise-band"));
+            assert!(!svg.contains("<b>") && !svg.contains("<script>"), "{svg}");
+            assert_eq!(svg.contains("floor 100%"), scale == Scale::Floor);
+        }
+        // The change's line is drawn at the fourth night's x, where its mark is.
+        let svg = utilisation_svg("a/b", &points, &changes, &guides, Scale::Floor);
+        let at = |needle: &str| {
+            let from = svg.find(needle).expect(needle) + needle.len();
+            svg[from..].split('"').next().map(str::to_owned)
+        };
+        assert_eq!(
+            at("data-change=\"-11.0\"><line x1=\""),
+            Some("664.0".into())
+        );
+        assert!(svg.contains("translate(664.0,"), "{svg}");
+    }
+
+    #[test]
+    fn empty_and_single_nights_draw_without_dividing_by_zero() {
+        let none = utilisation_svg("a", &[], &[], &Guides::default(), Scale::Fit);
+        assert!(none.contains("no measured night"));
+        let one = utilisation_svg(
+            "a",
+            &[point(1, 0.5, "new")],
+            &[],
+            &Guides::default(),
+            Scale::Fit,
+        );
+        assert!(
+            one.contains("translate(360.0,") && !one.contains("NaN"),
+            "{one}"
+        );
+        assert!(!sparkline_svg(&[point(1, 0.5, "new")]).contains("NaN"));
+        assert!(!step_svg("a", &[point(1, 0.5, "new")]).contains("NaN"));
+    }
+}

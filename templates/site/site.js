@@ -1,0 +1,102 @@
+// utilgate site: the index's filters and sort (kept in the address, so a link opens the same
+// view) and a case chart's point details on hover and focus. No request leaves the page; every
+// figure is also in the page's tables and the marks' tooltips, so nothing needs this script.
+"use strict";
+
+function readHash() {
+  const state = new URLSearchParams(location.hash.slice(1));
+  return state;
+}
+
+function indexPage(form) {
+  const rows = Array.from(document.querySelectorAll("tr.case"));
+  const shown = document.getElementById("shown");
+  const fields = ["gpu", "model", "precision", "phase", "verdict"];
+  const restore = () => {
+    const state = readHash();
+    for (const el of form.elements) {
+      if (el.name) el.value = state.get(el.name) || (el.name === "sort" ? "name" : "");
+    }
+  };
+  const apply = () => {
+    const state = new URLSearchParams();
+    for (const el of form.elements) {
+      if (el.name && el.value && !(el.name === "sort" && el.value === "name")) state.set(el.name, el.value);
+    }
+    const text = (form.elements.q.value || "").trim().toLowerCase();
+    let visible = 0;
+    for (const row of rows) {
+      const keep = fields.every((f) => !form.elements[f].value || row.dataset[f] === form.elements[f].value)
+        && (!text || row.dataset.name.toLowerCase().includes(text));
+      row.hidden = !keep;
+      if (keep) visible += 1;
+    }
+    const sort = form.elements.sort.value;
+    const num = (row, f) => (row.dataset[f] === "" ? null : Number(row.dataset[f]));
+    for (const body of document.querySelectorAll("table.cases tbody")) {
+      const list = Array.from(body.children);
+      list.sort((a, b) => {
+        if (sort === "drop" || sort === "util") {
+          const f = sort;
+          const x = num(a, f), y = num(b, f);
+          if (x !== y) {
+            if (x === null) return 1;
+            if (y === null) return -1;
+            return sort === "drop" ? y - x : x - y;
+          }
+        }
+        return a.dataset.name.localeCompare(b.dataset.name);
+      });
+      for (const row of list) body.appendChild(row);
+    }
+    for (const group of document.querySelectorAll("section.group")) {
+      group.hidden = !group.querySelector("tr.case:not([hidden])");
+    }
+    shown.textContent = visible + " of " + rows.length + " shown";
+    const hash = state.toString();
+    if (location.hash.slice(1) !== hash) history.replaceState(null, "", hash ? "#" + hash : location.pathname);
+  };
+  restore();
+  apply();
+  form.addEventListener("input", apply);
+  form.addEventListener("change", apply);
+  window.addEventListener("hashchange", () => { restore(); apply(); });
+}
+
+function casePage() {
+  const info = document.getElementById("point");
+  const show = (mark) => {
+    const d = mark.dataset;
+    info.replaceChildren();
+    const add = (label, value) => {
+      if (!value) return;
+      const b = document.createElement("b");
+      b.textContent = value;
+      info.append(label, b, "  ");
+    };
+    add("night ", d.night);
+    add("run ", d.run);
+    add("commit ", d.sha);
+    add("verdict ", d.verdict);
+    add("utilisation ", d.util + "%");
+    add("median step ", d.ms ? d.ms + " ms" : "");
+    for (const m of document.querySelectorAll(".mark.current")) m.classList.remove("current");
+    for (const m of document.querySelectorAll('.mark[data-run="' + d.run + '"]')) m.classList.add("current");
+  };
+  for (const mark of document.querySelectorAll(".chart .mark")) {
+    mark.addEventListener("mouseenter", () => show(mark));
+    mark.addEventListener("focus", () => show(mark));
+  }
+  for (const button of document.querySelectorAll(".toggle button")) {
+    button.addEventListener("click", () => {
+      for (const b of document.querySelectorAll(".toggle button")) b.setAttribute("aria-pressed", String(b === button));
+      for (const f of document.querySelectorAll("figure.util")) f.hidden = f.dataset.scale !== button.dataset.show;
+    });
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  const form = document.getElementById("filters");
+  if (form) indexPage(form);
+  if (document.getElementById("point")) casePage();
+});

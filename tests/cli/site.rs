@@ -1,0 +1,211 @@
+//! `utilgate site` over nightlies stored by real runs of the scripted harness: every night a
+//! mark on its case's chart, linked to its run's page; the torch upgrade's change point on its
+//! night; a second build rewrites nothing, a new night rewrites only what it touched; harness
+//! text is escaped on every page; no page asks another host for anything.
+
+use std::path::Path;
+
+use crate::env::{TestEnv, stderr, stdout};
+
+/// 8 nights at 10 ms, then 5 at 10.9 ms under a new torch whose version string is hostile.
+fn nightlies(env: &TestEnv, torch_new: &str) {
+    env.write_config(
+        &TestEnv::config_with("")
+            .replace("batches = [1, 8]", "batches = [1]")
+            .replace("repeats = 3", "repeats = 2"),
+    );
+    let steps = [
+        "10.00", "10.02", "9.98", "10.01", "9.99", "10.02", "9.98", "10.00", "10.90", "10.92",
+        "10.88", "10.91", "10.89",
+    ];
+    for (night, step) in steps.iter().enumerate() {
+        night_run(
+            env,
+            night,
+            step,
+            if night < 8 { "2.5.1" } else { torch_new },
+        );
+    }
+}
+
+fn night_run(env: &TestEnv, night: usize, step: &str, torch: &str) {
+    let out = env
+        .cmd()
+        .args(["run", "--branch", "main", "--trigger", "schedule"])
+        .args(["--git-sha", &format!("{night:02}aaaaaaaaaaaaaaaa")])
+        .env("STEP_MS", step)
+        .env("TORCH_VERSION", torch)
+        .output()
+        .expect("runs");
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+}
+
+fn build(env: &TestEnv) -> String {
+    let out = env
+        .cmd()
+        .args(["site", "--out", "site"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    stdout(&out)
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The one case page of the site.
+fn case_page(site: &Path) -> std::path::PathBuf {
+    let pages: Vec<_> = std::fs::read_dir(site.join("cases"))
+        .expect("cases/")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "html"))
+        .collect();
+    assert_eq!(pages.len(), 1, "{pages:?}");
+    pages[0].clone()
+}
+
+/// Every `src=` and `href=` of a page stays inside the site.
+fn assert_self_contained(page: &str) {
+    for attr in ["src=\"", "href=\""] {
+        for (at, _) in page.match_indices(attr) {
+            let value = &page[at + attr.len()..];
+            let value = &value[..value.find('"').expect("closed")];
+            assert!(
+                !value.contains("//") && !value.starts_with("data:") && !value.contains(':'),
+                "{attr}{value} leaves the site"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_night_is_a_mark_linked_to_its_run_and_the_change_is_on_its_night() {
+    let env = TestEnv::new();
+    nightlies(&env, "2.6.0");
+    let text = build(&env);
+    assert!(
+        text.starts_with(
+            "site: 1 case page (1 rewritten), 13 run pages (13 rewritten), 1 change on branch main (built whole)"
+        ),
+        "{text}"
+    );
+    let site = env.path().join("site");
+    let index = read(&site.join("index.html"));
+    assert!(index.contains("seed-8b bf16 decode b1 c4096"), "{index}");
+    assert!(index.contains(r#"class="spark""#), "{index}");
+    assert!(index.contains(r#"data-verdict="regressed""#), "{index}");
+    let case = read(&case_page(&site));
+    // 13 nights on each of the two utilisation charts (floor scale and fitted).
+    assert_eq!(case.matches(r#"<a class="mark "#).count(), 26, "{case}");
+    for run in 1..=13 {
+        assert!(
+            case.contains(&format!(r#"href="../runs/{run}.html""#)),
+            "run {run}"
+        );
+        assert!(site.join(format!("runs/{run}.html")).is_file(), "run {run}");
+    }
+    assert!(
+        case.contains(r#"<g class="changepoint" data-run="9""#),
+        "the change is marked on run 9: {case}"
+    );
+    assert!(case.contains("floor 100%"), "{case}");
+    assert!(case.contains("torch 2.5.1 -&gt; 2.6.0") || case.contains("torch 2.5.1 -> 2.6.0"));
+    let run9 = read(&site.join("runs/9.html"));
+    assert!(run9.contains(r#"rel="prev" href="8.html""#), "{run9}");
+    assert!(run9.contains(r#"rel="next" href="10.html""#), "{run9}");
+    assert!(run9.contains("utilgate run 9 on h100-sxm"), "{run9}");
+    let changes = read(&site.join("changes.html"));
+    assert!(
+        changes.contains("run 9:") && changes.contains("REGRESSION"),
+        "{changes}"
+    );
+    for page in [&index, &case, &run9, &changes] {
+        assert_self_contained(page);
+    }
+    assert!(site.join("site.css").is_file() && site.join("site.js").is_file());
+}
+
+#[test]
+fn a_second_build_rewrites_only_what_a_new_night_touched() {
+    let env = TestEnv::new();
+    nightlies(&env, "2.6.0");
+    build(&env);
+    let site = env.path().join("site");
+    let page = case_page(&site);
+    let mtime = |p: &Path| {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .expect("mtime")
+    };
+    let (case_then, run1_then) = (mtime(&page), mtime(&site.join("runs/1.html")));
+    let again = build(&env);
+    assert!(
+        again.starts_with("site: 1 case page (0 rewritten), 13 run pages (0 rewritten)"),
+        "{again}"
+    );
+    assert_eq!(mtime(&page), case_then);
+    night_run(&env, 13, "10.90", "2.6.0");
+    let after = build(&env);
+    // The case's page, the new night's run page and the one before it (its "next" link).
+    assert!(
+        after.starts_with("site: 1 case page (1 rewritten), 14 run pages (2 rewritten)"),
+        "{after}"
+    );
+    assert_eq!(mtime(&site.join("runs/1.html")), run1_then);
+    assert!(read(&site.join("runs/13.html")).contains(r#"rel="next" href="14.html""#));
+    assert_eq!(read(&page).matches(r#"<a class="mark "#).count(), 28);
+
+    // A damaged manifest loses nothing: the next build is whole again.
+    std::fs::write(site.join("site.json"), "{ torn").expect("write");
+    let out = env
+        .cmd()
+        .args(["site", "--out", "site"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("site.json: not a site manifest"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("(1 rewritten), 14 run pages (14 rewritten)"));
+}
+
+#[test]
+fn harness_text_is_escaped_on_every_page() {
+    let env = TestEnv::new();
+    let hostile = "2.6.0<img src=x onerror=alert(1)>";
+    nightlies(&env, hostile);
+    build(&env);
+    let site = env.path().join("site");
+    let mut pages = vec![
+        case_page(&site),
+        site.join("index.html"),
+        site.join("changes.html"),
+    ];
+    pages.push(site.join("runs/9.html"));
+    let mut seen = false;
+    for page in pages {
+        let text = read(&page);
+        assert!(!text.contains("<img"), "{}: {text}", page.display());
+        seen |= text.contains("&lt;img");
+    }
+    assert!(seen, "the hostile version is shown, escaped");
+}
+
+#[test]
+fn a_bad_since_names_the_fix() {
+    let env = TestEnv::new();
+    let out = env
+        .cmd()
+        .args(["site", "--out", "site", "--since", "yesterday"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--since 2026-11-01"),
+        "{}",
+        stderr(&out)
+    );
+}
