@@ -47,7 +47,11 @@ function indexPage(form) {
         }
         return a.dataset.name.localeCompare(b.dataset.name);
       });
-      for (const row of list) body.appendChild(row);
+      // Rows move only when the order changed: moving the row under a pointer as its link
+      // is clicked would swallow the click.
+      if (list.some((row, i) => body.children[i] !== row)) {
+        for (const row of list) body.appendChild(row);
+      }
     }
     for (const group of document.querySelectorAll("section.group")) {
       group.hidden = !group.querySelector("tr.case:not([hidden])");
@@ -58,8 +62,9 @@ function indexPage(form) {
   };
   restore();
   apply();
+  // Every control fires "input" as it changes (a select too); "change" would fire again on
+  // blur, as the reader clicks a link.
   form.addEventListener("input", apply);
-  form.addEventListener("change", apply);
   window.addEventListener("hashchange", () => { restore(); apply(); });
 }
 

@@ -209,3 +209,27 @@ fn a_bad_since_names_the_fix() {
         stderr(&out)
     );
 }
+
+/// The site as a reader meets it, in a real Chromium driven by `tests/site/driver.mjs`
+/// (playwright-core; `.ci/run` installs Chromium, Node and the driver's package).
+#[test]
+#[ignore = "needs chromium, node and `npm ci --prefix tests/site`"]
+fn in_a_real_browser_every_night_is_drawn_linked_and_the_filters_survive_a_reload() {
+    let env = TestEnv::new();
+    nightlies(&env, "2.6.0");
+    build(&env);
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/site/driver.mjs");
+    let out = std::process::Command::new("node")
+        .arg(&driver)
+        .arg(env.path().join("site"))
+        .args(["13", "9"])
+        .output()
+        .expect("node starts");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(stdout(&out).trim()).expect("json");
+    assert_eq!(report["failures"], serde_json::json!([]), "{report}");
+    assert!(
+        report["checks"].as_array().expect("checks").len() >= 18,
+        "{report}"
+    );
+}
