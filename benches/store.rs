@@ -423,11 +423,60 @@ fn command_reads(path: &std::path::Path, runs: usize, keys: &[CaseKey], print: &
     print(&[row("`history CASE --nights 120`", &history)]);
     let changes = repeat(3, &["changes"], &|_| {});
     print(&[row("`changes` (500 cases, 120 nights each)", &changes)]);
+    print(&site_build(path, dir.path()));
     let first_case = first_case_start(path, dir.path());
     print(&[row(
         "`run` of 10 cases: start to its first harness",
         &first_case,
     )]);
+}
+
+/// `utilgate site` on the filled store: built whole into an empty directory, then again with
+/// nothing changed (what a nightly's second build costs), and the size of its pages.
+fn site_build(path: &std::path::Path, dir: &std::path::Path) -> Vec<Row> {
+    let out = dir.join("site");
+    let args = ["site", "--out", out.to_str().expect("a UTF-8 temp path")];
+    let whole = time(1, |_| {
+        let _ = std::fs::remove_dir_all(&out);
+        utilgate(path, dir, &args).0
+    });
+    let again = time(3, |_| {
+        let (wall, text) = utilgate(path, dir, &args);
+        assert!(text.contains("(0 rewritten)"), "{text}");
+        wall
+    });
+    let sizes = |sub: &str| -> (u64, u64, usize) {
+        let mut total = 0;
+        let mut largest = 0;
+        let mut n = 0;
+        for entry in std::fs::read_dir(out.join(sub)).expect("site dir") {
+            let len = entry.expect("entry").metadata().expect("metadata").len();
+            total += len;
+            largest = largest.max(len);
+            n += 1;
+        }
+        (total, largest, n)
+    };
+    let (case_total, case_max, cases) = sizes("cases");
+    let (run_total, run_max, runs) = sizes("runs");
+    let kib = |b: u64| format!("{:.0} kB", b as f64 / 1000.0);
+    vec![
+        row(
+            &format!("`site` whole ({cases} cases, {runs} runs)"),
+            &whole,
+        ),
+        row("`site` again, nothing changed", &again),
+        (
+            "site pages".to_owned(),
+            format!(
+                "case pages {} in all, largest {}; run pages {} in all, largest {}",
+                kib(case_total),
+                kib(case_max),
+                kib(run_total),
+                kib(run_max)
+            ),
+        ),
+    ]
 }
 
 /// How long a 10-case `run` on the filled store takes from its start to its first harness

@@ -94,6 +94,10 @@ pub struct SiteArgs {
     /// Nights each sparkline of the index shows.
     #[arg(long, default_value_t = 30)]
     pub spark_nights: usize,
+    /// The newest nights per GPU whose runs get a page (the run's HTML report); older nights
+    /// keep their marks and figures without a link.
+    #[arg(long, default_value_t = 120)]
+    pub run_pages: usize,
     /// The title in every page's header.
     #[arg(long, default_value = "utilgate")]
     pub title: String,

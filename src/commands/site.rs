@@ -23,6 +23,7 @@ pub fn site(args: &SiteArgs) -> Result<Outcome, Error> {
             .unwrap_or_else(|| history::baseline_branch(config.as_ref())),
         since,
         spark_nights: args.spark_nights.max(2),
+        run_pages: args.run_pages,
         nights: args.detector.nights,
         detector,
         gpu: args.detector.gpu.clone(),

@@ -17,7 +17,7 @@ use crate::config::Config;
 use crate::error::Error;
 use crate::pipeline::context::CommitLog;
 use crate::pipeline::history;
-use crate::report::history::{change_lines, slide_line};
+use crate::report::history::{CaseHistoryReport, change_lines, slide_line};
 use crate::report::site::chart::{self, Guides, Scale};
 use crate::report::site::{
     ASSETS, BaselineRow, CaseCard, CasePage, ChangeRow, ChartChange, ChartPoint, RunNav, SiteFacts,
@@ -39,6 +39,8 @@ pub(crate) struct SiteOptions {
     pub branch: String,
     pub since: Option<Timestamp>,
     pub spark_nights: usize,
+    /// The newest nights per GPU whose runs get a page.
+    pub run_pages: usize,
     pub nights: usize,
     pub detector: Detector,
     pub gpu: Option<String>,
@@ -49,12 +51,13 @@ impl SiteOptions {
     /// page is rebuilt.
     fn fingerprint(&self) -> String {
         format!(
-            "{}|{}|{}|{:?}|{}|{}|{:?}|{:?}",
+            "{}|{}|{}|{:?}|{}|{}|{}|{:?}|{:?}",
             env!("CARGO_PKG_VERSION"),
             self.title,
             self.branch,
             self.since.map(|t| t.to_string()),
             self.spark_nights,
+            self.run_pages,
             self.nights,
             self.detector,
             self.gpu,
@@ -124,7 +127,7 @@ pub(crate) fn build(
     for (name, text) in ASSETS {
         write_if_changed(&out.join(name), text)?;
     }
-    let runs = branch_runs(store, opts)?;
+    let runs = newest_per_gpu(branch_runs(store, opts)?, opts.run_pages);
     let mut commits = CommitLog::default();
     let mut cards = Vec::new();
     for marks in store.series_marks()? {
@@ -227,6 +230,22 @@ fn branch_runs(store: &Store, opts: &SiteOptions) -> Result<Vec<(RunId, String)>
     Ok(runs.into_iter().map(|r| (r.id, r.gpu_sku)).collect())
 }
 
+/// The newest `keep` runs of each GPU, oldest first: the runs that get a page.
+fn newest_per_gpu(runs: Vec<(RunId, String)>, keep: usize) -> Vec<(RunId, String)> {
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut kept: Vec<(RunId, String)> = runs
+        .into_iter()
+        .rev()
+        .filter(|(_, sku)| {
+            let n = seen.entry(sku.clone()).or_default();
+            *n += 1;
+            *n <= keep
+        })
+        .collect();
+    kept.reverse();
+    kept
+}
+
 /// Each run's links to the previous and next night on its GPU, and its page's fingerprint.
 fn run_navs(runs: &[(RunId, String)]) -> Vec<(RunId, RunNav, String)> {
     let mut by_gpu: BTreeMap<&str, Vec<RunId>> = BTreeMap::new();
@@ -262,10 +281,15 @@ fn run_page(
     Ok(reports.render_in_site(ReportFormat::Html, &report, nav)?)
 }
 
-fn chart_point(p: &SitePoint, prefix: &str) -> ChartPoint {
+/// A night as the charts draw it; `href` is empty when its run has no page.
+fn chart_point(p: &SitePoint, prefix: &str, paged: &BTreeSet<i64>) -> ChartPoint {
     ChartPoint {
         run_id: p.run_id.0,
-        href: format!("{prefix}runs/{}.html", p.run_id.0),
+        href: if paged.contains(&p.run_id.0) {
+            format!("{prefix}runs/{}.html", p.run_id.0)
+        } else {
+            String::new()
+        },
         started_at: p
             .started_at
             .round(jiff::Unit::Second)
@@ -297,7 +321,11 @@ fn case_page(
     let (key, sku) = (&marks.key, marks.gpu_sku.as_str());
     let mut card = CaseCard::of(key, sku);
     let stored = store.site_points(key, sku, &opts.branch, opts.since)?;
-    let points: Vec<ChartPoint> = stored.iter().map(|p| chart_point(p, "../")).collect();
+    let paged: BTreeSet<i64> = runs.iter().map(|(id, _)| id.0).collect();
+    let points: Vec<ChartPoint> = stored
+        .iter()
+        .map(|p| chart_point(p, "../", &paged))
+        .collect();
     let mut report = history::case_report_on(
         store,
         config,
@@ -317,13 +345,62 @@ fn case_page(
         });
     }
     let max_drop = report.max_drop_pct;
+    let (changes, chart_changes, slide) = change_rows(&report, &card.page, &paged);
+    let (moves, pinned) = baseline_rows(store, key, sku, runs)?;
+    let noise_pct = stored.iter().rev().find_map(|p| p.noise_pct);
+    let guides = Guides {
+        baseline: pinned.as_ref().and_then(|p| p.utilisation),
+        noise_pct,
+        threshold_pct: Some(max_drop),
+    };
+    let name = format!("{key} on {sku}");
+    let latest = stored.last().map(|p| chart_point(p, "", &paged));
+    card.drop_pct = latest
+        .as_ref()
+        .zip(guides.baseline)
+        .and_then(|(l, b)| (b > 0.0).then(|| 100.0 * (b - l.utilisation) / b));
+    let spark_from = points.len().saturating_sub(opts.spark_nights);
+    card.spark = chart::sparkline_svg(&points[spark_from..]);
+    card.nights = points.len();
+    card.latest = latest;
+    card.changes = changes;
+    card.slide = slide;
+    let page = CasePage {
+        chart_floor: chart::utilisation_svg(&name, &points, &chart_changes, &guides, Scale::Floor),
+        chart_fit: chart::utilisation_svg(&name, &points, &chart_changes, &guides, Scale::Fit),
+        chart_step: chart::step_svg(&name, &points),
+        untrusted: points.iter().filter(|p| p.untrusted).count(),
+        nights: points.into_iter().rev().collect(),
+        pinned,
+        moves,
+        noise_pct,
+        max_drop_pct: max_drop,
+        baseline_branch: opts.branch.clone(),
+        detector: crate::report::history::detector_line(&opts.detector),
+        card: card.clone(),
+    };
+    let html = site.case(facts, &page)?;
+    Ok((card, html))
+}
+
+/// A case's change points, newest first, as rows (the lines `utilgate changes` prints) and as
+/// chart marks, and its slide if one is flagged.
+fn change_rows(
+    report: &CaseHistoryReport,
+    page: &str,
+    paged: &BTreeSet<i64>,
+) -> (Vec<ChangeRow>, Vec<ChartChange>, Option<ChangeRow>) {
+    let max_drop = report.max_drop_pct;
     let change_row =
         |night: &str, run_id: Option<i64>, regression: bool, lines: Vec<String>| ChangeRow {
-            case: key.to_string(),
-            gpu_sku: sku.to_owned(),
-            page: card.page.clone(),
+            case: report.case.to_string(),
+            gpu_sku: report.gpu_sku.clone(),
+            page: page.to_owned(),
             night: night.to_owned(),
             run_id,
+            run_page: run_id
+                .filter(|r| paged.contains(r))
+                .map(|r| format!("runs/{r}.html")),
             regression,
             lines,
         };
@@ -359,41 +436,7 @@ fn case_page(
             vec![slide_line(s, max_drop)],
         )
     });
-    let (moves, pinned) = baseline_rows(store, key, sku, runs)?;
-    let noise_pct = stored.iter().rev().find_map(|p| p.noise_pct);
-    let guides = Guides {
-        baseline: pinned.as_ref().and_then(|p| p.utilisation),
-        noise_pct,
-        threshold_pct: Some(max_drop),
-    };
-    let name = format!("{key} on {sku}");
-    let latest = stored.last().map(|p| chart_point(p, ""));
-    card.drop_pct = latest
-        .as_ref()
-        .zip(guides.baseline)
-        .and_then(|(l, b)| (b > 0.0).then(|| 100.0 * (b - l.utilisation) / b));
-    let spark_from = points.len().saturating_sub(opts.spark_nights);
-    card.spark = chart::sparkline_svg(&points[spark_from..]);
-    card.nights = points.len();
-    card.latest = latest;
-    card.changes = changes;
-    card.slide = slide;
-    let page = CasePage {
-        chart_floor: chart::utilisation_svg(&name, &points, &chart_changes, &guides, Scale::Floor),
-        chart_fit: chart::utilisation_svg(&name, &points, &chart_changes, &guides, Scale::Fit),
-        chart_step: chart::step_svg(&name, &points),
-        untrusted: points.iter().filter(|p| p.untrusted).count(),
-        nights: points.into_iter().rev().collect(),
-        pinned,
-        moves,
-        noise_pct,
-        max_drop_pct: max_drop,
-        baseline_branch: opts.branch.clone(),
-        detector: crate::report::history::detector_line(&opts.detector),
-        card: card.clone(),
-    };
-    let html = site.case(facts, &page)?;
-    Ok((card, html))
+    (changes, chart_changes, slide)
 }
 
 /// A case's baseline moves, newest first, and its pinned baseline, each linked to its run's

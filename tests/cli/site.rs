@@ -233,3 +233,41 @@ fn in_a_real_browser_every_night_is_drawn_linked_and_the_filters_survive_a_reloa
         "{report}"
     );
 }
+
+#[test]
+fn only_the_newest_nights_get_run_pages_and_older_marks_keep_their_figures() {
+    let env = TestEnv::new();
+    nightlies(&env, "2.6.0");
+    let out = env
+        .cmd()
+        .args(["site", "--out", "site", "--run-pages", "5"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("5 run pages (5 rewritten)"),
+        "{}",
+        stdout(&out)
+    );
+    let site = env.path().join("site");
+    let case = read(&case_page(&site));
+    assert_eq!(
+        case.matches(r#"<a class="mark "#).count(),
+        26,
+        "every night is still drawn"
+    );
+    for run in 1..=13 {
+        let linked = case.contains(&format!(r#"href="../runs/{run}.html""#));
+        assert_eq!(linked, run > 8, "run {run}");
+        assert_eq!(
+            site.join(format!("runs/{run}.html")).is_file(),
+            run > 8,
+            "run {run}"
+        );
+    }
+    assert!(
+        case.contains(r#"tabindex="0" data-run="1""#),
+        "an old mark stays focusable"
+    );
+    assert!(!read(&site.join("runs/9.html")).contains(r#"rel="prev""#));
+}

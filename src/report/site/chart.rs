@@ -273,8 +273,13 @@ pub fn utilisation_svg(
         let trust = if p.untrusted { " untrusted" } else { "" };
         let _ = write!(
             svg,
-            r#"<a class="mark v-{verdict}{trust}" href="{}" data-run="{}" data-night="{}" data-sha="{}" data-verdict="{verdict}{}" data-util="{:.2}" data-ms="{}"><path transform="translate({},{})" d="{}"/><title>{}</title></a>"#,
-            escape(&p.href),
+            r#"<a class="mark v-{verdict}{trust}" {} data-run="{}" data-night="{}" data-sha="{}" data-verdict="{verdict}{}" data-util="{:.2}" data-ms="{}"><path transform="translate({},{})" d="{}"/><title>{}</title></a>"#,
+            // An old night without a run page keeps its figures and its focus, without a link.
+            if p.href.is_empty() {
+                r#"tabindex="0""#.to_owned()
+            } else {
+                format!(r#"href="{}""#, escape(&p.href))
+            },
             p.run_id,
             escape(day(&p.started_at)),
             escape(p.git_sha.as_deref().unwrap_or("")),

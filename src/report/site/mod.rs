@@ -95,6 +95,9 @@ pub struct ChangeRow {
     /// When the change's night started (RFC 3339); the slide's last night.
     pub night: String,
     pub run_id: Option<i64>,
+    /// The run's page, relative to the site's root, when the site has one.
+    #[serde(default)]
+    pub run_page: Option<String>,
     pub regression: bool,
     pub lines: Vec<String>,
 }
@@ -408,6 +411,7 @@ mod tests {
             page: card.page.clone(),
             night: "2026-11-01T00:00:00Z".into(),
             run_id: Some(3),
+            run_page: Some("runs/3.html".into()),
             regression: true,
             lines: vec!["    abc <script>alert(1)</script>".into()],
         });
