@@ -45,7 +45,7 @@ function indexPage(form) {
             return sort === "drop" ? y - x : x - y;
           }
         }
-        return a.dataset.name.localeCompare(b.dataset.name);
+        return a.dataset.name.localeCompare(b.dataset.name, undefined, { numeric: true });
       });
       // Rows move only when the order changed: moving the row under a pointer as its link
       // is clicked would swallow the click.

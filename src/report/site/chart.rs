@@ -396,7 +396,7 @@ pub fn sparkline_svg(points: &[ChartPoint]) -> String {
     const SW: f64 = 120.0;
     const SH: f64 = 26.0;
     let mut svg = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="spark" width="{SW}" height="{SH}" viewBox="0 0 {SW} {SH}" role="img" aria-label="{}">"#,
+        r#"<svg class="spark" width="{SW}" height="{SH}" viewBox="0 0 {SW} {SH}" role="img" aria-label="{}">"#,
         match (points.first(), points.last()) {
             (Some(a), Some(b)) => format!(
                 "utilisation over the last {} nights: {:.1}% to {:.1}%",
@@ -441,7 +441,7 @@ pub fn sparkline_svg(points: &[ChartPoint]) -> String {
         .collect();
     let _ = write!(
         svg,
-        r#"<polyline class="line" fill="none" points="{}"/><path class="v-{}" transform="translate({},{}) scale(0.7)" d="{}"/></svg>"#,
+        r#"<polyline class="line" points="{}"/><path class="v-{}" transform="translate({},{}) scale(0.7)" d="{}"/></svg>"#,
         line.join(" "),
         last.verdict,
         num(x_of(n - 1)),
