@@ -198,7 +198,7 @@ pub(crate) fn export(args: &BaselineExportArgs) -> Result<Outcome, Error> {
             gpu_sku: sku.clone(),
             baselines,
         })?;
-        write_atomically(&path, &text)?;
+        crate::pipeline::context::write_atomically(&path, &text)?;
         let _ = writeln!(written, "wrote {} ({sku}, {n} case(s))", path.display());
     }
     output::emit(&written)?;
@@ -240,23 +240,6 @@ pub(crate) fn diff(args: &BaselineDiffArgs) -> Result<Outcome, Error> {
         return Ok(Outcome::GateFailed);
     }
     Ok(Outcome::Passed)
-}
-
-/// Write beside and rename, so a failed write never leaves half a file.
-fn write_atomically(path: &Path, text: &str) -> Result<(), Error> {
-    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-    }
-    let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })
 }
 
 /// Whether `--out` names a directory: one that exists, or a path ending in a separator.

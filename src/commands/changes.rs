@@ -6,7 +6,7 @@ use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::output;
 use crate::pipeline::context::{CommitLog, store_from};
-use crate::pipeline::history::{case_report, detector, since};
+use crate::pipeline::history::{case_report, detector, keep_since, since};
 use crate::report::history::{render_changes, render_json};
 
 pub fn changes(args: &ChangesArgs) -> Result<Outcome, Error> {
@@ -31,12 +31,7 @@ pub fn changes(args: &ChangesArgs) -> Result<Outcome, Error> {
             &mut commits,
         )?;
         if let Some(from) = from {
-            report.read.changes.retain(|c| {
-                c.night
-                    .started_at
-                    .parse::<jiff::Timestamp>()
-                    .is_ok_and(|t| t >= from)
-            });
+            keep_since(&mut report, from);
         }
         reports.push(report);
     }

@@ -194,3 +194,23 @@ pub(crate) fn commit_range(
         )
     })
 }
+
+/// Write beside and rename (creating the directory), so a failed write never leaves half a
+/// file.
+pub(crate) fn write_atomically(path: &Path, text: &str) -> Result<(), Error> {
+    if let Some(dir) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+    }
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, text)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })
+}

@@ -134,6 +134,16 @@ pub(crate) fn case_report_on(
     })
 }
 
+/// Keep only the change points from `from` on.
+pub(crate) fn keep_since(report: &mut CaseHistoryReport, from: jiff::Timestamp) {
+    report.read.changes.retain(|c| {
+        c.night
+            .started_at
+            .parse::<jiff::Timestamp>()
+            .is_ok_and(|t| t >= from)
+    });
+}
+
 /// `--since` as a timestamp: a UTC date or an RFC 3339 time.
 pub(crate) fn since(text: &str) -> Result<jiff::Timestamp, Error> {
     if let Ok(t) = text.parse::<jiff::Timestamp>() {

@@ -15,7 +15,7 @@ use crate::case::CaseKey;
 use crate::compare::Detector;
 use crate::config::Config;
 use crate::error::Error;
-use crate::pipeline::context::CommitLog;
+use crate::pipeline::context::{CommitLog, write_atomically};
 use crate::pipeline::history;
 use crate::report::history::{CaseHistoryReport, change_lines, slide_line};
 use crate::report::site::chart::{self, Guides, Scale};
@@ -128,6 +128,7 @@ pub(crate) fn build(
         write_if_changed(&out.join(name), text)?;
     }
     let runs = newest_per_gpu(branch_runs(store, opts)?, opts.run_pages);
+    let paged: BTreeSet<i64> = runs.iter().map(|(id, _)| id.0).collect();
     let mut commits = CommitLog::default();
     let mut cards = Vec::new();
     for marks in store.series_marks()? {
@@ -149,10 +150,10 @@ pub(crate) fn build(
                     &facts,
                     opts,
                     &marks,
-                    &runs,
+                    &paged,
                     &mut commits,
                 )?;
-                write_file(&out.join(&card.page), &html)?;
+                write_atomically(&out.join(&card.page), &html)?;
                 built.cases_written += 1;
                 card
             }
@@ -174,7 +175,7 @@ pub(crate) fn build(
         let page = out.join("runs").join(format!("{}.html", id.0));
         if old.runs.get(&id.0) != Some(&fingerprint) || !page.is_file() {
             let html = run_page(store, config, reports, id, &nav)?;
-            write_file(&page, &html)?;
+            write_atomically(&page, &html)?;
             built.runs_written += 1;
         }
         manifest.runs.insert(id.0, fingerprint);
@@ -195,7 +196,7 @@ pub(crate) fn build(
         path: out.join(MANIFEST),
         source: std::io::Error::other(e),
     })?;
-    write_file(&out.join(MANIFEST), &text)?;
+    write_atomically(&out.join(MANIFEST), &text)?;
     Ok(built)
 }
 
@@ -315,16 +316,15 @@ fn case_page(
     facts: &SiteFacts,
     opts: &SiteOptions,
     marks: &SeriesMarks,
-    runs: &[(RunId, String)],
+    paged: &BTreeSet<i64>,
     commits: &mut CommitLog,
 ) -> Result<(CaseCard, String), Error> {
     let (key, sku) = (&marks.key, marks.gpu_sku.as_str());
     let mut card = CaseCard::of(key, sku);
     let stored = store.site_points(key, sku, &opts.branch, opts.since)?;
-    let paged: BTreeSet<i64> = runs.iter().map(|(id, _)| id.0).collect();
     let points: Vec<ChartPoint> = stored
         .iter()
-        .map(|p| chart_point(p, "../", &paged))
+        .map(|p| chart_point(p, "../", paged))
         .collect();
     let mut report = history::case_report_on(
         store,
@@ -337,16 +337,11 @@ fn case_page(
         commits,
     )?;
     if let Some(from) = opts.since {
-        report.read.changes.retain(|c| {
-            c.night
-                .started_at
-                .parse::<Timestamp>()
-                .is_ok_and(|t| t >= from)
-        });
+        history::keep_since(&mut report, from);
     }
     let max_drop = report.max_drop_pct;
-    let (changes, chart_changes, slide) = change_rows(&report, &card.page, &paged);
-    let (moves, pinned) = baseline_rows(store, key, sku, runs)?;
+    let (changes, chart_changes, slide) = change_rows(&report, &card.page, paged);
+    let (moves, pinned) = baseline_rows(store, key, sku, paged)?;
     let noise_pct = stored.iter().rev().find_map(|p| p.noise_pct);
     let guides = Guides {
         baseline: pinned.as_ref().and_then(|p| p.utilisation),
@@ -354,7 +349,7 @@ fn case_page(
         threshold_pct: Some(max_drop),
     };
     let name = format!("{key} on {sku}");
-    let latest = stored.last().map(|p| chart_point(p, "", &paged));
+    let latest = stored.last().map(|p| chart_point(p, "", paged));
     card.drop_pct = latest
         .as_ref()
         .zip(guides.baseline)
@@ -445,14 +440,9 @@ fn baseline_rows(
     store: &Store,
     key: &CaseKey,
     sku: &str,
-    runs: &[(RunId, String)],
+    paged: &BTreeSet<i64>,
 ) -> Result<(Vec<BaselineRow>, Option<BaselineRow>), Error> {
-    let in_site: BTreeSet<i64> = runs.iter().map(|(id, _)| id.0).collect();
-    let page_of = |run: i64| {
-        in_site
-            .contains(&run)
-            .then(|| format!("../runs/{run}.html"))
-    };
+    let page_of = |run: i64| paged.contains(&run).then(|| format!("../runs/{run}.html"));
     let row = |e: &crate::store::BaselineEvent| BaselineRow {
         moved_at: e.moved_at.to_string(),
         kind: e.kind.as_str().to_owned(),
@@ -484,26 +474,13 @@ fn baseline_rows(
     Ok((moves, pinned))
 }
 
-/// Write beside and rename, so a failed write never leaves half a page.
-fn write_file(path: &Path, text: &str) -> Result<(), Error> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, text)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|source| Error::Io {
-            path: path.to_path_buf(),
-            source,
-        })
-}
-
 /// Write a page that every build renders (the index, the changes page, the assets) only when
 /// its text differs, so an unchanged site keeps its files untouched.
 fn write_if_changed(path: &Path, text: &str) -> Result<(), Error> {
     if std::fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
         return Ok(());
     }
-    write_file(path, text)
+    write_atomically(path, text)
 }
 
 #[cfg(test)]

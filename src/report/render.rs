@@ -212,22 +212,7 @@ impl Renderer {
 
     /// The report in `format`.
     pub fn render(&self, format: ReportFormat, report: &RunReport) -> Result<String, RenderError> {
-        let Some(name) = format.template() else {
-            return Ok(render_json(report)?);
-        };
-        let template = self
-            .env
-            .get_template(name)
-            .map_err(|source| RenderError::Template {
-                name: name.to_owned(),
-                source,
-            })?;
-        template
-            .render(Serde(report))
-            .map_err(|source| RenderError::Template {
-                name: name.to_owned(),
-                source,
-            })
+        self.render_with(format, report, Value::from(Serde(report)))
     }
 
     /// The report in `format` as a page of `utilgate site`: the same rendering, with the
@@ -239,24 +224,30 @@ impl Renderer {
         report: &RunReport,
         nav: &crate::report::site::RunNav,
     ) -> Result<String, RenderError> {
+        let ctx =
+            minijinja::context! { site => Value::from(Serde(nav)), ..Value::from(Serde(report)) };
+        self.render_with(format, report, ctx)
+    }
+
+    /// `format`'s template over `ctx` (the report's fields, and any a caller adds); JSON needs
+    /// no template.
+    fn render_with(
+        &self,
+        format: ReportFormat,
+        report: &RunReport,
+        ctx: Value,
+    ) -> Result<String, RenderError> {
         let Some(name) = format.template() else {
             return Ok(render_json(report)?);
         };
-        let template = self
-            .env
+        let fail = |source| RenderError::Template {
+            name: name.to_owned(),
+            source,
+        };
+        self.env
             .get_template(name)
-            .map_err(|source| RenderError::Template {
-                name: name.to_owned(),
-                source,
-            })?;
-        let ctx =
-            minijinja::context! { site => Value::from(Serde(nav)), ..Value::from(Serde(report)) };
-        template
-            .render(ctx)
-            .map_err(|source| RenderError::Template {
-                name: name.to_owned(),
-                source,
-            })
+            .and_then(|t| t.render(ctx))
+            .map_err(fail)
     }
 
     /// The sticky PR comment of one suite: the hidden marker, then the Markdown, cut to `limit`.

@@ -211,14 +211,17 @@ fn a_bad_since_names_the_fix() {
 }
 
 /// The site as a reader meets it, in a real Chromium driven by `tests/site/driver.mjs`
-/// (playwright-core; `.ci/run` installs Chromium, Node and the driver's package).
+/// (playwright-core; `.ci/run` installs Chromium, Node and the driver's package under
+/// `target/site-driver`, where the driver is copied to run).
 #[test]
-#[ignore = "needs chromium, node and `npm ci --prefix tests/site`"]
+#[ignore = "needs chromium, node and playwright-core in target/site-driver (.ci/run installs them)"]
 fn in_a_real_browser_every_night_is_drawn_linked_and_the_filters_survive_a_reload() {
     let env = TestEnv::new();
     nightlies(&env, "2.6.0");
     build(&env);
-    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/site/driver.mjs");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let driver = root.join("target/site-driver/driver.mjs");
+    std::fs::copy(root.join("tests/site/driver.mjs"), &driver).expect("copy the driver");
     let out = std::process::Command::new("node")
         .arg(&driver)
         .arg(env.path().join("site"))

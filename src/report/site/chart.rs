@@ -36,6 +36,19 @@ const RIGHT: f64 = 96.0;
 const TOP: f64 = 14.0;
 const BOTTOM: f64 = 30.0;
 
+/// How far across a chart of `n` nights the `i`th is, 0 to 1 (a lone night in the middle).
+fn across(i: usize, n: usize) -> f64 {
+    if n <= 1 {
+        return 0.5;
+    }
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "a night's index, far below 2^52"
+    )]
+    let f = i as f64 / (n - 1) as f64;
+    f
+}
+
 /// `x` with one decimal, as every coordinate is written.
 fn num(x: f64) -> String {
     format!("{x:.1}")
@@ -144,18 +157,7 @@ pub fn utilisation_svg(
         );
         return svg;
     }
-    let x_of = |i: usize| {
-        if n == 1 {
-            LEFT + (W - LEFT - RIGHT) / 2.0
-        } else {
-            #[expect(
-                clippy::cast_precision_loss,
-                reason = "a night's index, far below 2^52"
-            )]
-            let f = i as f64 / (n - 1) as f64;
-            LEFT + (W - LEFT - RIGHT) * f
-        }
-    };
+    let x_of = |i: usize| LEFT + (W - LEFT - RIGHT) * across(i, n);
     let y_of = |pct: f64| TOP + (H - TOP - BOTTOM) * (1.0 - (pct - lo) / (hi - lo));
     let (x0, x1, bottom) = (LEFT, W - RIGHT, H - BOTTOM);
     // Guides first, so the marks sit on top.
@@ -344,18 +346,7 @@ pub fn step_svg(name: &str, points: &[ChartPoint]) -> String {
     let span = (hi - lo).max(hi.abs() * 0.02).max(1e-6);
     let (lo, hi) = ((lo - span * 0.12).max(0.0), hi + span * 0.12);
     let n = points.len();
-    let x_of = |i: usize| {
-        if n == 1 {
-            LEFT + (W - LEFT - RIGHT) / 2.0
-        } else {
-            #[expect(
-                clippy::cast_precision_loss,
-                reason = "a night's index, far below 2^52"
-            )]
-            let f = i as f64 / (n - 1) as f64;
-            LEFT + (W - LEFT - RIGHT) * f
-        }
-    };
+    let x_of = |i: usize| LEFT + (W - LEFT - RIGHT) * across(i, n);
     let y_of = |ms: f64| TOP + (h - TOP - BOTTOM) * (1.0 - (ms - lo) / (hi - lo));
     let bottom = h - BOTTOM;
     let _ = write!(
@@ -425,12 +416,7 @@ pub fn sparkline_svg(points: &[ChartPoint]) -> String {
         if n == 1 {
             SW / 2.0
         } else {
-            #[expect(
-                clippy::cast_precision_loss,
-                reason = "a night's index, far below 2^52"
-            )]
-            let f = i as f64 / (n - 1) as f64;
-            3.0 + (SW - 10.0) * f
+            3.0 + (SW - 10.0) * across(i, n)
         }
     };
     let y_of = |u: f64| 4.0 + (SH - 8.0) * (1.0 - (u - lo) / span);
