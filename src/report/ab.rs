@@ -9,6 +9,7 @@ use crate::case::Verdict;
 use crate::compare::Decision;
 use crate::report::Terminal;
 use crate::report::format::{ms, signed_percent};
+use crate::report::terminal::{Grid, GridCell};
 
 /// One case of the session: what each side measured and the decision.
 #[derive(Debug, Serialize)]
@@ -36,21 +37,32 @@ pub struct AbReport {
 /// The session as a terminal table, the reasons of every case that did not pass, the gate.
 #[must_use]
 pub fn render_ab(report: &AbReport, terminal: Terminal) -> String {
-    let mut table = terminal.table();
-    table.set_header(["case", "base ms", "head ms", "pairs", "drop", "verdict"]);
+    let mut table = Grid::new(
+        terminal,
+        ["case", "base ms", "head ms", "pairs", "drop", "verdict"],
+    )
+    .key_column(0)
+    .beside_key(5);
     for c in &report.cases {
-        table.add_row([
-            c.case.clone(),
-            ms(c.base_median_ms),
-            ms(c.head_median_ms),
-            format!("{}{}", c.pairs, if c.confirmed { " (confirm)" } else { "" }),
-            signed_percent(c.decision.drop_pct),
-            c.decision.verdict.as_str().to_owned(),
+        table.row(vec![
+            GridCell::left(c.case.clone()),
+            GridCell::right(ms(c.base_median_ms)),
+            GridCell::right(ms(c.head_median_ms)),
+            GridCell::right(format!(
+                "{}{}",
+                c.pairs,
+                if c.confirmed { " (confirm)" } else { "" }
+            )),
+            GridCell::right(signed_percent(c.decision.drop_pct)),
+            GridCell::left(c.decision.verdict.as_str()),
         ]);
     }
     let mut out = format!(
-        "A/B on {}: base {} against head {} (pairs of fresh processes, ABBA order)\n{table}\n",
-        report.gpu, report.base_dir, report.head_config
+        "A/B on {}: base {} against head {} (pairs of fresh processes, ABBA order)\n{}\n",
+        report.gpu,
+        report.base_dir,
+        report.head_config,
+        table.render()
     );
     for c in &report.cases {
         if c.decision.verdict != Verdict::Pass {

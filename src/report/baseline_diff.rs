@@ -221,11 +221,23 @@ pub fn render_table(d: &BaselineDiff, terminal: crate::report::Terminal) -> Stri
     if d.changes.is_empty() {
         return out;
     }
-    let mut table = terminal.table();
-    table.set_header(HEADER.to_vec());
+    let mut table = crate::report::terminal::Grid::new(terminal, HEADER).key_column(1);
     for c in &d.changes {
-        table.add_row(cells(c).to_vec());
+        // The figures (utilisation, its change, the median) keep to the right.
+        table.row(
+            cells(c)
+                .into_iter()
+                .enumerate()
+                .map(|(i, text)| {
+                    if (3..=5).contains(&i) {
+                        crate::report::terminal::GridCell::right(text)
+                    } else {
+                        crate::report::terminal::GridCell::left(text)
+                    }
+                })
+                .collect(),
+        );
     }
-    let _ = writeln!(out, "{table}");
+    let _ = writeln!(out, "{}", table.render());
     out
 }

@@ -1,11 +1,11 @@
 //! The `utilgate gpus` listing: the built-in GPU catalogue with the datasheet figures the floor
 //! uses. Pure: the command prints it.
 
-use comfy_table::{Cell, CellAlignment};
 use serde::Serialize;
 
 use crate::catalog::GpuSpec;
 use crate::report::format::{MISSING, fixed};
+use crate::report::terminal::{Grid, GridCell};
 
 /// The JSON schema version of `utilgate gpus --format json`.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -24,40 +24,41 @@ fn tflops(x: Option<f64>) -> String {
 /// The terminal table: one row per entry, figures as on the datasheet (dense, never sparse).
 #[must_use]
 pub fn render_human(gpus: &[GpuSpec], width: Option<u16>) -> String {
-    let mut table = crate::report::Terminal {
-        color: false,
-        width,
-    }
-    .table();
-    table.set_header(vec![
-        "name",
-        "GPU",
-        "memory GB",
-        "HBM GB/s",
-        "bf16 TF",
-        "fp8 TF",
-        "int8 TOP",
-        "fp32 TF",
-    ]);
+    let mut table = Grid::new(
+        crate::report::Terminal {
+            color: false,
+            width,
+        },
+        [
+            "name",
+            "GPU",
+            "memory GB",
+            "HBM GB/s",
+            "bf16 TF",
+            "fp8 TF",
+            "int8 TOP",
+            "fp32 TF",
+        ],
+    );
     for g in gpus {
-        let right = |text: String| Cell::new(text).set_alignment(CellAlignment::Right);
-        table.add_row(vec![
-            Cell::new(&g.name),
-            Cell::new(&g.display_name),
-            right(
+        table.row(vec![
+            GridCell::left(&g.name),
+            GridCell::left(&g.display_name),
+            GridCell::right(
                 g.memory_bytes
                     .map_or_else(|| MISSING.to_owned(), |b| fixed(b / 1e9, 0)),
             ),
-            right(fixed(g.mem_bandwidth_bytes_per_s / 1e9, 0)),
-            right(tflops(g.dense_flops.bf16)),
-            right(tflops(g.dense_flops.fp8)),
-            right(tflops(g.dense_flops.int8)),
-            right(tflops(g.dense_flops.fp32)),
+            GridCell::right(fixed(g.mem_bandwidth_bytes_per_s / 1e9, 0)),
+            GridCell::right(tflops(g.dense_flops.bf16)),
+            GridCell::right(tflops(g.dense_flops.fp8)),
+            GridCell::right(tflops(g.dense_flops.int8)),
+            GridCell::right(tflops(g.dense_flops.fp32)),
         ]);
     }
     format!(
-        "{table}\ndense datasheet peaks (TF: TFLOP/s); `utilgate floor --gpu NAME` uses them; \
-         `[gpu]` in the config can declare or override any of them\n"
+        "{}\ndense datasheet peaks (TF: TFLOP/s); `utilgate floor --gpu NAME` uses them; \
+         `[gpu]` in the config can declare or override any of them\n",
+        table.render()
     )
 }
 

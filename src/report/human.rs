@@ -2,9 +2,10 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::{Cell, CellAlignment, Color};
+use comfy_table::Color;
 
 use crate::report::Terminal;
+use crate::report::terminal::{Grid, GridCell};
 
 use crate::case::Verdict;
 use crate::report::format::{MISSING, count, ms, pct, percent, short_sha, signed_percent};
@@ -22,8 +23,6 @@ fn verdict_color(v: Verdict) -> Color {
 /// The run as a table with a details section for every case that needs attention.
 #[must_use]
 pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
-    let color = terminal.color;
-    let mut table = terminal.table();
     // A suite's free axes are columns of their own after the case (which then shows its
     // point in the built-in grid): two modes of one case read side by side.
     let axes = crate::report::context::axis_names(&report.cases);
@@ -44,9 +43,12 @@ pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
         ]
         .map(str::to_owned),
     );
-    table.set_header(header);
+    let verdict = header.len() - 1;
+    let mut table = Grid::new(terminal, header)
+        .key_column(0)
+        .beside_key(verdict);
     for c in &report.cases {
-        table.add_row(row(c, &axes, color));
+        table.row(row(c, &axes));
     }
     let mut out = String::new();
     let run = &report.run;
@@ -64,7 +66,7 @@ pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
     );
     // A run of service cases only has no step table to show.
     if !report.cases.is_empty() || report.service.is_empty() {
-        let _ = writeln!(out, "{table}");
+        let _ = writeln!(out, "{}", table.render());
     }
     for c in report.cases.iter().filter(|c| needs_detail(c)) {
         details(&mut out, c);
@@ -128,33 +130,28 @@ pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
 }
 
 /// One table row of a case; `axes` are the table's axis columns.
-fn row(c: &CaseReport, axes: &[String], color: bool) -> Vec<Cell> {
-    let verdict = Cell::new(c.verdict.as_str());
-    let verdict = if color {
-        verdict.fg(verdict_color(c.verdict))
-    } else {
-        verdict
-    };
+fn row(c: &CaseReport, axes: &[String]) -> Vec<GridCell> {
+    let verdict = GridCell::left(c.verdict.as_str()).colored(verdict_color(c.verdict));
     let case = if axes.is_empty() {
         c.case.clone()
     } else {
         format!("{}/{}", c.key.suite, c.key.point())
     };
-    let mut cells = vec![Cell::new(case)];
+    let mut cells = vec![GridCell::left(case)];
     cells.extend(
         axes.iter()
-            .map(|name| Cell::new(c.axes.get(name).map_or(MISSING, String::as_str))),
+            .map(|name| GridCell::left(c.axes.get(name).map_or(MISSING, String::as_str))),
     );
     cells.extend([
-        Cell::new(ms(c.floor_ms)).set_alignment(CellAlignment::Right),
-        Cell::new(c.bound.as_deref().unwrap_or(MISSING)),
-        Cell::new(ms(c.median_ms)).set_alignment(CellAlignment::Right),
-        Cell::new(ms(c.p90_ms)).set_alignment(CellAlignment::Right),
-        Cell::new(percent(c.repeat_spread_pct)).set_alignment(CellAlignment::Right),
-        Cell::new(count(c.n)).set_alignment(CellAlignment::Right),
-        Cell::new(pct(c.util_now)).set_alignment(CellAlignment::Right),
-        Cell::new(pct(c.util_then)).set_alignment(CellAlignment::Right),
-        Cell::new(drop_cell(c)).set_alignment(CellAlignment::Right),
+        GridCell::right(ms(c.floor_ms)),
+        GridCell::left(c.bound.as_deref().unwrap_or(MISSING)),
+        GridCell::right(ms(c.median_ms)),
+        GridCell::right(ms(c.p90_ms)),
+        GridCell::right(percent(c.repeat_spread_pct)),
+        GridCell::right(count(c.n)),
+        GridCell::right(pct(c.util_now)),
+        GridCell::right(pct(c.util_then)),
+        GridCell::right(drop_cell(c)),
         verdict,
     ]);
     cells

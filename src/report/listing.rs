@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::report::Terminal;
 use crate::report::format::{ms, pct, short_sha_or_missing};
+use crate::report::terminal::{Grid, GridCell};
 use crate::store::{BaselineEntry, BaselineEvent, RunSummary, StoredResult};
 
 /// `runs list`: one row per run, newest first as the store gave them.
@@ -13,24 +14,26 @@ pub fn render_runs(runs: &[RunSummary], terminal: Terminal) -> String {
     if runs.is_empty() {
         return "no runs stored yet\n".to_owned();
     }
-    let mut table = terminal.table();
-    table.set_header(vec![
-        "run", "started", "branch", "commit", "trigger", "gpu", "cases", "verdicts",
-    ]);
+    let mut table = Grid::new(
+        terminal,
+        [
+            "run", "started", "branch", "commit", "trigger", "gpu", "cases", "verdicts",
+        ],
+    );
     for r in runs {
         let verdicts: Vec<String> = r.verdicts.iter().map(|(v, n)| format!("{n} {v}")).collect();
-        table.add_row(vec![
-            r.id.to_string(),
-            r.started_at.strftime("%Y-%m-%d %H:%M:%S").to_string(),
-            r.branch.clone().unwrap_or_default(),
-            short_sha_or_missing(r.git_sha.as_deref()),
-            r.trigger.clone().unwrap_or_default(),
-            r.gpu_sku.clone(),
-            r.n_results.to_string(),
-            verdicts.join(", "),
+        table.row(vec![
+            GridCell::right(r.id.to_string()),
+            GridCell::left(r.started_at.strftime("%Y-%m-%d %H:%M:%S").to_string()),
+            GridCell::left(r.branch.clone().unwrap_or_default()),
+            GridCell::left(short_sha_or_missing(r.git_sha.as_deref())),
+            GridCell::left(r.trigger.clone().unwrap_or_default()),
+            GridCell::left(r.gpu_sku.clone()),
+            GridCell::right(r.n_results.to_string()),
+            GridCell::left(verdicts.join(", ")),
         ]);
     }
-    format!("{table}\n")
+    format!("{}\n", table.render())
 }
 
 /// `baseline list`: the baseline of every case, with how and why it last moved.
@@ -39,32 +42,35 @@ pub fn render_baselines(entries: &[BaselineEntry], terminal: Terminal) -> String
     if entries.is_empty() {
         return "no baselines yet: a passing run on the baseline branch sets them\n".to_owned();
     }
-    let mut table = terminal.table();
-    table.set_header(vec![
-        "case",
-        "gpu",
-        "run",
-        "commit",
-        "median ms",
-        "util",
-        "moved",
-        "how",
-        "reason",
-    ]);
+    let mut table = Grid::new(
+        terminal,
+        [
+            "case",
+            "gpu",
+            "run",
+            "commit",
+            "median ms",
+            "util",
+            "moved",
+            "how",
+            "reason",
+        ],
+    )
+    .key_column(0);
     for e in entries {
-        table.add_row(vec![
-            e.key.to_string(),
-            e.gpu_sku.clone(),
-            e.run_id.to_string(),
-            short_sha_or_missing(e.git_sha.as_deref()),
-            ms(e.median_ms),
-            pct(e.utilisation),
-            e.moved_at.strftime("%Y-%m-%d %H:%M").to_string(),
-            e.kind.to_string(),
-            e.reason.clone(),
+        table.row(vec![
+            GridCell::left(e.key.to_string()),
+            GridCell::left(e.gpu_sku.clone()),
+            GridCell::right(e.run_id.to_string()),
+            GridCell::left(short_sha_or_missing(e.git_sha.as_deref())),
+            GridCell::right(ms(e.median_ms)),
+            GridCell::right(pct(e.utilisation)),
+            GridCell::left(e.moved_at.strftime("%Y-%m-%d %H:%M").to_string()),
+            GridCell::left(e.kind.to_string()),
+            GridCell::left(e.reason.clone()),
         ]);
     }
-    format!("{table}\n")
+    format!("{}\n", table.render())
 }
 
 /// `baseline show CASE`: the baseline's result in full, its per-process medians and its
@@ -112,21 +118,24 @@ pub fn render_baseline(entry: &BaselineEntry, result: &StoredResult) -> String {
 /// `baseline history`: every move, oldest first as the store gave them.
 #[must_use]
 pub fn render_baseline_history(events: &[BaselineEvent], terminal: Terminal) -> String {
-    let mut table = terminal.table();
-    table.set_header(vec![
-        "moved", "case", "gpu", "run", "commit", "util", "how", "reason",
-    ]);
+    let mut table = Grid::new(
+        terminal,
+        [
+            "moved", "case", "gpu", "run", "commit", "util", "how", "reason",
+        ],
+    )
+    .key_column(1);
     for e in events {
-        table.add_row(vec![
-            e.moved_at.strftime("%Y-%m-%d %H:%M:%S").to_string(),
-            e.key.to_string(),
-            e.gpu_sku.clone(),
-            e.run_id.to_string(),
-            short_sha_or_missing(e.git_sha.as_deref()),
-            pct(e.utilisation),
-            e.kind.to_string(),
-            e.reason.clone(),
+        table.row(vec![
+            GridCell::left(e.moved_at.strftime("%Y-%m-%d %H:%M:%S").to_string()),
+            GridCell::left(e.key.to_string()),
+            GridCell::left(e.gpu_sku.clone()),
+            GridCell::right(e.run_id.to_string()),
+            GridCell::left(short_sha_or_missing(e.git_sha.as_deref())),
+            GridCell::right(pct(e.utilisation)),
+            GridCell::left(e.kind.to_string()),
+            GridCell::left(e.reason.clone()),
         ]);
     }
-    format!("{table}\n")
+    format!("{}\n", table.render())
 }

@@ -4,9 +4,10 @@
 
 use std::fmt::Write as _;
 
-use comfy_table::{Cell, CellAlignment, Color};
+use comfy_table::Color;
 
 use crate::report::Terminal;
+use crate::report::terminal::{Grid, GridCell};
 use serde::Serialize;
 
 use crate::case::Verdict;
@@ -121,42 +122,39 @@ fn worst(c: &ServeCaseReport) -> String {
 /// The service cases as a terminal table: means over repeats, the worst gated change, the
 /// verdict. One table for `import serve`, a service suite's run and a stored run's report.
 #[must_use]
-pub fn service_table(cases: &[ServeCaseReport], terminal: Terminal) -> comfy_table::Table {
-    let color = terminal.color;
-    let mut table = terminal.table();
-    table.set_header(vec![
-        "case",
-        "TTFT p50 ms",
-        "TTFT p99 ms",
-        "ITL p50 ms",
-        "ITL p99 ms",
-        "out tok/s",
-        "done/failed",
-        "worst change",
-        "verdict",
-    ]);
+pub fn service_table(cases: &[ServeCaseReport], terminal: Terminal) -> String {
+    let mut table = Grid::new(
+        terminal,
+        [
+            "case",
+            "TTFT p50 ms",
+            "TTFT p99 ms",
+            "ITL p50 ms",
+            "ITL p99 ms",
+            "out tok/s",
+            "done/failed",
+            "worst change",
+            "verdict",
+        ],
+    )
+    .key_column(0)
+    .beside_key(8);
     for c in cases {
         let m = |k: &str| c.means.get(k).copied();
         let failed = m("failed").unwrap_or(0.0);
-        let verdict = Cell::new(c.verdict.as_str());
-        table.add_row(vec![
-            Cell::new(&c.case),
-            Cell::new(num(m("median_ttft_ms"), 1)).set_alignment(CellAlignment::Right),
-            Cell::new(num(m("p99_ttft_ms"), 1)).set_alignment(CellAlignment::Right),
-            Cell::new(num(m("median_itl_ms"), 2)).set_alignment(CellAlignment::Right),
-            Cell::new(num(m("p99_itl_ms"), 2)).set_alignment(CellAlignment::Right),
-            Cell::new(num(m("output_throughput"), 1)).set_alignment(CellAlignment::Right),
-            Cell::new(format!("{}/{failed:.0}", num(m("completed"), 0)))
-                .set_alignment(CellAlignment::Right),
-            Cell::new(worst(c)),
-            if color {
-                verdict.fg(verdict_color(c.verdict))
-            } else {
-                verdict
-            },
+        table.row(vec![
+            GridCell::left(&c.case),
+            GridCell::right(num(m("median_ttft_ms"), 1)),
+            GridCell::right(num(m("p99_ttft_ms"), 1)),
+            GridCell::right(num(m("median_itl_ms"), 2)),
+            GridCell::right(num(m("p99_itl_ms"), 2)),
+            GridCell::right(num(m("output_throughput"), 1)),
+            GridCell::right(format!("{}/{failed:.0}", num(m("completed"), 0))),
+            GridCell::left(worst(c)),
+            GridCell::left(c.verdict.as_str()).colored(verdict_color(c.verdict)),
         ]);
     }
-    table
+    table.render()
 }
 
 /// What the terminal says under a service table: the reasons of every case that needs

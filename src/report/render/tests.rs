@@ -560,3 +560,41 @@ proptest! {
         }
     }
 }
+
+/// The run table (`run`, `runs show`, `report`) on a pipe and at 200, 120 and 80 columns: no
+/// line past the width, every figure whole, and the shape kept by a snapshot.
+#[test]
+fn the_run_table_fits_200_120_and_80_columns_with_every_figure_whole() {
+    let report = sample_report();
+    let figures: Vec<String> = report
+        .cases
+        .iter()
+        .flat_map(|c| [c.floor_ms, c.median_ms, c.p90_ms])
+        .flatten()
+        .map(|v| crate::report::format::ms(Some(v)))
+        .collect();
+    assert!(!figures.is_empty());
+    for width in [None, Some(200_u16), Some(120), Some(80)] {
+        let text = crate::report::render_human(
+            &report,
+            crate::report::Terminal {
+                color: false,
+                width,
+            },
+        );
+        if let Some(width) = width {
+            // The table, or its blocks (the details after it are prose the terminal wraps).
+            let table = text.split("\nREGRESSED ").next().unwrap_or_default();
+            let widest = table.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+            assert!(widest <= usize::from(width), "wider than {width}:\n{text}");
+        }
+        for figure in &figures {
+            assert!(
+                text.lines().any(|l| l.contains(figure.as_str())),
+                "{figure} is split at {width:?}:\n{text}"
+            );
+        }
+        let name = width.map_or_else(|| "run_table_pipe".to_owned(), |w| format!("run_table_{w}"));
+        insta::assert_snapshot!(name, text);
+    }
+}
