@@ -231,15 +231,9 @@ impl Progress {
     }
 }
 
-/// A duration as a person reads it in a log: "0.8 s", "12.3 s", "4 min 05 s".
+/// A duration as a person reads it in a log: the one formatter of the reports.
 fn seconds(d: std::time::Duration) -> String {
-    let s = d.as_secs_f64();
-    if s < 60.0 {
-        format!("{s:.1} s")
-    } else {
-        let whole = d.as_secs();
-        format!("{} min {:02} s", whole / 60, whole % 60)
-    }
+    crate::report::format::duration(d.as_secs_f64())
 }
 
 #[cfg(test)]

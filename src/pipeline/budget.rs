@@ -422,7 +422,7 @@ impl Night {
         if self.record.stopped {
             progress.warn(&format!(
                 "the budget ran out after {}: measuring stopped and the run judges what it has ({} case(s) not measured)",
-                crate::report::budget::duration(self.record.used_s),
+                crate::report::format::duration(self.record.used_s),
                 self.record.not_started.len()
             ));
         }

@@ -6,27 +6,8 @@
 use serde::Serialize;
 
 use crate::compare::budget::{CASE_KEY, CaseRecord, NIGHT_KEY, NightRecord, Plan, PlanNote, Stop};
+use crate::report::format::duration;
 use crate::store::StoredRun;
-
-/// `12.3 s`, `4 min 05 s`.
-#[must_use]
-pub fn duration(s: f64) -> String {
-    if !s.is_finite() {
-        return "-".to_owned();
-    }
-    let s = s.max(0.0);
-    if s < 60.0 {
-        format!("{s:.1} s")
-    } else {
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            reason = "a finite, non-negative number of seconds"
-        )]
-        let whole = s.round() as u64;
-        format!("{} min {:02} s", whole / 60, whole % 60)
-    }
-}
 
 /// The progress display's budget line.
 #[must_use]
@@ -278,14 +259,6 @@ pub fn render_human(b: &BudgetReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_read_as_people_write_them() {
-        assert_eq!(duration(12.34), "12.3 s");
-        assert_eq!(duration(245.0), "4 min 05 s");
-        assert_eq!(duration(f64::NAN), "-");
-        assert_eq!(duration(-3.0), "0.0 s");
-    }
 
     #[test]
     fn the_progress_line_says_budget_left_and_eta_and_an_overrun() {

@@ -139,11 +139,45 @@ pub fn grouped(x: f64) -> String {
     format!("{sign}{out}")
 }
 
+/// A duration as people write it, for every renderer and the log: `0.8 s`, `12.3 s`,
+/// `4 min 05 s`. Rounded once, to tenths under a minute and to seconds above, so 59.96 s reads
+/// `1 min 00 s`, never `60.0 s`. A non-finite duration prints as [`MISSING`]; a negative one
+/// as zero.
+#[must_use]
+pub fn duration(s: f64) -> String {
+    if !s.is_finite() {
+        return MISSING.to_owned();
+    }
+    let s = s.max(0.0);
+    if (s * 10.0).round() < 600.0 {
+        format!("{s:.1} s")
+    } else {
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "a finite, non-negative number of seconds"
+        )]
+        let whole = s.round() as u64;
+        format!("{} min {:02} s", whole / 60, whole % 60)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
     use super::*;
+
+    #[test]
+    fn durations_read_as_people_write_them_and_round_once() {
+        assert_eq!(duration(0.8), "0.8 s");
+        assert_eq!(duration(12.34), "12.3 s");
+        assert_eq!(duration(59.94), "59.9 s");
+        assert_eq!(duration(59.96), "1 min 00 s");
+        assert_eq!(duration(245.0), "4 min 05 s");
+        assert_eq!(duration(-1.0), "0.0 s");
+        assert_eq!(duration(f64::NAN), MISSING);
+    }
 
     #[test]
     fn commit_ids_are_cut_by_characters() {

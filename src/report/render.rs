@@ -144,7 +144,7 @@ impl Renderer {
         env.add_filter("drop", drop);
         env.add_filter("pp", percent_points);
         env.add_filter("seconds", |x: f64| format!("{:.6}", x / 1000.0));
-        env.add_filter("duration", super::budget::duration);
+        env.add_filter("duration", super::format::duration);
         env.add_filter("line1", |s: &str| {
             s.lines().next().unwrap_or_default().to_owned()
         });
