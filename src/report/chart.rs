@@ -7,6 +7,7 @@
 use std::fmt::Write as _;
 
 use super::TrendPoint;
+use crate::report::escape::svg as escape;
 
 /// What the verdict compared, in utilisation terms (fractions and percent).
 #[derive(Debug, Clone, Copy, Default)]
@@ -30,13 +31,6 @@ const BOTTOM: f64 = 28.0;
 
 fn num(x: f64) -> String {
     format!("{x:.1}")
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// The date part of an RFC 3339 timestamp (`2026-12-01T09:00:00Z` -> `2026-12-01`).

@@ -13,7 +13,7 @@
 //!
 //! All of them break `<!--` (another suite's hidden marker, or the end of ours) and every
 //! line-initial `::`. HTML is escaped by the templates' auto-escaping (minijinja's HTML mode for
-//! `.html` and `.xml` templates) and by the charts' own `escape`.
+//! `.html` and `.xml` templates) and, in the SVG utilgate draws, by [`svg`].
 
 /// A zero-width space: inserted after `@` and `#` (as dependabot does), it keeps the text
 /// readable while GitHub no longer sees a mention or an issue reference.
@@ -138,6 +138,26 @@ pub fn terminal(s: &str) -> String {
         match c {
             '\n' => out.push_str("\\n"),
             '\\' => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Entity-escaped text for an SVG (XML) attribute or text node, in every chart utilgate
+/// draws (the report's, the service charts', the site's): markup and both quotes escaped,
+/// controls as spaces.
+#[must_use]
+pub fn svg(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() => out.push(' '),
             c => out.push(c),
         }
     }

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::serve::{ServeCaseReport, ServeHistoryPoint};
+use crate::report::escape::svg as escape;
 
 /// One chart of the service section, with the suite it belongs to.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -32,13 +33,6 @@ const RIGHT: f64 = 120.0;
 const TOP: f64 = 12.0;
 const BOTTOM: f64 = 30.0;
 const COLORS: [&str; 2] = ["#0969da", "#cf222e"];
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// A line chart of `series` over x, with the x axis labelled `x_label` and the y axis `y_label`.
 fn line_svg(x_label: &str, y_label: &str, series: &[Series], x_ticks: &[(f64, String)]) -> String {

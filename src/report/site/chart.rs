@@ -8,6 +8,7 @@
 use std::fmt::Write as _;
 
 use super::{ChartChange, ChartPoint};
+pub(crate) use crate::report::escape::svg as escape;
 
 /// The guides of a case chart, in utilisation fractions and percent.
 #[derive(Debug, Clone, Copy, Default)]
@@ -52,24 +53,6 @@ fn across(i: usize, n: usize) -> f64 {
 /// `x` with one decimal, as every coordinate is written.
 fn num(x: f64) -> String {
     format!("{x:.1}")
-}
-
-/// Entity-escaped text for an SVG (XML) attribute or text node.
-#[must_use]
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// The mark of a verdict: a shape as well as a colour (the colours are the stylesheet's,
