@@ -76,10 +76,14 @@ impl Profiler {
     }
 }
 
-/// `text` as one single-quoted shell word.
+/// `text` as one shell word: the one shell quoter (shlex), shared with the command template.
+/// A NUL byte, which no shell word can carry, is dropped (the command template refuses a value
+/// holding one before it gets here; a path cannot hold one).
 #[must_use]
 pub fn quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
+    shlex::try_quote(&text.replace('\0', ""))
+        .expect("shlex quotes any text without a NUL byte")
+        .into_owned()
 }
 
 /// The executable `program` on `path` (a PATH value), if any.
@@ -317,9 +321,13 @@ mod tests {
     fn the_profiled_command_keeps_the_harness_command_as_one_word() {
         let cmd = "cd bench && python3 run.py --name 'a b'";
         let nsys = Profiler::Nsys.wrap(Path::new("/opt/nsys"), Path::new("/tmp/d/case"), cmd);
-        assert_eq!(
-            nsys,
-            r"'/opt/nsys' profile -t cuda,nvtx,osrt --capture-range=cudaProfilerApi --capture-range-end=stop --force-overwrite true -o '/tmp/d/case' sh -c 'cd bench && python3 run.py --name '\''a b'\'''"
+        // The shell splits it back into the profiler's words, the command one word of them.
+        let words = shlex::split(&nsys).expect("one shell line");
+        assert_eq!(words.first().map(String::as_str), Some("/opt/nsys"));
+        assert_eq!(&words[words.len() - 3..], ["sh", "-c", cmd]);
+        assert!(
+            words.windows(2).any(|w| w == ["-o", "/tmp/d/case"]),
+            "{nsys}"
         );
         let ncu = Profiler::Ncu {
             kernel_regex: "gemm|gemv".into(),
@@ -327,9 +335,11 @@ mod tests {
         }
         .wrap(Path::new("ncu"), Path::new("/tmp/o"), "sh h.sh");
         assert!(
-            ncu.starts_with("'ncu' --set full -k 'regex:gemm|gemv' -c 5 --target-processes all"),
+            ncu.starts_with("ncu --set full -k 'regex:gemm|gemv' -c 5 --target-processes all"),
             "{ncu}"
         );
+        let words = shlex::split(&ncu).expect("one shell line");
+        assert_eq!(&words[words.len() - 3..], ["sh", "-c", "sh h.sh"]);
         assert_eq!(
             Profiler::Nsys.report_file(Path::new("/tmp/d/case")),
             PathBuf::from("/tmp/d/case.nsys-rep")

@@ -17,9 +17,9 @@ use crate::measure::reference::ReferencePlan;
 /// Its variables are shell-quoted by the template; the config path, a literal, is quoted here.
 #[must_use]
 pub fn reference_command(config_path: &str, graphs: bool) -> String {
-    let quoted = config_path.replace('\'', "'\\''");
+    let quoted = crate::measure::profiler::quote(config_path);
     format!(
-        "{{{{ utilgate }}}} harness reference --config '{quoted}' --kv-dtype {{{{ kv_dtype }}}}{}",
+        "{{{{ utilgate }}}} harness reference --config {quoted} --kv-dtype {{{{ kv_dtype }}}}{}",
         if graphs { " --graphs" } else { "" }
     )
 }
@@ -70,10 +70,15 @@ mod tests {
     fn reference_command_is_a_valid_template_and_quotes_the_path() {
         let cmd = reference_command("/tmp/it's here/utilgate.toml", true);
         crate::case::check_command_template(&cmd).expect("valid template");
+        let words = shlex::split(&cmd).expect("one shell line");
+        assert_eq!(
+            words[..5],
+            ["{{", "utilgate", "}}", "harness", "reference"].map(String::from)
+        );
         assert!(
-            cmd.starts_with(
-                "{{ utilgate }} harness reference --config '/tmp/it'\\''s here/utilgate.toml'"
-            ),
+            words
+                .windows(2)
+                .any(|w| w == ["--config", "/tmp/it's here/utilgate.toml"]),
             "{cmd}"
         );
         assert!(cmd.ends_with("--kv-dtype {{ kv_dtype }} --graphs"), "{cmd}");
