@@ -122,14 +122,6 @@ pub fn pull_request_event(
     read_event(&genv, &PublishOptions::default()).map(Some)
 }
 
-#[expect(
-    clippy::print_stderr,
-    reason = "publishing notes go to stderr by design"
-)]
-pub(super) fn note(text: &str) {
-    eprintln!("{text}");
-}
-
 /// The pull request facts from the event payload (`--event`, else `GITHUB_EVENT_PATH`).
 pub(super) fn read_event(
     genv: &GithubEnv,

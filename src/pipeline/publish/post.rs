@@ -13,8 +13,7 @@ use crate::output;
 use crate::report::{self, GITHUB_COMMENT_LIMIT, Renderer, ReportFormat, RunReport};
 
 use super::env::{
-    GithubEnv, PublishOptions, check_belongs, check_ready, head_sha, note, read_event,
-    read_only_fork,
+    GithubEnv, PublishOptions, check_belongs, check_ready, head_sha, read_event, read_only_fork,
 };
 use super::files::write_step_summary;
 
@@ -32,7 +31,7 @@ pub fn publish_report(
     write_step_summary(renderer, report, genv)?;
     if genv.actions {
         for line in report::annotations(report) {
-            note(&line);
+            output::note(&line);
         }
     }
     let event = read_event(genv, opts)?;
@@ -111,7 +110,7 @@ pub fn publish_report(
     {
         let done = issues?;
         if !done.is_empty() {
-            note(done.trim_end());
+            output::note(done.trim_end());
         }
         output::warn(
             "nothing to publish: no pull request and no commit (set GITHUB_SHA or pass --sha)",
@@ -148,7 +147,7 @@ pub fn publish_report(
         let _ = writeln!(text, "published: {} check run(s) on {sha}", done.check_runs);
     }
     text.push_str(&issues?);
-    note(text.trim_end());
+    output::note(text.trim_end());
     Ok(())
 }
 
