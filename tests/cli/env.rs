@@ -17,6 +17,7 @@ echo "harness starting for $UTILGATE_MODEL b$UTILGATE_BATCH c$UTILGATE_CONTEXT r
 case "${FAIL_MODE:-}" in
   crash) echo "Segmentation fault in fake kernel" >&2; kill -SEGV $$ ;;
   exit3) echo "RuntimeError: CUDA out of memory" >&2; exit 3 ;;
+  leak) printf '{"step_ms": 1.0}\n401 for token ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\n' >> "$out"; exit 0 ;;
   garbage) printf '{"step_ms": 1.0}\nthis is not json\n' >> "$out"; exit 0 ;;
   nan) printf '{"step_ms": NaN}\n' >> "$out"; exit 0 ;;
   negative) printf '{"step_ms": -2.5}\n' >> "$out"; exit 0 ;;

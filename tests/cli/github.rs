@@ -367,6 +367,40 @@ fn a_regression_fails_the_status_and_annotates_from_run() {
     assert!(text.contains("🔴 regressed"), "{text}");
 }
 
+/// An annotation quotes a failed case's stderr; a token shape in it is masked there as in
+/// every other line utilgate prints (the annotations used to bypass the output module).
+#[test]
+fn annotations_published_from_a_stored_run_are_redacted() {
+    let env = TestEnv::new();
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let event = env.write(
+        "gh/pr-run-event.json",
+        &fixture("pull_request__opened.payload.json"),
+    );
+    let out = clean(&env)
+        .args(["run", "--branch", "feature", "--git-sha", MERGE_SHA])
+        .env("GITHUB_EVENT_NAME", "pull_request")
+        .env("GITHUB_EVENT_PATH", event)
+        .env("FAIL_MODE", "leak")
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let gh = Github::happy();
+    let actions = Actions::new(&env, &gh.uri(), false);
+    let out = publish(&env, &actions, &[]);
+    let err = stderr(&out);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("::error title=utilgate error") && l.contains("401 for token")),
+        "the error annotation is printed:\n{err}"
+    );
+    assert!(
+        !err.contains("ghp_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+        "a token shape reached the log:\n{err}"
+    );
+}
+
 #[test]
 fn a_403_explains_the_permissions_block_and_the_gate_still_decides_the_exit() {
     let env = TestEnv::new();
