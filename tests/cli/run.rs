@@ -191,33 +191,52 @@ fn a_non_ascii_commit_id_is_listed_not_a_panic() {
     assert_eq!(runs["runs"][0]["git_sha"], "abcdefghié");
 }
 
+/// `runs show` at 72, 80 and 120 columns: no line of the table (or its blocks) past the
+/// width, and every figure whole on one line (the old table split "15.91" over "2"); on a pipe
+/// each row stays on one line with its whole case key, for tools that read it.
 #[test]
-fn the_run_table_fits_the_terminal_width_and_wraps_the_case() {
+fn the_run_table_fits_the_terminal_width_and_never_breaks_a_figure() {
     let env = TestEnv::new();
-    let out = env.run("main", &[("COLUMNS", "72")]);
+    let out = env.run("main", &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = stdout(&out);
-    let table: Vec<&str> = text
-        .lines()
-        .skip_while(|l| !l.starts_with('┌'))
-        .take_while(|l| !l.starts_with("gate:"))
+    let shown = env.json(&["runs", "show"]);
+    let cases = shown["cases"].as_array().expect("cases");
+    assert_eq!(cases.len(), 2, "{shown}");
+    let figures: Vec<String> = cases
+        .iter()
+        .flat_map(|c| [&c["floor_ms"], &c["median_ms"], &c["p90_ms"]])
+        .map(|v| format!("{:.3}", v.as_f64().expect("a figure")))
         .collect();
-    assert!(table.len() > 3, "no table:\n{text}");
+    for columns in ["72", "80", "120"] {
+        let out = env
+            .cmd()
+            .args(["runs", "show"])
+            .env("COLUMNS", columns)
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        let table: Vec<&str> = text
+            .lines()
+            .take_while(|l| !l.starts_with("gate:"))
+            .collect();
+        let width: usize = columns.parse().expect("a number");
+        assert!(
+            table.iter().all(|l| l.chars().count() <= width),
+            "wider than {columns}:\n{text}"
+        );
+        for figure in &figures {
+            assert!(
+                table.iter().any(|l| l.contains(figure.as_str())),
+                "{figure} is not whole at {columns} columns:\n{text}"
+            );
+        }
+    }
+    let piped = stdout(&env.cmd().args(["runs", "show"]).output().expect("runs"));
     assert!(
-        table.iter().all(|l| l.chars().count() <= 72),
-        "wider than 72:\n{text}"
-    );
-    // The case column wraps rather than the table running off the screen.
-    assert!(
-        !table
-            .iter()
-            .any(|l| l.contains("decode/seed-8b/bf16/decode/b1/c4096")),
-        "{text}"
-    );
-    // Piped (no COLUMNS), each row stays on one line for tools that read it.
-    let piped = stdout(&env.run("main", &[]));
-    assert!(
-        piped.contains("decode/seed-8b/bf16/decode/b1/c4096"),
+        piped
+            .lines()
+            .any(|l| l.contains("decode/seed-8b/bf16/decode/b1/c4096") && l.contains("new")),
         "{piped}"
     );
 }
