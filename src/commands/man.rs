@@ -1,6 +1,8 @@
 //! `utilgate man [--out-dir DIR]`: the man pages generated from the CLI's definition. Prints to
 //! stdout, or writes one file per command.
 
+#![expect(clippy::disallowed_methods, reason = "man pages are written as files")]
+
 use std::path::Path;
 
 use clap::CommandFactory;

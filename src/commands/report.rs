@@ -3,6 +3,8 @@
 //! templates or one of the exports. Reads the store and the config's user templates; writes
 //! stdout or one file. Never writes the store.
 
+#![expect(clippy::disallowed_methods, reason = "report --out writes files")]
+
 use crate::cli::{ReportArgs, ReportFormatArg};
 use crate::error::Error;
 use crate::outcome::Outcome;

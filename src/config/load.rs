@@ -1,6 +1,8 @@
 //! Loading a config from disk: reads the file and the `hf_config` files it names, resolves the
 //! models and validates. The only I/O of the config module.
 
+#![expect(clippy::disallowed_methods, reason = "the config is a file")]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

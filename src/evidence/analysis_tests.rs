@@ -2,6 +2,8 @@
 //! (`tests/fixtures/pytorch_profiler_gpu/`, `tests/fixtures/torch_traces_hta/`) and on small
 //! hand-written traces. Reads fixture files.
 
+#![expect(clippy::disallowed_methods, reason = "tests read their fixtures")]
+
 use std::path::Path;
 
 use super::analysis::{Options, analyse};

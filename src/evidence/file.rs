@@ -5,6 +5,11 @@
 //! returns at once), then refused unless it is a regular file; what is read into memory is
 //! capped ([`read_capped`]).
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "evidence files are opened here, safely"
+)]
+
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};

@@ -1,6 +1,8 @@
 //! Tests against `HolisticTraceAnalysis` 0.5.0's golden outputs on its own test traces
 //! (`tests/fixtures/torch_traces_hta/`, MIT, see its README). Reads fixture files.
 
+#![expect(clippy::disallowed_methods, reason = "tests read HTA's golden outputs")]
+
 use std::path::{Path, PathBuf};
 
 use super::hta::{CONSECUTIVE_KERNEL_DELAY, Frame, IdleCategory};

@@ -1,5 +1,7 @@
 //! Tests of the Nsight Systems reader and summaries on real exports
 //! (`tests/fixtures/nsight_systems/`: pipit's `CloverLeaf` export and its golden `gpu_trace` CSV).
+
+#![expect(clippy::disallowed_methods, reason = "tests read their fixtures")]
 #![expect(
     clippy::float_cmp,
     clippy::cast_possible_truncation,

@@ -3,6 +3,11 @@
 //! which the newest `*.pt.trace.json[.gz]` is taken. Decompression streams through flate2.
 //! [`analyse_file`] analyses a trace in two streaming passes without holding it (see its doc).
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a trace reader opens the trace it reads"
+)]
+
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 

@@ -7,6 +7,11 @@
 //! guard's child-subreaper sweep instead (docs/reliability.md). I/O: /proc and the cgroup
 //! file system.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a cgroup is driven through its files"
+)]
+
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};

@@ -18,6 +18,11 @@
 //!   Where a scope holds the harness, what is left is what the scope holds; only without one
 //!   does the guard look through /proc for its adopted orphans and its process group.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the guard reads /proc and its cgroup to find leftovers"
+)]
+
 use std::fs;
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -5,6 +5,11 @@
 //! kernel on one thread, so its utilisation against this probe says how close a plain
 //! single-threaded decode step gets to the host's measured read bandwidth.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the host is read from /proc and /sys"
+)]
+
 use std::hint::black_box;
 use std::path::Path;
 use std::time::Instant;

@@ -3,6 +3,11 @@
 //! runs the profilers' helper commands and reads files; the readers (`evidence::nsys_sqlite`,
 //! `evidence::ncu`) and the summary (`evidence::nsight`) are the pure side.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a profiler writes its report as a file"
+)]
+
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 

@@ -4,6 +4,11 @@
 //! utilgate processes that no longer exist (and their leftover cgroup scopes). I/O: the file
 //! system.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "each repeat gets a working directory of its own"
+)]
+
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};

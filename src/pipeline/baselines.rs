@@ -2,6 +2,11 @@
 //! store, imported into it, and a scratch store seeded from them for `run --baselines`; shared by
 //! `baseline export|import|diff` and `run`. Does I/O: reads files and the store.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "baselines/ is a directory of files"
+)]
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -2,6 +2,11 @@
 //! (as a lookup function, so pure code takes it as an argument), the suites it runs and the store
 //! it opens. The edge of the pipeline: I/O only, no decision.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the edge: atomic writes and the clock live here"
+)]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -3,6 +3,8 @@
 //! stored evidence. A file that cannot be read becomes a warning on the case, never an error
 //! of the run.
 
+#![expect(clippy::disallowed_methods, reason = "Nsight exports are files")]
+
 use std::path::{Path, PathBuf};
 
 use crate::case::CaseKey;

@@ -5,6 +5,11 @@
 //! again and its page is not rewritten. Every file is written beside and renamed, so a failed
 //! build never leaves half a page. Reads the store; writes only under the site's directory.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the site is a directory of files"
+)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,10 @@
 //! Reads a load-generator result file from disk and parses it. The only I/O of `serve`.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a load generator's results are a file"
+)]
+
 use std::path::Path;
 
 use super::error::ServeError;

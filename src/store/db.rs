@@ -1,6 +1,8 @@
 //! Opening the store: the `SQLite` file, its pragmas (WAL, foreign keys, busy timeout) and its
 //! migrations; plus the value conversions every query shares. Does file I/O.
 
+#![expect(clippy::disallowed_methods, reason = "the store is a file")]
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

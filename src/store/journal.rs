@@ -12,6 +12,11 @@
 //! - The **rescue file** (`<store>.rescue-<time>.json`): the complete run, written when the
 //!   final store write fails, so `utilgate import run FILE` can store it later.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the resume journal is a file beside the store"
+)]
+
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};

@@ -1,6 +1,11 @@
 //! Tests of the store against real `SQLite` files in temporary directories and, the same tests,
 //! against a real `PostgreSQL` server (a throwaway cluster, `tests/support/pg_cluster.rs`).
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "tests make and damage store files"
+)]
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -5,6 +5,11 @@
 //! and writes each sequence's new K/V. Nothing about the step time is assumed or hard-coded:
 //! it is the wall time of that work on this host. Does I/O (environment, clock, one file).
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the CPU harness writes its results file"
+)]
+
 use std::fmt::Write as _;
 use std::hint::black_box;
 use std::io::Write as _;

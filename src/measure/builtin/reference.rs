@@ -3,6 +3,11 @@
 //! process per repeat, timeout, GPU sampling), so its steps are judged exactly like a user's.
 //! Does I/O: the protocol's environment, the GPU, one output file.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the reference harness writes its results file"
+)]
+
 use std::fmt::Write as _;
 use std::io::Write as _;
 

@@ -1,6 +1,11 @@
 //! The harness's process group and its stderr tail reader: starting, watching and ending a
 //! harness process and everything it spawned. I/O.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a child's state is read from /proc"
+)]
+
 use super::KILL_WAIT;
 use super::MAX_POLL;
 use super::STDERR_TAIL_LINES;

@@ -1,5 +1,10 @@
 //! Tests of `harness`.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "tests write harness scripts and read their output"
+)]
+
 use std::os::unix::fs::PermissionsExt;
 
 use super::process::{Tail, group_alive, parse_stat};

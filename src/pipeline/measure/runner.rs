@@ -3,6 +3,11 @@
 //! what the repeats measured.
 //! Does I/O: starts harness processes and reads their results files.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "evidence files are copied into the store"
+)]
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

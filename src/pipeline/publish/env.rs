@@ -3,6 +3,8 @@
 //! a token and repository, a fork's read-only token, and that the run belongs to the target.
 //! Reads the environment (passed in) and the event file.
 
+#![expect(clippy::disallowed_methods, reason = "the event payload is a file")]
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 

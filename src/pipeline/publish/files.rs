@@ -3,6 +3,11 @@
 //! report becomes: the report directory and the Actions step summary. Reads the store and the
 //! templates directory; writes files.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "reports and the step summary are files"
+)]
+
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
