@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 
 use super::chunks::{Chunks, Parsed, parse_one, parse_owned};
+use super::kineto_error::TimeField;
 use super::model::{CpuKind, CpuOp, GpuKind, GpuOp, Names, Trace};
 
 pub use super::kineto_error::KinetoError;
@@ -153,19 +154,32 @@ fn events<R: Read, F: FnMut(&Names, Record)>(
         return Ok(());
     }
     loop {
-        chunks.value(|slice, eof| {
+        let pushed = chunks.value(|slice, eof| {
             Ok(match parse_one::<RawEvent<'_>>(slice, eof)? {
-                Parsed::Done(ev, used) => {
-                    builder.push(ev);
-                    Parsed::Done((), used)
-                }
+                Parsed::Done(ev, used) => Parsed::Done(builder.push(ev), used),
                 Parsed::More => Parsed::More,
             })
         })?;
+        if let Err(BadTime { field, value }) = pushed {
+            let (line, column) = chunks.last_value_position();
+            return Err(KinetoError::AbsurdTime {
+                index: builder.meta.events_seen - 1,
+                line,
+                column,
+                field,
+                value,
+            });
+        }
         if chunks.take(b",]", "`,` or `]` after an event")? == b']' {
             return Ok(());
         }
     }
+}
+
+/// A time of an event that [`TimeField::accepts`] refuses.
+struct BadTime {
+    field: TimeField,
+    value: f64,
 }
 
 struct Builder<'n, F> {
@@ -176,18 +190,28 @@ struct Builder<'n, F> {
 }
 
 impl<F: FnMut(&Names, Record)> Builder<'_, F> {
-    fn push(&mut self, ev: RawEvent<'_>) {
+    /// Hands a complete event to the sink; `Err` names a time no profiler writes, so that no
+    /// figure is computed from it.
+    fn push(&mut self, ev: RawEvent<'_>) -> Result<(), BadTime> {
         self.meta.events_seen += 1;
         let (Some(ts), Some(dur)) = (ev.ts, ev.dur) else {
-            return;
+            return Ok(());
         };
         // Only complete events carry a duration ("X"); a missing ph is read as complete too.
         if ev.ph.as_deref().is_some_and(|ph| ph != "X") {
-            return;
+            return Ok(());
         }
         let cat = ev.cat.as_deref().unwrap_or("");
         if cat == "Trace" {
-            return; // the profiler's own span
+            return Ok(()); // the profiler's own span
+        }
+        for (field, time) in [(TimeField::Ts, ts), (TimeField::Dur, dur)] {
+            if !field.accepts(time.value) {
+                return Err(BadTime {
+                    field,
+                    value: time.value,
+                });
+            }
         }
         if ts.float || dur.float {
             self.meta.float_timestamps = true;
@@ -232,6 +256,7 @@ impl<F: FnMut(&Names, Record)> Builder<'_, F> {
             })
         };
         (self.sink)(self.names, record);
+        Ok(())
     }
 }
 
@@ -524,6 +549,55 @@ mod tests {
         assert_eq!(column, alone.column());
         let err = read(&text.as_bytes()[..text.len() / 2]).expect_err("truncated");
         assert!(matches!(err, KinetoError::Truncated { .. }), "{err:?}");
+    }
+
+    /// Times no profiler writes would print as `inf µs`, `NaN%` or a wall of 31 digits: each
+    /// is refused naming the event's place, its line and column, and the field.
+    #[test]
+    fn absurd_times_are_refused_with_the_events_position_and_field() {
+        let ok = r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 3}"#;
+        for (bad, field, shown) in [
+            (r#""ts": 1, "dur": 1e308"#, "dur", "1e308"),
+            (r#""ts": "inf", "dur": 1"#, "ts", "inf"),
+            (r#""ts": "NaN", "dur": 1"#, "ts", "NaN"),
+            (r#""ts": 1e31, "dur": 1"#, "ts", "1e31"),
+            (r#""ts": 5, "dur": -1e31"#, "dur", "-1e31"),
+            (r#""ts": 5, "dur": -0.5"#, "dur", "-0.5"),
+        ] {
+            let text = format!(
+                "{{\"traceEvents\": [\n{ok},\n  {{\"ph\": \"X\", \"name\": \"ProfilerStep#1\", {bad}}}]}}"
+            );
+            let err = parse(&text).expect_err(bad);
+            let KinetoError::AbsurdTime {
+                index,
+                line,
+                column,
+                field: f,
+                value,
+            } = &err
+            else {
+                panic!("{bad}: {err:?}")
+            };
+            assert_eq!((*index, *line, *column), (1, 3, 3), "{bad}");
+            assert_eq!(f.to_string(), field, "{bad}");
+            assert_eq!(format!("{value:?}"), shown, "{bad}");
+            let message = err.to_string();
+            assert!(
+                message.starts_with(&format!(
+                    "traceEvents[1] (line 3, column 3): `{field}` is {shown} µs, but a"
+                )),
+                "{message}"
+            );
+            assert!(
+                err.hint()
+                    .is_some_and(|h| h.contains("record the trace again"))
+            );
+        }
+        // The edges are times: zero, 2^53 µs, a negative timestamp; a skipped event is not read.
+        let edges = format!(
+            "[{ok}, {{\"ph\": \"X\", \"ts\": -5, \"dur\": 0}}, {{\"ph\": \"X\", \"ts\": 9007199254740992, \"dur\": 9007199254740992}}, {{\"ph\": \"i\", \"ts\": \"inf\", \"dur\": -1}}]"
+        );
+        assert_eq!(parse(&edges).expect("valid").cpu.len(), 3);
     }
 
     #[test]
