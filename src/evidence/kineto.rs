@@ -72,6 +72,7 @@ pub fn stream<F: FnMut(&Names, Record)>(
         sink,
         meta: Meta::default(),
         saw_events: false,
+        threads: std::collections::HashMap::new(),
     };
     match chunks.peek()? {
         Some(b'[') => {
@@ -187,6 +188,8 @@ struct Builder<'n, F> {
     sink: F,
     meta: Meta,
     saw_events: bool,
+    /// Each host thread (`pid`, `tid`) seen, numbered in order of first appearance.
+    threads: std::collections::HashMap<(ThreadPart<'static>, ThreadPart<'static>), u32>,
 }
 
 impl<F: FnMut(&Names, Record)> Builder<'_, F> {
@@ -247,16 +250,31 @@ impl<F: FnMut(&Names, Record)> Builder<'_, F> {
                 "python_function" => CpuKind::Python,
                 _ => CpuKind::Other,
             };
+            let thread = self.thread(ev.pid, ev.tid);
             Record::Cpu(CpuOp {
                 ts: ts.value,
                 dur: dur.value,
                 name,
                 kind,
                 correlation,
+                thread,
             })
         };
         (self.sink)(self.names, record);
         Ok(())
+    }
+
+    /// The number of the thread `(pid, tid)`, given on its first event.
+    fn thread(&mut self, pid: Option<ThreadPart<'_>>, tid: Option<ThreadPart<'_>>) -> u32 {
+        let key = (
+            pid.unwrap_or(ThreadPart::Other),
+            tid.unwrap_or(ThreadPart::Other),
+        );
+        // The map keeps owned keys: a text id is copied on each host event (Kineto writes host
+        // threads' ids as integers, which copy nothing).
+        let key = (key.0.into_owned(), key.1.into_owned());
+        let next = u32::try_from(self.threads.len()).unwrap_or(u32::MAX);
+        *self.threads.entry(key).or_insert(next)
     }
 }
 
@@ -281,6 +299,62 @@ struct RawEvent<'a> {
     dur: Option<Time>,
     #[serde(default)]
     args: Option<RawArgs>,
+    #[serde(default, borrow)]
+    pid: Option<ThreadPart<'a>>,
+    #[serde(default, borrow)]
+    tid: Option<ThreadPart<'a>>,
+}
+
+/// A `pid` or `tid` as written: an integer, a string (`"stream 7"`), or anything else.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum ThreadPart<'a> {
+    Int(i128),
+    Text(std::borrow::Cow<'a, str>),
+    Other,
+}
+
+impl ThreadPart<'_> {
+    fn into_owned(self) -> ThreadPart<'static> {
+        match self {
+            ThreadPart::Int(v) => ThreadPart::Int(v),
+            ThreadPart::Text(t) => ThreadPart::Text(std::borrow::Cow::Owned(t.into_owned())),
+            ThreadPart::Other => ThreadPart::Other,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ThreadPart<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = ThreadPart<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a process or thread id")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(ThreadPart::Int(i128::from(v)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(ThreadPart::Int(i128::from(v)))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(ThreadPart::Other)
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(ThreadPart::Text(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(ThreadPart::Text(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(ThreadPart::Other)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(ThreadPart::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize, Default)]

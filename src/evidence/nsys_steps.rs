@@ -108,6 +108,8 @@ pub fn to_trace(e: &Export) -> Trace {
                 name,
                 kind,
                 correlation: s.correlation.unwrap_or(-1),
+                // The export's spans carry no thread here: one host thread.
+                thread: 0,
             });
         }
     }

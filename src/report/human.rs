@@ -249,6 +249,12 @@ fn details(out: &mut String, c: &CaseReport) {
         for d in &ev.diagnosis {
             let _ = writeln!(out, "  trace: {}", t(d));
         }
+        if !ev.host_lines.is_empty() {
+            let _ = writeln!(out, "  trace: host operators by self time:");
+            for line in &ev.host_lines {
+                let _ = writeln!(out, "    {}", t(line));
+            }
+        }
     }
     for ev in &c.nsight {
         let what = format!("{} {}", ev.kind, t(&ev.file));

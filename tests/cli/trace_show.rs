@@ -80,3 +80,98 @@ fn absurd_timestamps_are_refused_naming_the_file_the_event_and_the_field() {
         assert!(stderr(&out).contains(said), "{name}: {}", stderr(&out));
     }
 }
+
+/// A CPU-only decode loop as torch.profiler writes it on a machine without a GPU: three steps
+/// of 1000 µs, each `aten::linear` (600 µs) holding `aten::matmul` (550 µs) holding `aten::mm`
+/// (`mm_us`), then `aten::relu` (100 µs).
+fn cpu_only(mm_us: u32) -> Vec<String> {
+    let mut ev = Vec::new();
+    for step in 0..3u32 {
+        let t0 = 10_000 + step * 1000;
+        ev.push(format!(
+            r#"{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{step}", "pid": 7, "tid": 1, "ts": {t0}, "dur": 1000}}"#
+        ));
+        for (name, at, dur) in [
+            ("aten::linear", 10, 600),
+            ("aten::matmul", 20, 550),
+            ("aten::mm", 30, mm_us),
+            ("aten::relu", 700, 100),
+        ] {
+            ev.push(cpu_op(name, &(t0 + at).to_string(), &dur.to_string()));
+        }
+    }
+    ev
+}
+
+/// On a CPU-only trace the table was inclusive (`aten::linear` 600 µs, `aten::matmul` 550 µs and
+/// `aten::mm` 500 µs: 1750 µs of rows in a 1000 µs step), had no self-time column, and the diff
+/// printed "GPU idle 100.0% -> 100.0%". Now: self time first, and no GPU figure.
+#[test]
+fn a_cpu_only_trace_shows_self_time_and_no_gpu_figure() {
+    let env = TestEnv::new();
+    let then = write_trace(&env, "then.json", &cpu_only(500));
+    let now = write_trace(&env, "now.json", &cpu_only(540));
+    let out = trace(&env, &["show", now.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("no GPU activity recorded (no kernel, copy or memset in the trace)"),
+        "{text}"
+    );
+    let rows: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("top host operators by self time"))
+        .skip(1)
+        .take(4)
+        .collect();
+    // count, self µs, share of all operators' self time (700 µs), µs with the operators inside.
+    assert_eq!(
+        rows,
+        vec![
+            "      1.0      540.0  77.1%      540.0  aten::mm",
+            "      1.0      100.0  14.3%      100.0  aten::relu",
+            "      1.0       50.0   7.1%      600.0  aten::linear",
+            "      1.0       10.0   1.4%      550.0  aten::matmul",
+        ],
+        "{text}"
+    );
+    assert!(
+        text.contains("self time of all host operators: 700.0 µs per step, 70.0% of the wall"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "aten::mm leads with 540.0 µs per step, 77% of all host operators' self time"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("GPU busy") && !text.contains("idle"),
+        "{text}"
+    );
+
+    let out = trace(
+        &env,
+        &[
+            "diff",
+            then.to_str().expect("utf-8"),
+            now.to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "per step: wall 1000.0 -> 1000.0 µs; no GPU activity recorded in either trace"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("GPU idle") && !text.contains("category shares"),
+        "{text}"
+    );
+    assert!(
+        text.contains("host operators, largest change of self time first:\n  aten::matmul -80% (50.0 -> 10.0 self µs per step; 1 -> 1 calls)\n  aten::mm +8% (500.0 -> 540.0 self µs per step; 1 -> 1 calls)"),
+        "{text}"
+    );
+}
