@@ -63,7 +63,20 @@ pub struct StepSummary {
     pub graph_launches: f64,
     /// Host synchronisation calls: device, stream and event synchronize and blocking copies
     /// (`cudaMemcpy`); a `.item()` is one (its copy is counted in `dtoh_copies`, not again).
+    /// The four kinds below add up to it.
     pub syncs: f64,
+    /// `cudaDeviceSynchronize`, `cuCtxSynchronize`, `hipDeviceSynchronize` calls.
+    #[serde(default)]
+    pub device_syncs: f64,
+    /// `cudaStreamSynchronize`, `cuStreamSynchronize`, `hipStreamSynchronize` calls.
+    #[serde(default)]
+    pub stream_syncs: f64,
+    /// `cudaEventSynchronize`, `hipEventSynchronize` calls.
+    #[serde(default)]
+    pub event_syncs: f64,
+    /// Blocking `cudaMemcpy`/`hipMemcpy` calls (the host waits for the copy).
+    #[serde(default)]
+    pub blocking_copies: f64,
     /// Device-to-host copies (each a sync point only when the host waits on it: see `syncs`).
     #[serde(default)]
     pub dtoh_copies: f64,
@@ -150,20 +163,51 @@ fn is_dtoh(name: &str) -> bool {
     name.contains("DtoH") || name.contains("Device-to-Host")
 }
 
-fn is_sync_call(name: &str) -> bool {
-    matches!(
-        name,
-        "cudaDeviceSynchronize"
-            | "cudaStreamSynchronize"
-            | "cudaEventSynchronize"
-            | "cudaMemcpy"
-            | "cuCtxSynchronize"
-            | "cuStreamSynchronize"
-            | "hipDeviceSynchronize"
-            | "hipStreamSynchronize"
-            | "hipEventSynchronize"
-            | "hipMemcpy"
-    )
+/// Which kind of host sync call `name` is, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SyncCall {
+    Device,
+    Stream,
+    Event,
+    BlockingCopy,
+}
+
+fn sync_call(name: &str) -> Option<SyncCall> {
+    Some(match name {
+        "cudaDeviceSynchronize" | "cuCtxSynchronize" | "hipDeviceSynchronize" => SyncCall::Device,
+        "cudaStreamSynchronize" | "cuStreamSynchronize" | "hipStreamSynchronize" => {
+            SyncCall::Stream
+        }
+        "cudaEventSynchronize" | "hipEventSynchronize" => SyncCall::Event,
+        "cudaMemcpy" | "hipMemcpy" => SyncCall::BlockingCopy,
+        _ => return None,
+    })
+}
+
+impl StepSummary {
+    /// What `syncs` counts, per kind, in words: `0.4 stream synchronize, 0.4 blocking
+    /// cudaMemcpy` (the kinds present, in this order; "none" without a sync call). An
+    /// analysis stored before the kinds were counted says only the total.
+    #[must_use]
+    pub fn sync_kinds(&self) -> String {
+        let parts: Vec<String> = [
+            (self.device_syncs, "device synchronize"),
+            (self.stream_syncs, "stream synchronize"),
+            (self.event_syncs, "event synchronize"),
+            (self.blocking_copies, "blocking cudaMemcpy"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0.0)
+        .map(|(n, what)| format!("{n:.1} {what}"))
+        .collect();
+        if !parts.is_empty() {
+            parts.join(", ")
+        } else if self.syncs > 0.0 {
+            "kinds not recorded in this stored analysis".to_owned()
+        } else {
+            "none".to_owned()
+        }
+    }
 }
 
 /// Pass 1 of an analysis: finds the step spans (and whether the trace has GPU work) from every
@@ -487,8 +531,14 @@ impl<'o> Analyser<'o> {
                             s.graph_launches += 1.0;
                         }
                     }
-                    if is_sync_call(name) {
+                    if let Some(kind) = sync_call(name) {
                         s.syncs += 1.0;
+                        *match kind {
+                            SyncCall::Device => &mut s.device_syncs,
+                            SyncCall::Stream => &mut s.stream_syncs,
+                            SyncCall::Event => &mut s.event_syncs,
+                            SyncCall::BlockingCopy => &mut s.blocking_copies,
+                        } += 1.0;
                     }
                 }
             }
@@ -767,6 +817,10 @@ impl<'o> Analyser<'o> {
             step.launches += s.launches / n;
             step.graph_launches += s.graph_launches / n;
             step.syncs += s.syncs / n;
+            step.device_syncs += s.device_syncs / n;
+            step.stream_syncs += s.stream_syncs / n;
+            step.event_syncs += s.event_syncs / n;
+            step.blocking_copies += s.blocking_copies / n;
             step.dtoh_copies += s.dtoh_copies / n;
             step.pageable_htod_copies += s.pageable_htod_copies / n;
             step.host_wait_us += s.host_wait_us / n;

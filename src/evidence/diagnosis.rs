@@ -77,8 +77,9 @@ pub fn diagnose(a: &Analysis, mbu: Option<f64>) -> Vec<String> {
     }
     if s.syncs >= SYNCS_PER_STEP {
         out.push(format!(
-            "synchronisation: {:.1} host sync calls per step (device, stream or event synchronize, blocking cudaMemcpy): keep values on the device (no .item()/.cpu() inside the step)",
-            s.syncs
+            "synchronisation: {:.1} host sync calls per step ({}): keep values on the device (no .item()/.cpu() inside the step)",
+            s.syncs,
+            s.sync_kinds()
         ));
     }
     let copy_share = share(a, Category::Memory);

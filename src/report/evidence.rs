@@ -44,8 +44,14 @@ pub fn analysis_text(source: &str, a: &Analysis, diagnosis: &[String], top: usiz
         );
         let _ = writeln!(
             out,
-            "  kernels {:.1}, launches {:.1} ({:.1} graph launches), host sync calls {:.1}, DtoH copies {:.1}, pageable HtoD copies {:.1}",
-            s.kernels, s.launches, s.graph_launches, s.syncs, s.dtoh_copies, s.pageable_htod_copies
+            "  kernels {:.1}, launches {:.1} ({:.1} graph launches), host sync calls {:.1} ({}), DtoH copies {:.1}, pageable HtoD copies {:.1}",
+            s.kernels,
+            s.launches,
+            s.graph_launches,
+            s.syncs,
+            s.sync_kinds(),
+            s.dtoh_copies,
+            s.pageable_htod_copies
         );
         let total: f64 = a.categories.values().sum();
         let cats: Vec<String> = Category::ALL

@@ -239,7 +239,7 @@ fn details(out: &mut String, c: &CaseReport) {
         if !ev.diff_lines.is_empty() {
             let _ = writeln!(
                 out,
-                "  trace diff against the baseline's ({}):",
+                "  trace diff, the baseline result's trace -> this run's ({}):",
                 t(&ev.trace)
             );
             for line in &ev.diff_lines {
@@ -264,7 +264,7 @@ fn details(out: &mut String, c: &CaseReport) {
         if !ev.diff_lines.is_empty() {
             let _ = writeln!(
                 out,
-                "  {} diff against the baseline's ({}):",
+                "  {} diff, the baseline result's file -> this run's ({}):",
                 ev.kind,
                 t(&ev.file)
             );

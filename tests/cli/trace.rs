@@ -62,7 +62,7 @@ fn a_regressed_case_names_the_kernel_that_grew_in_every_report() {
     let text = stdout(&out);
     assert!(text.contains(&format!("REGRESSED {B1}")), "{text}");
     assert!(
-        text.contains("trace diff against the baseline's (worker0.1733000000.pt.trace.json):"),
+        text.contains("trace diff, the baseline result's trace -> this run's (worker0.1733000000.pt.trace.json):"),
         "{text}"
     );
     assert!(
