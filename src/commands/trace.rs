@@ -9,6 +9,7 @@ use crate::case::CaseKey;
 use crate::cli::{ConfigArgs, Format, TraceDiffArgs, TraceShowArgs};
 use crate::error::Error;
 use crate::evidence::nsight::{NsightSummary, ncu_diff, nsys_diff};
+use crate::evidence::nsys_steps::NsysSteps;
 use crate::evidence::{Analysis, Options, diagnose, diff};
 use crate::outcome::Outcome;
 use crate::output;
@@ -163,7 +164,11 @@ fn kind_of(path: &Path) -> Result<Kind, Error> {
         &mut head,
     )
     .map_err(io)?;
-    if head.starts_with(crate::evidence::nsys_sqlite::SQLITE_MAGIC) {
+    // A file named as an export is read as one, so that one that is not (empty, text, gzip)
+    // gets the export's error and its fix, not a torch.profiler trace's.
+    if head.starts_with(crate::evidence::nsys_sqlite::SQLITE_MAGIC)
+        || crate::evidence::nsys_sqlite::named_as_export(path)
+    {
         return Ok(Kind::Nsys);
     }
     let first = head.iter().find(|b| !b.is_ascii_whitespace());
@@ -186,9 +191,12 @@ fn ncu_of(path: &Path, text: &str) -> Result<crate::evidence::ncu::NcuReport, Er
     })
 }
 
-/// The `nsys stats` summaries of an export (a `.nsys-rep` is exported beside itself first), or
-/// of an `nsys stats` CSV.
-fn nsys_of(path: &Path, kind: &Kind) -> Result<crate::evidence::nsys::Summary, Error> {
+/// The `nsys stats` summaries of an export (a `.nsys-rep` is exported beside itself first) with
+/// its per-NVTX-step analysis, or of an `nsys stats` CSV (no timeline, so no steps).
+fn nsys_of(
+    path: &Path,
+    kind: &Kind,
+) -> Result<(crate::evidence::nsys::Summary, Option<NsysSteps>), Error> {
     if let Kind::NsysStats(text) = kind {
         let reports = crate::evidence::nsys_stats::parse(text, path.to_str()).map_err(|e| {
             Error::Argument {
@@ -197,13 +205,13 @@ fn nsys_of(path: &Path, kind: &Kind) -> Result<crate::evidence::nsys::Summary, E
                 fix: "give the CSV `nsys stats --report cuda_gpu_kern_sum --format csv` printed or wrote, or the .sqlite export".into(),
             }
         })?;
-        return Ok(crate::evidence::nsys_stats::summary(&reports));
+        return Ok((crate::evidence::nsys_stats::summary(&reports), None));
     }
     let nsys = crate::measure::profiler::find("nsys");
     let sqlite = crate::measure::profiler::nsys_sqlite(path, nsys.as_deref(), None)?;
-    Ok(crate::evidence::nsys::summarise(
-        &crate::evidence::nsys_sqlite::read(&sqlite)?,
-    ))
+    // The same reading as a run's capture: a file shows what its stored copy would.
+    let (summary, steps) = crate::measure::profiler::summarise_nsys(&sqlite, &Options::default())?;
+    Ok((summary, Some(steps)))
 }
 
 /// A file path (not a run id) that holds Nsight evidence.
@@ -223,8 +231,13 @@ fn show_nsight(args: &TraceShowArgs, kind: &Kind) -> Result<Outcome, Error> {
     let text = match (kind, args.format.format) {
         (Kind::Ncu(t), Format::Human) => ncu_text(&source, &ncu_of(path, t)?, args.top),
         (Kind::Ncu(t), Format::Json) => format!("{:#}\n", ncu_json(&source, &ncu_of(path, t)?)),
-        (_, Format::Human) => nsys_text(&source, &nsys_of(path, kind)?, args.top),
-        (_, Format::Json) => format!("{:#}\n", nsys_json(&source, &nsys_of(path, kind)?)),
+        (_, format) => {
+            let (summary, steps) = nsys_of(path, kind)?;
+            match format {
+                Format::Human => nsys_text(&source, &summary, steps.as_ref(), args.top),
+                Format::Json => format!("{:#}\n", nsys_json(&source, &summary, steps.as_ref())),
+            }
+        }
     };
     output::emit(&text)?;
     Ok(Outcome::Passed)
@@ -236,7 +249,7 @@ fn diff_nsight(args: &TraceDiffArgs, then: &Kind, now: &Kind) -> Result<Outcome,
         (Kind::Ncu(a), Kind::Ncu(b)) => ("ncu", ncu_diff(&ncu_of(tp, a)?, &ncu_of(np, b)?)),
         (Kind::Nsys | Kind::NsysStats(_), Kind::Nsys | Kind::NsysStats(_)) => (
             "nsys",
-            nsys_diff(&nsys_of(tp, then)?.kernels, &nsys_of(np, now)?.kernels),
+            nsys_diff(&nsys_of(tp, then)?.0.kernels, &nsys_of(np, now)?.0.kernels),
         ),
         _ => {
             return Err(Error::Argument {
@@ -299,7 +312,9 @@ fn show_stored(args: &TraceShowArgs, stored: &StoredCase) -> Result<Outcome, Err
             for (name, summary) in &nsight {
                 let label = format!("{source} ({name})");
                 parts.push(match summary {
-                    NsightSummary::Nsys { summary, .. } => nsys_text(&label, summary, args.top),
+                    NsightSummary::Nsys { summary, steps, .. } => {
+                        nsys_text(&label, summary, Some(steps), args.top)
+                    }
                     NsightSummary::Ncu { report, .. } => ncu_text(&label, report, args.top),
                 });
             }
@@ -314,7 +329,9 @@ fn show_stored(args: &TraceShowArgs, stored: &StoredCase) -> Result<Outcome, Err
                 .iter()
                 .map(|(name, summary)| {
                     let mut v = match summary {
-                        NsightSummary::Nsys { summary, .. } => nsys_json(source, summary),
+                        NsightSummary::Nsys { summary, steps, .. } => {
+                            nsys_json(source, summary, Some(steps))
+                        }
                         NsightSummary::Ncu { report, .. } => ncu_json(source, report),
                     };
                     v["file"] = serde_json::Value::from(*name);

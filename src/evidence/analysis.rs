@@ -63,7 +63,20 @@ pub struct StepSummary {
     pub graph_launches: f64,
     /// Host synchronisation calls: device, stream and event synchronize and blocking copies
     /// (`cudaMemcpy`); a `.item()` is one (its copy is counted in `dtoh_copies`, not again).
+    /// The four kinds below add up to it.
     pub syncs: f64,
+    /// `cudaDeviceSynchronize`, `cuCtxSynchronize`, `hipDeviceSynchronize` calls.
+    #[serde(default)]
+    pub device_syncs: f64,
+    /// `cudaStreamSynchronize`, `cuStreamSynchronize`, `hipStreamSynchronize` calls.
+    #[serde(default)]
+    pub stream_syncs: f64,
+    /// `cudaEventSynchronize`, `hipEventSynchronize` calls.
+    #[serde(default)]
+    pub event_syncs: f64,
+    /// Blocking `cudaMemcpy`/`hipMemcpy` calls (the host waits for the copy).
+    #[serde(default)]
+    pub blocking_copies: f64,
     /// Device-to-host copies (each a sync point only when the host waits on it: see `syncs`).
     #[serde(default)]
     pub dtoh_copies: f64,
@@ -82,6 +95,11 @@ pub struct NameStat {
     pub category: Option<Category>,
     pub count: f64,
     pub total_us: f64,
+    /// Host operators only: the time in the operator's own code, its duration less that of
+    /// the operators and annotations directly inside it on the same thread (see
+    /// [`SelfTimes`]). Absent for kernels and in analyses stored before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_us: Option<f64>,
 }
 
 impl NameStat {
@@ -109,10 +127,20 @@ pub struct Analysis {
     pub categories: BTreeMap<Category, f64>,
     /// Kernels, copies and memsets per step, most time first.
     pub kernels: Vec<NameStat>,
-    /// Host operators (`cpu_op`) and annotations other than the steps, per step, most time first.
+    /// Host operators (`cpu_op`) and annotations other than the steps, per step, most self
+    /// time first.
     pub operators: Vec<NameStat>,
     /// Each analysed step's wall time, microseconds.
     pub step_walls_us: Vec<f64>,
+}
+
+impl Analysis {
+    /// The self time of every host operator per step, summed (the operator table's rows add up
+    /// to it); `None` for an analysis stored before self time was measured.
+    #[must_use]
+    pub fn operators_self_us(&self) -> Option<f64> {
+        self.operators.iter().map(|o| o.self_us).sum()
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -135,20 +163,51 @@ fn is_dtoh(name: &str) -> bool {
     name.contains("DtoH") || name.contains("Device-to-Host")
 }
 
-fn is_sync_call(name: &str) -> bool {
-    matches!(
-        name,
-        "cudaDeviceSynchronize"
-            | "cudaStreamSynchronize"
-            | "cudaEventSynchronize"
-            | "cudaMemcpy"
-            | "cuCtxSynchronize"
-            | "cuStreamSynchronize"
-            | "hipDeviceSynchronize"
-            | "hipStreamSynchronize"
-            | "hipEventSynchronize"
-            | "hipMemcpy"
-    )
+/// Which kind of host sync call `name` is, if any.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SyncCall {
+    Device,
+    Stream,
+    Event,
+    BlockingCopy,
+}
+
+fn sync_call(name: &str) -> Option<SyncCall> {
+    Some(match name {
+        "cudaDeviceSynchronize" | "cuCtxSynchronize" | "hipDeviceSynchronize" => SyncCall::Device,
+        "cudaStreamSynchronize" | "cuStreamSynchronize" | "hipStreamSynchronize" => {
+            SyncCall::Stream
+        }
+        "cudaEventSynchronize" | "hipEventSynchronize" => SyncCall::Event,
+        "cudaMemcpy" | "hipMemcpy" => SyncCall::BlockingCopy,
+        _ => return None,
+    })
+}
+
+impl StepSummary {
+    /// What `syncs` counts, per kind, in words: `0.4 stream synchronize, 0.4 blocking
+    /// cudaMemcpy` (the kinds present, in this order; "none" without a sync call). An
+    /// analysis stored before the kinds were counted says only the total.
+    #[must_use]
+    pub fn sync_kinds(&self) -> String {
+        let parts: Vec<String> = [
+            (self.device_syncs, "device synchronize"),
+            (self.stream_syncs, "stream synchronize"),
+            (self.event_syncs, "event synchronize"),
+            (self.blocking_copies, "blocking cudaMemcpy"),
+        ]
+        .into_iter()
+        .filter(|(n, _)| *n > 0.0)
+        .map(|(n, what)| format!("{n:.1} {what}"))
+        .collect();
+        if !parts.is_empty() {
+            parts.join(", ")
+        } else if self.syncs > 0.0 {
+            "kinds not recorded in this stored analysis".to_owned()
+        } else {
+            "none".to_owned()
+        }
+    }
 }
 
 /// Pass 1 of an analysis: finds the step spans (and whether the trace has GPU work) from every
@@ -408,6 +467,8 @@ pub struct Analyser<'o> {
     /// the analysed steps): a step's first gap on a stream starts there, as HTA's idle split
     /// sees it, so the host wait between two steps is counted in the later one.
     stream_end: HashMap<i64, f64>,
+    /// Host operators' self time.
+    self_times: SelfTimes,
 }
 
 impl<'o> Analyser<'o> {
@@ -433,6 +494,7 @@ impl<'o> Analyser<'o> {
             overflow: None,
             carry: Vec::new(),
             stream_end: HashMap::new(),
+            self_times: SelfTimes::new(window),
         }
     }
 
@@ -469,19 +531,29 @@ impl<'o> Analyser<'o> {
                             s.graph_launches += 1.0;
                         }
                     }
-                    if is_sync_call(name) {
+                    if let Some(kind) = sync_call(name) {
                         s.syncs += 1.0;
+                        *match kind {
+                            SyncCall::Device => &mut s.device_syncs,
+                            SyncCall::Stream => &mut s.stream_syncs,
+                            SyncCall::Event => &mut s.event_syncs,
+                            SyncCall::BlockingCopy => &mut s.blocking_copies,
+                        } += 1.0;
                     }
                 }
             }
-            CpuKind::Operator | CpuKind::Annotation
-                if step.is_some() && !names.get(op.name).starts_with("ProfilerStep#") =>
-            {
-                self.operators.entry(op.name).or_default().add(Stat {
-                    count: 1,
-                    total: op.dur,
-                    category: None,
-                });
+            CpuKind::Operator | CpuKind::Annotation => {
+                let counted = step.is_some() && !names.get(op.name).starts_with("ProfilerStep#");
+                if counted {
+                    self.operators.entry(op.name).or_default().add(Stat {
+                        count: 1,
+                        total: op.dur,
+                        category: None,
+                    });
+                }
+                if let Err(o) = self.self_times.record(op, counted) {
+                    self.overflow(o.0);
+                }
             }
             _ => {}
         }
@@ -733,8 +805,9 @@ impl<'o> Analyser<'o> {
         Ok((self.summarise(names), retained))
     }
 
-    fn summarise(self, names: &Names) -> Analysis {
+    fn summarise(mut self, names: &Names) -> Analysis {
         let n = self.plan.len().max(1) as f64;
+        let own = std::mem::take(&mut self.self_times).finish();
         let mut step = StepSummary::default();
         for s in &self.summaries {
             step.wall_us += s.wall_us / n;
@@ -744,6 +817,10 @@ impl<'o> Analyser<'o> {
             step.launches += s.launches / n;
             step.graph_launches += s.graph_launches / n;
             step.syncs += s.syncs / n;
+            step.device_syncs += s.device_syncs / n;
+            step.stream_syncs += s.stream_syncs / n;
+            step.event_syncs += s.event_syncs / n;
+            step.blocking_copies += s.blocking_copies / n;
             step.dtoh_copies += s.dtoh_copies / n;
             step.pageable_htod_copies += s.pageable_htod_copies / n;
             step.host_wait_us += s.host_wait_us / n;
@@ -758,8 +835,8 @@ impl<'o> Analyser<'o> {
             has_gpu: self.plan.has_gpu,
             step,
             categories: self.categories,
-            kernels: top(names, self.kernels, n),
-            operators: top(names, self.operators, n),
+            kernels: top(names, self.kernels, None, n),
+            operators: top(names, self.operators, Some(&own), n),
             step_walls_us: self.plan.steps.iter().map(|s| s.end - s.ts).collect(),
         }
     }
@@ -792,7 +869,14 @@ pub fn analyse(trace: &Trace, opts: &Options) -> Analysis {
         .0
 }
 
-fn top(names: &Names, map: HashMap<NameId, Stat>, n: f64) -> Vec<NameStat> {
+/// The rows of a name table, per step: most time first, or most self time first when `own`
+/// holds the self times (host operators); past [`KEEP_NAMES`] the rest summed into one row.
+fn top(
+    names: &Names,
+    map: HashMap<NameId, Stat>,
+    own: Option<&HashMap<NameId, f64>>,
+    n: f64,
+) -> Vec<NameStat> {
     let mut rows: Vec<NameStat> = map
         .into_iter()
         .map(|(id, st)| NameStat {
@@ -800,13 +884,11 @@ fn top(names: &Names, map: HashMap<NameId, Stat>, n: f64) -> Vec<NameStat> {
             category: st.category,
             count: f64::from(st.count) / n,
             total_us: st.total / n,
+            self_us: own.map(|own| own.get(&id).copied().unwrap_or(0.0) / n),
         })
         .collect();
-    rows.sort_by(|a, b| {
-        b.total_us
-            .total_cmp(&a.total_us)
-            .then_with(|| a.name.cmp(&b.name))
-    });
+    let key = |r: &NameStat| r.self_us.unwrap_or(r.total_us);
+    rows.sort_by(|a, b| key(b).total_cmp(&key(a)).then_with(|| a.name.cmp(&b.name)));
     if rows.len() > KEEP_NAMES {
         let rest = rows.split_off(KEEP_NAMES - 1);
         rows.push(NameStat {
@@ -814,7 +896,147 @@ fn top(names: &Names, map: HashMap<NameId, Stat>, n: f64) -> Vec<NameStat> {
             category: None,
             count: rest.iter().map(|r| r.count).sum(),
             total_us: rest.iter().map(|r| r.total_us).sum(),
+            self_us: own.map(|_| rest.iter().filter_map(|r| r.self_us).sum()),
         });
     }
     rows
+}
+
+/// An operator or annotation open on a host thread, collecting the time of those inside it.
+#[derive(Debug, Clone, Copy)]
+struct HostNode {
+    ts: f64,
+    dur: f64,
+    name: NameId,
+    /// Whether its self time goes into the operator table (an operator or annotation in an
+    /// analysed step, not the `ProfilerStep` itself).
+    counted: bool,
+    /// Time of the nodes directly inside it, each clipped to it.
+    children: f64,
+}
+
+impl HostNode {
+    fn end(&self) -> f64 {
+        self.ts + self.dur
+    }
+}
+
+/// Self time of host operators: an operator's duration less that of the operators and
+/// annotations directly inside it on the same thread (`torch.profiler`'s "Self CPU" over the
+/// same tree, except that runtime calls such as `cudaLaunchKernel` count as their operator's
+/// own time). A child that outlasts its parent (clock jitter) counts only its part inside, so
+/// self time is never negative and the self times of one thread's operators add up to at most
+/// the time that thread spent in them.
+///
+/// The nesting is a stack per thread, which needs each thread's operators in order of start
+/// (the longer first at one start), as Kineto writes them. A streaming pass checks that order
+/// and gives up on a file that breaks it ([`Overflow`]); the unwindowed pass holds every
+/// operator and sorts them first. Times are summed in picoseconds as integers, so the totals do
+/// not depend on the order in which operators close.
+#[derive(Debug, Default)]
+struct SelfTimes {
+    stacks: HashMap<u32, Vec<HostNode>>,
+    /// The order key (start, -duration) of each thread's last operator, in a streaming pass.
+    last: HashMap<u32, (f64, f64)>,
+    /// Every operator in file order (the unwindowed pass), nested at the end.
+    held: Option<Vec<(u32, HostNode)>>,
+    /// Self time per name, picoseconds.
+    totals: HashMap<NameId, i128>,
+}
+
+impl SelfTimes {
+    fn new(window: Window) -> Self {
+        SelfTimes {
+            held: (window == Window::All).then(Vec::new),
+            ..SelfTimes::default()
+        }
+    }
+
+    fn record(&mut self, op: &CpuOp, counted: bool) -> Result<(), Overflow> {
+        let node = HostNode {
+            ts: op.ts,
+            dur: op.dur,
+            name: op.name,
+            counted,
+            children: 0.0,
+        };
+        if let Some(held) = &mut self.held {
+            held.push((op.thread, node));
+            return Ok(());
+        }
+        let key = (op.ts, -op.dur);
+        if let Some(last) = self.last.insert(op.thread, key)
+            && key
+                .0
+                .total_cmp(&last.0)
+                .then(key.1.total_cmp(&last.1))
+                .is_lt()
+        {
+            return Err(Overflow("host operators out of order on a thread"));
+        }
+        self.nest(op.thread, node);
+        Ok(())
+    }
+
+    /// Closes the operators on `thread` that ended by `node`'s start, gives `node`'s time to
+    /// the one it starts in, and opens it.
+    fn nest(&mut self, thread: u32, node: HostNode) {
+        let stack = self.stacks.entry(thread).or_default();
+        while stack.last().is_some_and(|top| top.end() <= node.ts) {
+            if let Some(done) = stack.pop() {
+                close(&mut self.totals, &done);
+            }
+        }
+        if let Some(parent) = stack.last_mut() {
+            parent.children += node.end().min(parent.end()) - node.ts;
+        }
+        stack.push(node);
+    }
+
+    /// Self time per name, microseconds, once every operator is in.
+    fn finish(mut self) -> HashMap<NameId, f64> {
+        if let Some(mut held) = self.held.take() {
+            // A stable sort: operators with one start and duration keep their file order, as
+            // a streaming pass meets them.
+            held.sort_by(|a, b| {
+                a.0.cmp(&b.0)
+                    .then(a.1.ts.total_cmp(&b.1.ts))
+                    .then(b.1.dur.total_cmp(&a.1.dur))
+            });
+            for (thread, node) in held {
+                self.nest(thread, node);
+            }
+        }
+        for stack in self.stacks.into_values() {
+            for node in stack {
+                close(&mut self.totals, &node);
+            }
+        }
+        self.totals
+            .into_iter()
+            .map(|(id, ps)| (id, picos_to_us(ps)))
+            .collect()
+    }
+}
+
+fn close(totals: &mut HashMap<NameId, i128>, node: &HostNode) {
+    if node.counted {
+        *totals.entry(node.name).or_default() += us_to_picos((node.dur - node.children).max(0.0));
+    }
+}
+
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "a duration is at most 2^53 µs (the reader refuses more): 2^53 * 1e6 < 2^127"
+)]
+fn us_to_picos(us: f64) -> i128 {
+    (us * 1e6).round() as i128
+}
+
+#[expect(
+    clippy::cast_precision_loss,
+    reason = "a total of picoseconds shown in microseconds"
+)]
+fn picos_to_us(ps: i128) -> f64 {
+    ps as f64 / 1e6
 }

@@ -33,6 +33,9 @@ pub(super) struct Chunks<R> {
     dropped_lines: usize,
     /// Bytes after the last dropped newline (the column of `buf[0]`, from 0).
     dropped_col: usize,
+    /// Where in `buf` the value [`Chunks::value`] returned last began (valid until the next
+    /// read: only an error about that value asks for it).
+    last_start: usize,
 }
 
 impl<R: Read> Chunks<R> {
@@ -45,6 +48,7 @@ impl<R: Read> Chunks<R> {
             eof: false,
             dropped_lines: 0,
             dropped_col: 0,
+            last_start: 0,
         }
     }
 
@@ -92,6 +96,7 @@ impl<R: Read> Chunks<R> {
         loop {
             match parse(&self.buf[self.pos..self.end], self.eof) {
                 Ok(Parsed::Done(u, used)) => {
+                    self.last_start = self.pos;
                     self.pos += used;
                     return Ok(u);
                 }
@@ -164,6 +169,13 @@ impl<R: Read> Chunks<R> {
             column,
             source: serde_json::Error::custom(strip_position(&e.to_string())),
         }
+    }
+
+    /// The file's line (from 1) and column (from 1) where the value [`Chunks::value`] returned
+    /// last began, for an error about its content.
+    pub(super) fn last_value_position(&self) -> (usize, usize) {
+        let (line, col) = self.position(self.last_start);
+        (line, col + 1)
     }
 
     /// A malformed-trace error at the next unread byte.

@@ -40,14 +40,7 @@ pub fn diagnose(a: &Analysis, mbu: Option<f64>) -> Vec<String> {
     let mut out = Vec::new();
     let s = &a.step;
     if !a.has_gpu {
-        if let Some(op) = a.operators.first() {
-            out.push(format!(
-                "CPU-only trace: {} takes {:.1} µs per step ({:.0}% of the step)",
-                op.name,
-                op.total_us,
-                100.0 * op.total_us / s.wall_us.max(f64::MIN_POSITIVE)
-            ));
-        }
+        out.push(host_only(a));
         return out;
     }
     let kernel_us: f64 = a.kernels.iter().map(|k| k.total_us).sum();
@@ -84,8 +77,9 @@ pub fn diagnose(a: &Analysis, mbu: Option<f64>) -> Vec<String> {
     }
     if s.syncs >= SYNCS_PER_STEP {
         out.push(format!(
-            "synchronisation: {:.1} host sync calls per step (device, stream or event synchronize, blocking cudaMemcpy): keep values on the device (no .item()/.cpu() inside the step)",
-            s.syncs
+            "synchronisation: {:.1} host sync calls per step ({}): keep values on the device (no .item()/.cpu() inside the step)",
+            s.syncs,
+            s.sync_kinds()
         ));
     }
     let copy_share = share(a, Category::Memory);
@@ -114,6 +108,28 @@ pub fn diagnose(a: &Analysis, mbu: Option<f64>) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The sentence for a trace without GPU work: the operator that spends the most of the step in
+/// its own code (its self time), never an operator's inclusive time, which restates the step.
+fn host_only(a: &Analysis) -> String {
+    let all = a.operators_self_us().unwrap_or(0.0);
+    if let Some(op) = a.operators.first()
+        && let Some(own) = op.self_us
+        && all > 0.0
+    {
+        return format!(
+            "no GPU activity recorded: the step ({:.1} µs) is host time; by self time (an operator's own code, without the operators inside it) {} leads with {:.1} µs per step, {:.0}% of all host operators' self time",
+            a.step.wall_us,
+            op.name,
+            own,
+            100.0 * own / all
+        );
+    }
+    format!(
+        "no GPU activity recorded: the step ({:.1} µs) is host time",
+        a.step.wall_us
+    )
 }
 
 /// Attention time per step across a suite's contexts: a sentence when it grows by more than

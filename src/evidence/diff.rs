@@ -21,6 +21,10 @@ pub struct Change {
     pub count_now: f64,
     pub us_then: f64,
     pub us_now: f64,
+    /// Whether the times are self times (host operators: each operator's own code, see
+    /// `analysis::NameStat::self_us`) rather than whole durations.
+    #[serde(default)]
+    pub self_time: bool,
 }
 
 impl Change {
@@ -59,10 +63,11 @@ impl Change {
             )
         };
         format!(
-            "{} {what} ({:.1} -> {:.1} µs per step; {} -> {} calls)",
+            "{} {what} ({:.1} -> {:.1} {}µs per step; {} -> {} calls)",
             self.name,
             self.us_then,
             self.us_now,
+            if self.self_time { "self " } else { "" },
             fmt_count(self.count_then),
             fmt_count(self.count_now)
         )
@@ -82,6 +87,12 @@ fn fmt_count(c: f64) -> String {
 pub struct TraceDiff {
     pub wall_us_then: f64,
     pub wall_us_now: f64,
+    /// Whether each trace recorded GPU work; without it the idle shares mean nothing and are
+    /// not shown.
+    #[serde(default = "yes")]
+    pub has_gpu_then: bool,
+    #[serde(default = "yes")]
+    pub has_gpu_now: bool,
     pub gpu_idle_share_then: f64,
     pub gpu_idle_share_now: f64,
     pub kernels_then: f64,
@@ -92,11 +103,27 @@ pub struct TraceDiff {
     pub categories: BTreeMap<Category, (f64, f64)>,
     /// Kernels, largest time change first.
     pub kernels: Vec<Change>,
-    /// Host operators, largest time change first.
+    /// Host operators, largest change of self time first (of time, for an analysis stored
+    /// before self time was measured).
     pub operators: Vec<Change>,
 }
 
+fn yes() -> bool {
+    true
+}
+
+/// Per name then and now. Self times when every row of both sides has one (host operators
+/// analysed since self time is measured), else whole durations, never the two mixed.
 fn changes(then: &[NameStat], now: &[NameStat]) -> Vec<Change> {
+    let self_time = then.iter().chain(now).all(|s| s.self_us.is_some())
+        && then.iter().chain(now).next().is_some();
+    let time = |s: &NameStat| {
+        if self_time {
+            s.self_us.unwrap_or(s.total_us)
+        } else {
+            s.total_us
+        }
+    };
     let mut map: BTreeMap<String, Change> = BTreeMap::new();
     let mut add = |s: &NameStat, is_now: bool| {
         let key = shorten_name(&s.name);
@@ -107,13 +134,14 @@ fn changes(then: &[NameStat], now: &[NameStat]) -> Vec<Change> {
             count_now: 0.0,
             us_then: 0.0,
             us_now: 0.0,
+            self_time,
         });
         if is_now {
             e.count_now += s.count;
-            e.us_now += s.total_us;
+            e.us_now += time(s);
         } else {
             e.count_then += s.count;
-            e.us_then += s.total_us;
+            e.us_then += time(s);
         }
     };
     for s in then {
@@ -160,6 +188,8 @@ pub fn diff(then: &Analysis, now: &Analysis) -> TraceDiff {
     TraceDiff {
         wall_us_then: then.step.wall_us,
         wall_us_now: now.step.wall_us,
+        has_gpu_then: then.has_gpu,
+        has_gpu_now: now.has_gpu,
         gpu_idle_share_then: then.step.gpu_idle_share,
         gpu_idle_share_now: now.step.gpu_idle_share,
         kernels_then: then.step.kernels,
@@ -185,7 +215,9 @@ impl TraceDiff {
                 fmt_count(self.syncs_now)
             ));
         }
-        if (self.gpu_idle_share_now - self.gpu_idle_share_then).abs() >= 0.02 {
+        if let Some(line) = self.gpu_presence() {
+            out.push(line);
+        } else if (self.gpu_idle_share_now - self.gpu_idle_share_then).abs() >= 0.02 {
             out.push(format!(
                 "GPU idle {:.0}% -> {:.0}% of the step",
                 100.0 * self.gpu_idle_share_then,
@@ -201,5 +233,25 @@ impl TraceDiff {
         lines.append(&mut out);
         lines.truncate(n);
         lines
+    }
+
+    /// Whether either trace lacks GPU work, in words: `None` when both recorded some (then the
+    /// idle shares compare). A trace without GPU work has no idle share to show.
+    #[must_use]
+    pub fn gpu_presence(&self) -> Option<String> {
+        match (self.has_gpu_then, self.has_gpu_now) {
+            (true, true) => None,
+            (false, false) => Some("no GPU activity recorded in either trace".to_owned()),
+            (true, false) => Some(format!(
+                "no GPU activity recorded now (then {:.1} kernels per step, GPU idle {:.0}%)",
+                self.kernels_then,
+                100.0 * self.gpu_idle_share_then
+            )),
+            (false, true) => Some(format!(
+                "GPU activity recorded now ({:.1} kernels per step, GPU idle {:.0}%), none then",
+                self.kernels_now,
+                100.0 * self.gpu_idle_share_now
+            )),
+        }
     }
 }

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, Visitor};
 
 use super::chunks::{Chunks, Parsed, parse_one, parse_owned};
+use super::kineto_error::TimeField;
 use super::model::{CpuKind, CpuOp, GpuKind, GpuOp, Names, Trace};
 
 pub use super::kineto_error::KinetoError;
@@ -71,6 +72,7 @@ pub fn stream<F: FnMut(&Names, Record)>(
         sink,
         meta: Meta::default(),
         saw_events: false,
+        threads: std::collections::HashMap::new(),
     };
     match chunks.peek()? {
         Some(b'[') => {
@@ -153,19 +155,32 @@ fn events<R: Read, F: FnMut(&Names, Record)>(
         return Ok(());
     }
     loop {
-        chunks.value(|slice, eof| {
+        let pushed = chunks.value(|slice, eof| {
             Ok(match parse_one::<RawEvent<'_>>(slice, eof)? {
-                Parsed::Done(ev, used) => {
-                    builder.push(ev);
-                    Parsed::Done((), used)
-                }
+                Parsed::Done(ev, used) => Parsed::Done(builder.push(ev), used),
                 Parsed::More => Parsed::More,
             })
         })?;
+        if let Err(BadTime { field, value }) = pushed {
+            let (line, column) = chunks.last_value_position();
+            return Err(KinetoError::AbsurdTime {
+                index: builder.meta.events_seen - 1,
+                line,
+                column,
+                field,
+                value,
+            });
+        }
         if chunks.take(b",]", "`,` or `]` after an event")? == b']' {
             return Ok(());
         }
     }
+}
+
+/// A time of an event that [`TimeField::accepts`] refuses.
+struct BadTime {
+    field: TimeField,
+    value: f64,
 }
 
 struct Builder<'n, F> {
@@ -173,21 +188,33 @@ struct Builder<'n, F> {
     sink: F,
     meta: Meta,
     saw_events: bool,
+    /// Each host thread (`pid`, `tid`) seen, numbered in order of first appearance.
+    threads: std::collections::HashMap<(ThreadPart<'static>, ThreadPart<'static>), u32>,
 }
 
 impl<F: FnMut(&Names, Record)> Builder<'_, F> {
-    fn push(&mut self, ev: RawEvent<'_>) {
+    /// Hands a complete event to the sink; `Err` names a time no profiler writes, so that no
+    /// figure is computed from it.
+    fn push(&mut self, ev: RawEvent<'_>) -> Result<(), BadTime> {
         self.meta.events_seen += 1;
         let (Some(ts), Some(dur)) = (ev.ts, ev.dur) else {
-            return;
+            return Ok(());
         };
         // Only complete events carry a duration ("X"); a missing ph is read as complete too.
         if ev.ph.as_deref().is_some_and(|ph| ph != "X") {
-            return;
+            return Ok(());
         }
         let cat = ev.cat.as_deref().unwrap_or("");
         if cat == "Trace" {
-            return; // the profiler's own span
+            return Ok(()); // the profiler's own span
+        }
+        for (field, time) in [(TimeField::Ts, ts), (TimeField::Dur, dur)] {
+            if !field.accepts(time.value) {
+                return Err(BadTime {
+                    field,
+                    value: time.value,
+                });
+            }
         }
         if ts.float || dur.float {
             self.meta.float_timestamps = true;
@@ -223,15 +250,31 @@ impl<F: FnMut(&Names, Record)> Builder<'_, F> {
                 "python_function" => CpuKind::Python,
                 _ => CpuKind::Other,
             };
+            let thread = self.thread(ev.pid, ev.tid);
             Record::Cpu(CpuOp {
                 ts: ts.value,
                 dur: dur.value,
                 name,
                 kind,
                 correlation,
+                thread,
             })
         };
         (self.sink)(self.names, record);
+        Ok(())
+    }
+
+    /// The number of the thread `(pid, tid)`, given on its first event.
+    fn thread(&mut self, pid: Option<ThreadPart<'_>>, tid: Option<ThreadPart<'_>>) -> u32 {
+        let key = (
+            pid.unwrap_or(ThreadPart::Other),
+            tid.unwrap_or(ThreadPart::Other),
+        );
+        // The map keeps owned keys: a text id is copied on each host event (Kineto writes host
+        // threads' ids as integers, which copy nothing).
+        let key = (key.0.into_owned(), key.1.into_owned());
+        let next = u32::try_from(self.threads.len()).unwrap_or(u32::MAX);
+        *self.threads.entry(key).or_insert(next)
     }
 }
 
@@ -256,6 +299,62 @@ struct RawEvent<'a> {
     dur: Option<Time>,
     #[serde(default)]
     args: Option<RawArgs>,
+    #[serde(default, borrow)]
+    pid: Option<ThreadPart<'a>>,
+    #[serde(default, borrow)]
+    tid: Option<ThreadPart<'a>>,
+}
+
+/// A `pid` or `tid` as written: an integer, a string (`"stream 7"`), or anything else.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum ThreadPart<'a> {
+    Int(i128),
+    Text(std::borrow::Cow<'a, str>),
+    Other,
+}
+
+impl ThreadPart<'_> {
+    fn into_owned(self) -> ThreadPart<'static> {
+        match self {
+            ThreadPart::Int(v) => ThreadPart::Int(v),
+            ThreadPart::Text(t) => ThreadPart::Text(std::borrow::Cow::Owned(t.into_owned())),
+            ThreadPart::Other => ThreadPart::Other,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for ThreadPart<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = ThreadPart<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a process or thread id")
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                Ok(ThreadPart::Int(i128::from(v)))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                Ok(ThreadPart::Int(i128::from(v)))
+            }
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(ThreadPart::Other)
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(ThreadPart::Text(std::borrow::Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(ThreadPart::Text(std::borrow::Cow::Owned(v.to_owned())))
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(ThreadPart::Other)
+            }
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(ThreadPart::Other)
+            }
+        }
+        d.deserialize_any(V(std::marker::PhantomData))
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -524,6 +623,55 @@ mod tests {
         assert_eq!(column, alone.column());
         let err = read(&text.as_bytes()[..text.len() / 2]).expect_err("truncated");
         assert!(matches!(err, KinetoError::Truncated { .. }), "{err:?}");
+    }
+
+    /// Times no profiler writes would print as `inf µs`, `NaN%` or a wall of 31 digits: each
+    /// is refused naming the event's place, its line and column, and the field.
+    #[test]
+    fn absurd_times_are_refused_with_the_events_position_and_field() {
+        let ok = r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 3}"#;
+        for (bad, field, shown) in [
+            (r#""ts": 1, "dur": 1e308"#, "dur", "1e308"),
+            (r#""ts": "inf", "dur": 1"#, "ts", "inf"),
+            (r#""ts": "NaN", "dur": 1"#, "ts", "NaN"),
+            (r#""ts": 1e31, "dur": 1"#, "ts", "1e31"),
+            (r#""ts": 5, "dur": -1e31"#, "dur", "-1e31"),
+            (r#""ts": 5, "dur": -0.5"#, "dur", "-0.5"),
+        ] {
+            let text = format!(
+                "{{\"traceEvents\": [\n{ok},\n  {{\"ph\": \"X\", \"name\": \"ProfilerStep#1\", {bad}}}]}}"
+            );
+            let err = parse(&text).expect_err(bad);
+            let KinetoError::AbsurdTime {
+                index,
+                line,
+                column,
+                field: f,
+                value,
+            } = &err
+            else {
+                panic!("{bad}: {err:?}")
+            };
+            assert_eq!((*index, *line, *column), (1, 3, 3), "{bad}");
+            assert_eq!(f.to_string(), field, "{bad}");
+            assert_eq!(format!("{value:?}"), shown, "{bad}");
+            let message = err.to_string();
+            assert!(
+                message.starts_with(&format!(
+                    "traceEvents[1] (line 3, column 3): `{field}` is {shown} µs, but a"
+                )),
+                "{message}"
+            );
+            assert!(
+                err.hint()
+                    .is_some_and(|h| h.contains("record the trace again"))
+            );
+        }
+        // The edges are times: zero, 2^53 µs, a negative timestamp; a skipped event is not read.
+        let edges = format!(
+            "[{ok}, {{\"ph\": \"X\", \"ts\": -5, \"dur\": 0}}, {{\"ph\": \"X\", \"ts\": 9007199254740992, \"dur\": 9007199254740992}}, {{\"ph\": \"i\", \"ts\": \"inf\", \"dur\": -1}}]"
+        );
+        assert_eq!(parse(&edges).expect("valid").cpu.len(), 3);
     }
 
     #[test]

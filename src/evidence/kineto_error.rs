@@ -17,6 +17,66 @@ pub enum KinetoError {
     Io(#[source] std::io::Error),
     #[error("the trace holds no traceEvents")]
     NoEvents,
+    /// A complete event whose time no profiler writes: not finite, beyond `2^53` µs, or a
+    /// negative duration. Its figures would print as `inf`, `NaN` or walls of 31 digits.
+    #[error(
+        "traceEvents[{index}] (line {line}, column {column}): `{field}` is {value:?} µs, {}",
+        field.rule()
+    )]
+    AbsurdTime {
+        /// The event's place in `traceEvents`, from 0.
+        index: u64,
+        line: usize,
+        column: usize,
+        field: TimeField,
+        value: f64,
+    },
+}
+
+/// Which time of an event is wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeField {
+    Ts,
+    Dur,
+}
+
+/// The largest time in microseconds an event may carry: `2^53` µs (about 285 years), beyond
+/// which an `f64` no longer holds every microsecond, so no difference of two times is exact.
+/// Kineto writes microseconds since the epoch (about `1.7e15` in 2024) or since the profiler's
+/// start; every real trace in the fixtures is below `1.8e15`.
+pub const MAX_TIME_US: f64 = 9_007_199_254_740_992.0;
+
+impl TimeField {
+    /// What the field must be.
+    #[must_use]
+    pub fn rule(self) -> &'static str {
+        match self {
+            TimeField::Ts => {
+                "but a timestamp must be a finite number of microseconds within ±2^53 (about 285 years)"
+            }
+            TimeField::Dur => {
+                "but a duration must be a finite number of microseconds from 0 to 2^53 (about 285 years)"
+            }
+        }
+    }
+
+    /// Whether `value` is a time this field may hold.
+    #[must_use]
+    pub fn accepts(self, value: f64) -> bool {
+        match self {
+            TimeField::Ts => value.abs() <= MAX_TIME_US,
+            TimeField::Dur => (0.0..=MAX_TIME_US).contains(&value),
+        }
+    }
+}
+
+impl std::fmt::Display for TimeField {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            TimeField::Ts => "ts",
+            TimeField::Dur => "dur",
+        })
+    }
 }
 
 impl KinetoError {
@@ -33,6 +93,10 @@ impl KinetoError {
             KinetoError::NoEvents => {
                 Some("torch.profiler writes {\"traceEvents\": [...]}; is this a trace file?".into())
             }
+            KinetoError::AbsurdTime { .. } => Some(
+                "the profiler's clock or an edit of the file wrote an impossible time; record the trace again, or delete that event"
+                    .into(),
+            ),
             KinetoError::Io(_) => None,
         }
     }

@@ -133,6 +133,9 @@ pub struct CpuOp {
     pub kind: CpuKind,
     /// Links a runtime call to the GPU work it launched (-1 when absent).
     pub correlation: i64,
+    /// The host thread (`pid`, `tid`) it ran on, numbered in the order threads first appear in
+    /// the file (0 when the source does not say): operators nest only within one thread.
+    pub thread: u32,
 }
 
 impl CpuOp {

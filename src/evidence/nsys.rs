@@ -78,6 +78,11 @@ pub struct Summary {
     pub syncs: Vec<Stat>,
     /// From the first kernel start to the last kernel end.
     pub kernel_span_ns: i64,
+    /// Total kernel time: the sum of every kernel's duration (overlaps counted twice, as
+    /// `cuda_gpu_kern_sum`'s `Total Time` column adds up), over all rows even when a stored
+    /// summary keeps only the largest. Absent in summaries stored before it was kept.
+    #[serde(default)]
+    pub kernel_total_ns: Option<f64>,
     pub notes: Vec<String>,
 }
 
@@ -182,8 +187,10 @@ pub fn summarise(e: &Export) -> Summary {
     );
     let first = e.kernels.iter().map(|k| k.start_ns).min();
     let last = e.kernels.iter().map(|k| k.end_ns).max();
+    let kernels = kernel_sum(e, KernelName::Demangled);
     Summary {
-        kernels: kernel_sum(e, KernelName::Demangled),
+        kernel_total_ns: Some(kernels.iter().map(|k| k.total).sum()),
+        kernels,
         api: span_sum(&e.runtime),
         mem_time: span_sum(&e.memory),
         mem_size,

@@ -28,8 +28,12 @@ pub enum NsysError {
         #[source]
         source: rusqlite::Error,
     },
-    #[error("{} is not an SQLite file", path.display())]
-    NotSqlite { path: PathBuf },
+    #[error("{} is not an SQLite file: it {found}", path.display())]
+    NotSqlite {
+        path: PathBuf,
+        /// What the file holds instead, in words ("is empty", "holds JSON text").
+        found: &'static str,
+    },
     #[error("{} is an SQLite file but not an Nsight Systems export (no StringIds table)", path.display())]
     NotNsys { path: PathBuf },
     #[error("{} is damaged or cut short: {source}", path.display())]
@@ -52,6 +56,11 @@ impl NsysError {
     pub fn hint(&self) -> Option<String> {
         Some(match self {
             NsysError::Io { .. } => "check the path: the harness or `nsys export` should have written it".into(),
+            NsysError::NotSqlite { found: GZIP, path } => format!(
+                "decompress it first (`gunzip -k {}`), or export the report again with `nsys export --type sqlite --output report.sqlite report.nsys-rep`",
+                path.display()
+            ),
+            NsysError::NotSqlite { found: JSON, .. } => "a torch.profiler trace is read under its own name (`.json` or `.json.gz`); an Nsight Systems export is made with `nsys export --type sqlite --output report.sqlite report.nsys-rep`".into(),
             NsysError::Open { .. } | NsysError::NotSqlite { .. } | NsysError::NotNsys { .. } => {
                 "export the report with `nsys export --type sqlite --output report.sqlite report.nsys-rep`".into()
             }
@@ -59,6 +68,35 @@ impl NsysError {
             NsysError::Schema { .. } => "the export's schema differs from the one read here (Nsight Systems 2021-2024): export it with a 2021-2024 nsys, or report the version in META_DATA_EXPORT".into(),
         })
     }
+}
+
+const EMPTY: &str = "is empty";
+const GZIP: &str = "holds gzip-compressed data";
+const JSON: &str = "holds JSON text";
+const TEXT: &str = "holds text";
+const BINARY: &str = "holds other binary data";
+
+/// What a file that is not `SQLite` holds, from its first bytes.
+fn what_is(head: &[u8]) -> &'static str {
+    let first = head.iter().find(|b| !b.is_ascii_whitespace());
+    match first {
+        None if head.is_empty() => EMPTY,
+        _ if head.starts_with(&[0x1f, 0x8b]) => GZIP,
+        Some(b'{' | b'[') => JSON,
+        _ if std::str::from_utf8(head).is_ok() => TEXT,
+        _ => BINARY,
+    }
+}
+
+/// Whether `path` is named as an `SQLite` export (`nsys export --type sqlite` writes
+/// `.sqlite`): such a file is read as an export whatever it holds, so that one that is not
+/// gets the export's error and fix.
+#[must_use]
+pub fn named_as_export(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("sqlite" | "sqlite3")
+    )
 }
 
 fn has_table(db: &Connection, name: &str) -> rusqlite::Result<bool> {
@@ -92,22 +130,23 @@ fn query_error(path: &Path, table: &'static str, source: rusqlite::Error) -> Nsy
 
 /// Reads the export at `path`.
 pub fn read(path: &Path) -> Result<Export, NsysError> {
-    let mut head = [0u8; 16];
-    let read_head = super::file::open_regular(path).and_then(|mut f| {
+    let mut head = Vec::with_capacity(64);
+    let read_head = super::file::open_regular(path).and_then(|f| {
         use std::io::Read;
-        f.read_exact(&mut head)
+        f.take(64).read_to_end(&mut head)
     });
     match read_head {
-        Ok(()) if head == SQLITE_MAGIC => {}
-        Err(e) if e.kind() != std::io::ErrorKind::UnexpectedEof => {
+        Ok(_) if head.starts_with(SQLITE_MAGIC) => {}
+        Err(e) => {
             return Err(NsysError::Io {
                 path: path.to_owned(),
                 source: e,
             });
         }
-        _ => {
+        Ok(_) => {
             return Err(NsysError::NotSqlite {
                 path: path.to_owned(),
+                found: what_is(&head),
             });
         }
     }

@@ -313,6 +313,7 @@ pub fn summary(reports: &[StatsReport]) -> Summary {
         nvtx: Vec::new(),
         syncs: Vec::new(),
         kernel_span_ns: 0,
+        kernel_total_ns: None,
         notes: Vec::new(),
     };
     for r in reports {
@@ -337,6 +338,8 @@ pub fn summary(reports: &[StatsReport]) -> Summary {
             ));
         }
     }
+    // The CSV holds every kernel row: their totals add up to the kernel time.
+    s.kernel_total_ns = (!s.kernels.is_empty()).then(|| s.kernels.iter().map(|k| k.total).sum());
     s.notes
         .push("read from nsys stats CSV: the kernel span is not in these reports".into());
     s

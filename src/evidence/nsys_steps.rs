@@ -108,6 +108,8 @@ pub fn to_trace(e: &Export) -> Trace {
                 name,
                 kind,
                 correlation: s.correlation.unwrap_or(-1),
+                // The export's spans carry no thread here: one host thread.
+                thread: 0,
             });
         }
     }
@@ -335,6 +337,74 @@ mod tests {
         assert!((steps.nccl.overlapped_us - 10.0).abs() < 1e-9);
         let share = steps.nccl.overlap_share().expect("nccl");
         assert!((share - 1.0 / 3.0).abs() < 1e-9);
+    }
+
+    /// Five analysed `decode_step` ranges: two with a `cudaStreamSynchronize`, two others with a
+    /// blocking `cudaMemcpy` of a device-to-host copy. The sync calls per step (0.8) say what
+    /// they count: 0.4 stream synchronisations and 0.4 blocking copies, the copy itself counted
+    /// as a device-to-host copy and never as a third kind of sync.
+    #[test]
+    fn host_sync_calls_per_step_name_what_they_count() {
+        let mut e = Export::default();
+        for s in 0..6_i64 {
+            let t0 = 1_000_000 + s * 100_000;
+            e.nvtx.push(span("decode_step", t0, t0 + 100_000, None));
+            e.kernels.push(kernel(
+                "ampere_bf16_gemm",
+                7,
+                t0 + 5_000,
+                t0 + 45_000,
+                100 + s,
+            ));
+            e.runtime.push(span(
+                "cudaLaunchKernel_v7000",
+                t0 + 1_000,
+                t0 + 2_000,
+                Some(100 + s),
+            ));
+            match s {
+                1 | 3 => e.runtime.push(span(
+                    "cudaStreamSynchronize_v3020",
+                    t0 + 50_000,
+                    t0 + 51_000,
+                    None,
+                )),
+                2 | 4 => {
+                    e.runtime.push(span(
+                        "cudaMemcpy_v3020",
+                        t0 + 50_000,
+                        t0 + 52_000,
+                        Some(200 + s),
+                    ));
+                    let mut copy = span(
+                        "[CUDA memcpy Device-to-Host]",
+                        t0 + 50_500,
+                        t0 + 51_500,
+                        Some(200 + s),
+                    );
+                    copy.stream = Some(7);
+                    e.memory.push(copy);
+                }
+                _ => {}
+            }
+        }
+        let a = analyse_export(&e, &Options::default()).analysis;
+        assert_eq!((a.steps_found, a.steps_used), (6, 5));
+        let s = &a.step;
+        assert!((s.syncs - 0.8).abs() < 1e-9, "{s:?}");
+        assert!((s.stream_syncs - 0.4).abs() < 1e-9, "{s:?}");
+        assert!((s.blocking_copies - 0.4).abs() < 1e-9, "{s:?}");
+        assert!(s.device_syncs.abs() + s.event_syncs.abs() < 1e-12, "{s:?}");
+        assert!((s.dtoh_copies - 0.4).abs() < 1e-9, "{s:?}");
+        assert_eq!(
+            s.sync_kinds(),
+            "0.4 stream synchronize, 0.4 blocking cudaMemcpy"
+        );
+        let said = crate::evidence::diagnose(&a, None);
+        assert!(
+            said.iter().all(|d| !d.starts_with("synchronisation")),
+            "under one sync call per step: {said:?}"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 
 use super::*;
-use crate::evidence::nsys_sqlite::{NsysError, read};
+use crate::evidence::nsys_sqlite::{NsysError, named_as_export, read};
 
 const GOLDEN: &str =
     include_str!("../../tests/fixtures/nsight_systems/cloverleaf_gpu_trace.golden.csv");
@@ -171,6 +171,44 @@ fn the_nvtx_pushpop_csv_parses_with_its_nesting() {
     let sum = stats(spans);
     assert_eq!(sum.iter().map(|s| s.count).sum::<u64>(), 131);
     assert!(parse_pushpop_csv("a,b\n1,2\n").is_err());
+}
+
+/// A file that is not `SQLite` says what it holds instead, with the fix for that.
+#[test]
+fn a_file_that_is_not_sqlite_says_what_it_holds_and_the_fix() {
+    let dir = tempfile::tempdir().expect("dir");
+    for (bytes, says, fix) in [
+        (
+            &b""[..],
+            "is not an SQLite file: it is empty",
+            "nsys export --type sqlite",
+        ),
+        (
+            &b"{\"traceEvents\": []}"[..],
+            "it holds JSON text",
+            "(`.json` or `.json.gz`)",
+        ),
+        (
+            &[0x1f, 0x8b, 8, 0, 0][..],
+            "it holds gzip-compressed data",
+            "gunzip -k",
+        ),
+        (
+            &b"time,kernel\n"[..],
+            "it holds text",
+            "nsys export --type sqlite",
+        ),
+    ] {
+        let path = dir.path().join("report.sqlite");
+        std::fs::write(&path, bytes).expect("write");
+        assert!(named_as_export(&path));
+        let e = read(&path).expect_err("not sqlite");
+        assert!(e.to_string().contains(says), "{e}");
+        let hint = e.hint().expect("a hint");
+        assert!(hint.contains(fix), "{hint}");
+        assert!(!hint.contains("traceEvents"), "{hint}");
+    }
+    assert!(!named_as_export(std::path::Path::new("trace.json")));
 }
 
 #[test]

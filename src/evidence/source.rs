@@ -339,12 +339,54 @@ mod tests {
         assert_eq!(stats.passes, 4, "{:?}", stats.overflows);
         assert_eq!(stats.overflows.len(), 2);
         assert!(stats.retained.high_water > 10 * per_step);
-        // Shuffled within a few steps: the 8-step window suffices.
+        // GPU work and launches shuffled within a few steps: the 8-step window suffices. (The
+        // host operators keep their order: self time needs each thread's in order of start,
+        // and a file that breaks that is read whole, as the next test shows.)
         let (path, _) = many_steps(dir.path(), 41, |ev| {
-            ev.sort_by_key(|e| (e.0 / 6000, std::cmp::Reverse(e.0)));
+            ev.sort_by_key(|e| {
+                let host = e.1.contains("\"cpu_op\"") || e.1.contains("\"user_annotation\"");
+                (e.0 / 6000, host, if host { e.0 } else { u64::MAX - e.0 })
+            });
         });
         let stats = streamed_equals_in_memory(&path);
         assert_eq!(stats.window, Window::Steps(8), "{:?}", stats.overflows);
+    }
+
+    /// Self time needs each thread's operators in order of start: a file in that order streams
+    /// in a one-step window; one out of order (here reversed) falls back to the in-memory pass,
+    /// with the same numbers.
+    #[test]
+    fn self_times_stream_in_order_and_fall_back_when_a_thread_is_out_of_order() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text = crate::evidence::analysis_tests::cpu_only_trace(500);
+        let sorted = dir.path().join("sorted.json");
+        std::fs::write(&sorted, &text).expect("write");
+        let stats = streamed_equals_in_memory(&sorted);
+        assert_eq!(stats.window, Window::Steps(1), "{:?}", stats.overflows);
+        let body = text
+            .strip_prefix(r#"{"traceEvents":["#)
+            .and_then(|t| t.strip_suffix("]}"))
+            .expect("the generator's shape");
+        let mut events: Vec<&str> = body.split(",\n").collect();
+        events.reverse();
+        let reversed = dir.path().join("reversed.json");
+        std::fs::write(
+            &reversed,
+            format!(r#"{{"traceEvents":[{}]}}"#, events.join(",\n")),
+        )
+        .expect("write");
+        let stats = streamed_equals_in_memory(&reversed);
+        assert_eq!(stats.window, Window::All);
+        assert!(
+            stats
+                .overflows
+                .iter()
+                .all(|o| o.0 == "host operators out of order on a thread"),
+            "{:?}",
+            stats.overflows
+        );
+        let (_, a, _) = analyse_file(&reversed, &Options::default()).expect("analyses");
+        assert_eq!(a.operators[0].self_us, Some(500.0), "{:?}", a.operators);
     }
 
     /// Every real trace in the fixtures streams to the numbers of the in-memory analysis.

@@ -236,7 +236,7 @@ fn details(out: &mut String, c: &CaseReport) {
         if !ev.diff_lines.is_empty() {
             let _ = writeln!(
                 out,
-                "  trace diff against the baseline's ({}):",
+                "  trace diff, the baseline result's trace -> this run's ({}):",
                 t(&ev.trace)
             );
             for line in &ev.diff_lines {
@@ -245,6 +245,12 @@ fn details(out: &mut String, c: &CaseReport) {
         }
         for d in &ev.diagnosis {
             let _ = writeln!(out, "  trace: {}", t(d));
+        }
+        if !ev.host_lines.is_empty() {
+            let _ = writeln!(out, "  trace: host operators by self time:");
+            for line in &ev.host_lines {
+                let _ = writeln!(out, "    {}", t(line));
+            }
         }
     }
     for ev in &c.nsight {
@@ -255,7 +261,7 @@ fn details(out: &mut String, c: &CaseReport) {
         if !ev.diff_lines.is_empty() {
             let _ = writeln!(
                 out,
-                "  {} diff against the baseline's ({}):",
+                "  {} diff, the baseline result's file -> this run's ({}):",
                 ev.kind,
                 t(&ev.file)
             );

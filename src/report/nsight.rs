@@ -111,21 +111,64 @@ fn table(out: &mut String, title: &str, rows: &[Stat], top: usize, scale: f64, u
     }
 }
 
-/// The terminal text of one Nsight Systems export's summaries.
-#[must_use]
-pub fn nsys_text(source: &str, s: &Summary, top: usize) -> String {
-    let mut out = String::new();
+/// The kernels of an export in one line: launches, distinct kernels, total kernel time and the
+/// span the kernels ran over (each when known).
+fn kernel_headline(s: &Summary) -> String {
     let launches: u64 = s.kernels.iter().map(|k| k.count).sum();
-    #[expect(
-        clippy::cast_precision_loss,
-        reason = "ns spans of a profile fit in 2^52"
-    )]
-    let span_ms = s.kernel_span_ns as f64 / 1e6;
-    let _ = writeln!(
-        out,
-        "nsys {source}: {launches} kernel launches of {} kernels over {span_ms:.1} ms",
-        s.kernels.len()
-    );
+    let mut line = format!("{launches} kernel launches of {} kernels", s.kernels.len());
+    if let Some(total) = s.kernel_total_ns {
+        let _ = write!(
+            line,
+            ", total kernel time {:.3} ms (the sum of their durations)",
+            total / 1e6
+        );
+    } else {
+        // A summary stored before the total was kept: what its rows hold, said as such.
+        let kept: f64 = s.kernels.iter().map(|k| k.total).sum();
+        let _ = write!(
+            line,
+            ", kernel time of the {} kernels kept {:.3} ms",
+            s.kernels.len(),
+            kept / 1e6
+        );
+    }
+    if s.kernel_span_ns > 0 {
+        #[expect(
+            clippy::cast_precision_loss,
+            reason = "ns spans of a profile fit in 2^52"
+        )]
+        let span_ms = s.kernel_span_ns as f64 / 1e6;
+        let _ = write!(
+            line,
+            " over {span_ms:.1} ms (first kernel start to last kernel end)"
+        );
+    }
+    line
+}
+
+/// The terminal text of one Nsight Systems export: the `nsys stats` summaries and, for an
+/// export (not an `nsys stats` CSV, which has no timeline), the per-NVTX-step analysis, as a
+/// run's report shows it for its stored copy.
+#[must_use]
+pub fn nsys_text(
+    source: &str,
+    s: &Summary,
+    steps: Option<&crate::evidence::nsys_steps::NsysSteps>,
+    top: usize,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "nsys {source}: {}", kernel_headline(s));
+    if let Some(steps) = steps {
+        let ranges = if steps.analysis.step_source == "whole trace" {
+            "no NVTX step range: the whole export as one step"
+        } else {
+            "NVTX step ranges"
+        };
+        let _ = writeln!(out, "step analysis ({ranges}, as a run stores it):");
+        for line in step_lines(steps) {
+            let _ = writeln!(out, "  {line}");
+        }
+    }
     table(
         &mut out,
         "kernels (cuda_gpu_kern_sum)",
@@ -159,10 +202,15 @@ pub fn nsys_text(source: &str, s: &Summary, top: usize) -> String {
     out
 }
 
-/// JSON of one Nsight Systems export's summaries.
+/// JSON of one Nsight Systems export: its summaries and, for an export, the per-step analysis
+/// (`steps`: `null` for an `nsys stats` CSV).
 #[must_use]
-pub fn nsys_json(source: &str, s: &Summary) -> serde_json::Value {
-    json!({"schema_version": 1, "kind": "nsys", "file": source, "summary": s})
+pub fn nsys_json(
+    source: &str,
+    s: &Summary,
+    steps: Option<&crate::evidence::nsys_steps::NsysSteps>,
+) -> serde_json::Value {
+    json!({"schema_version": 1, "kind": "nsys", "file": source, "summary": s, "steps": steps})
 }
 
 fn change(c: &KernelChange) -> String {
@@ -248,11 +296,12 @@ fn nccl_line(n: &crate::evidence::nsys_steps::NcclOverlap) -> Option<String> {
     ))
 }
 
-fn nsys_lines(summary: &Summary, steps: &crate::evidence::nsys_steps::NsysSteps) -> Vec<String> {
+/// The per-step figures of an export, one line each: what a run's report and `trace show` print.
+fn step_lines(steps: &crate::evidence::nsys_steps::NsysSteps) -> Vec<String> {
     let a = &steps.analysis;
     let s = &a.step;
     let mut out = vec![format!(
-        "per step ({}, {} of {} ranges): wall {:.1} µs, GPU busy {:.1} µs, idle {:.1}% (host wait {:.1} µs, kernel wait {:.1} µs, other {:.1} µs), kernels {:.1}, launches {:.1}, host sync calls {:.1}",
+        "per step ({}, {} of {} ranges): wall {:.1} µs, GPU busy {:.1} µs, idle {:.1}% (host wait {:.1} µs, kernel wait {:.1} µs, other {:.1} µs), kernels {:.1}, launches {:.1}, host sync calls {:.1} ({}), DtoH copies {:.1}",
         a.step_source,
         a.steps_used,
         a.steps_found,
@@ -264,7 +313,9 @@ fn nsys_lines(summary: &Summary, steps: &crate::evidence::nsys_steps::NsysSteps)
         s.other_idle_us,
         s.kernels,
         s.launches,
-        s.syncs
+        s.syncs,
+        s.sync_kinds(),
+        s.dtoh_copies
     )];
     let total: f64 = a.categories.values().sum();
     if total > 0.0 {
@@ -276,6 +327,12 @@ fn nsys_lines(summary: &Summary, steps: &crate::evidence::nsys_steps::NsysSteps)
         out.push(format!("GPU time by category: {}", cats.join(", ")));
     }
     out.extend(nccl_line(&steps.nccl));
+    out
+}
+
+fn nsys_lines(summary: &Summary, steps: &crate::evidence::nsys_steps::NsysSteps) -> Vec<String> {
+    let mut out = step_lines(steps);
+    out.push(kernel_headline(summary));
     for k in summary.kernels.iter().take(3) {
         out.push(format!(
             "{} launches of {}: avg {:.2} µs, median {:.2} µs, {:.1}% of kernel time",

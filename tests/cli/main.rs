@@ -48,6 +48,7 @@ mod serve;
 mod site;
 mod standin;
 mod trace;
+mod trace_show;
 mod trust;
 mod verdict_words;
 mod workflows;

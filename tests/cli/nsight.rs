@@ -40,9 +40,20 @@ fn trace_show_prints_the_nsys_kernel_summary_in_text_and_json() {
     let out = trace(&env, &["show", file]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = stdout(&out);
-    // nsys stats groups by demangled name: 102 template instances of 3 short names.
+    // nsys stats groups by demangled name: 102 template instances of 3 short names; their
+    // durations add up to 294,404,540 ns (SELECT sum(end - start) on the kernel table).
     assert!(
-        text.contains("1312 kernel launches of 102 kernels"),
+        text.contains("1312 kernel launches of 102 kernels, total kernel time 294.405 ms (the sum of their durations) over 342.3 ms"),
+        "{text}"
+    );
+    // The per-step analysis a run stores, here the whole export as one step (no NVTX ranges):
+    // 1312 cudaDeviceSynchronize and 279 blocking cudaMemcpy calls, 25 of them device-to-host.
+    assert!(
+        text.contains("step analysis (no NVTX step range: the whole export as one step, as a run stores it):\n  per step (whole trace, 1 of 1 ranges): wall "),
+        "{text}"
+    );
+    assert!(
+        text.contains("host sync calls 1591.0 (1312.0 device synchronize, 279.0 blocking cudaMemcpy), DtoH copies 25.0"),
         "{text}"
     );
     assert!(text.contains("kernels (cuda_gpu_kern_sum)"), "{text}");
@@ -53,6 +64,9 @@ fn trace_show_prints_the_nsys_kernel_summary_in_text_and_json() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(v["kind"], "nsys");
+    assert_eq!(v["summary"]["kernel_total_ns"], 294_404_540.0);
+    assert_eq!(v["steps"]["analysis"]["step"]["device_syncs"], 1312.0);
+    assert_eq!(v["steps"]["analysis"]["step"]["blocking_copies"], 279.0);
     let kernels = v["summary"]["kernels"].as_array().expect("kernels");
     let counts: u64 = kernels
         .iter()
@@ -156,4 +170,31 @@ fn a_truncated_nsys_export_is_an_error_naming_the_file_and_the_fix() {
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// A text or empty file named `.sqlite` got the torch.profiler hint ("torch.profiler writes
+/// {"traceEvents": [...]}"): it is read as the export it is named as, and the error says what it
+/// holds and how to make an export.
+#[test]
+fn a_file_named_sqlite_that_is_not_one_gets_the_exports_fix() {
+    let env = TestEnv::new();
+    for (name, text, says) in [
+        ("empty.sqlite", "", "is not an SQLite file: it is empty"),
+        (
+            "notes.sqlite",
+            "kernel,time\n",
+            "is not an SQLite file: it holds text",
+        ),
+    ] {
+        let file = env.write(name, text);
+        let out = trace(&env, &["show", file.to_str().expect("utf-8")]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(&format!("{} {says}", file.display())), "{err}");
+        assert!(
+            err.contains("hint: export the report with `nsys export --type sqlite --output report.sqlite report.nsys-rep`"),
+            "{err}"
+        );
+        assert!(!err.contains("traceEvents"), "{err}");
+    }
 }

@@ -247,7 +247,9 @@ fn nsys_runs_one_extra_repeat_and_the_regressed_case_shows_the_nvtx_step_diff() 
     let text = stdout(&out);
     assert!(text.contains(&format!("REGRESSED {B1}")), "{text}");
     assert!(
-        text.contains("nsys diff against the baseline's (utilgate-nsys.nsys-rep):"),
+        text.contains(
+            "nsys diff, the baseline result's file -> this run's (utilgate-nsys.nsys-rep):"
+        ),
         "{text}"
     );
     assert!(text.contains("par_ranged2d_kernel +"), "{text}");
@@ -328,6 +330,34 @@ fn trace_show_of_a_stored_case_shows_its_nsight_summary() {
         "{text}"
     );
     assert!(text.contains("par_ranged2d_kernel"), "{text}");
+    // The stored copy and the file itself show the same per-NVTX-step analysis (the file's
+    // `trace show` printed only the nsys stats tables).
+    let step_line = |text: &str| {
+        text.lines()
+            .find(|l| {
+                l.trim_start()
+                    .starts_with("per step (decode_step, 7 of 8 ranges)")
+            })
+            .map(|l| l.trim().to_owned())
+    };
+    let stored = step_line(&text).expect("the stored copy's steps");
+    assert!(stored.contains(" device synchronize, "), "{stored}");
+    let file = p
+        .env
+        .cmd()
+        .args(["trace", "show", then.to_str().expect("p")])
+        .output()
+        .expect("runs");
+    let file_text = stdout(&file);
+    assert_eq!(file.status.code(), Some(0), "{file_text}");
+    assert_eq!(step_line(&file_text), Some(stored), "{file_text}");
+    assert!(
+        file_text.contains("step analysis (NVTX step ranges, as a run stores it):"),
+        "{file_text}"
+    );
+    for text in [&text, &file_text] {
+        assert!(text.contains("total kernel time 294.405 ms"), "{text}");
+    }
     let json = p.env.json(&["trace", "show", "1", "--case", B1]);
     assert!(json["trace"].is_null(), "{json}");
     assert_eq!(

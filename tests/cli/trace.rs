@@ -62,7 +62,7 @@ fn a_regressed_case_names_the_kernel_that_grew_in_every_report() {
     let text = stdout(&out);
     assert!(text.contains(&format!("REGRESSED {B1}")), "{text}");
     assert!(
-        text.contains("trace diff against the baseline's (worker0.1733000000.pt.trace.json):"),
+        text.contains("trace diff, the baseline result's trace -> this run's (worker0.1733000000.pt.trace.json):"),
         "{text}"
     );
     assert!(
@@ -145,4 +145,74 @@ fn attention_that_grows_with_context_is_diagnosed_across_the_suites_contexts() {
             .any(|d| d.as_str().is_some_and(|d| d.starts_with("attention grows"))),
         "said once, on the largest context"
     );
+}
+
+/// Runs the scripted harness, then, in the traced repeat only, writes a CPU-only Kineto trace
+/// (three 1000 µs steps of `aten::linear` 600 µs > `aten::matmul` 550 µs > `aten::mm` `MM_US`).
+const CPU_TRACED_HARNESS: &str = r#"#!/bin/sh
+set -eu
+sh harness.sh
+[ -n "${UTILGATE_TRACE_DIR:-}" ] || exit 0
+f="$UTILGATE_TRACE_DIR/worker0.1733000001.pt.trace.json"
+awk -v mm="${MM_US:-500}" 'BEGIN {
+  printf "{\"traceEvents\": [\n"; sep = ""
+  for (s = 0; s < 3; s++) {
+    t0 = 10000 + s * 1000
+    printf "%s{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#%d\", \"pid\": 7, \"tid\": 1, \"ts\": %d, \"dur\": 1000}", sep, s, t0; sep = ",\n"
+    printf "%s{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::linear\", \"pid\": 7, \"tid\": 1, \"ts\": %d, \"dur\": 600}", sep, t0 + 10
+    printf "%s{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::matmul\", \"pid\": 7, \"tid\": 1, \"ts\": %d, \"dur\": 550}", sep, t0 + 20
+    printf "%s{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 7, \"tid\": 1, \"ts\": %d, \"dur\": %d}", sep, t0 + 30, mm
+  }
+  printf "\n]}\n"
+}' > "$f"
+printf '{"trace": "%s"}\n' "$f" >> "$UTILGATE_OUT"
+"#;
+
+/// A CPU-only trace: every report says no GPU activity was recorded and lists the operators
+/// by self time; no empty GPU bar, no GPU idle share (it was "GPU idle 100% -> 100%").
+#[test]
+fn a_cpu_only_trace_reads_no_gpu_activity_in_every_report() {
+    let env = TestEnv::new();
+    env.write("traced.sh", CPU_TRACED_HARNESS);
+    let config = TestEnv::config_with("trace = true")
+        .replace("command = \"sh harness.sh\"", "command = \"sh traced.sh\"");
+    env.write_config(&config);
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    let out = env.run("feature", &[("STEP_MS", "11.0"), ("MM_US", "540")]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(text.contains(&format!("REGRESSED {B1}")), "{text}");
+    assert!(
+        text.contains("    aten::matmul -80% (50.0 -> 10.0 self µs per step; 1 -> 1 calls)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  trace: no GPU activity recorded: the step (1000.0 µs) is host time"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  trace: host operators by self time:\n    aten::mm: 540.0 µs self per step (90.0% of all operators' self time), 1.0 calls, 540.0 µs with the operators inside"),
+        "{text}"
+    );
+    assert!(!text.contains("GPU idle"), "{text}");
+
+    let report = env.json(&["runs", "show"]);
+    let ev = &case_of(&report, B1)["evidence"];
+    assert_eq!(ev["host_only"], true, "{ev}");
+    assert_eq!(ev["bars"].as_array().map(Vec::len), Some(0), "{ev}");
+    assert!(ev["gpu_idle_share_now"].is_null(), "{ev}");
+    let html = env.report("html");
+    assert!(!html.contains("GPU time by category"), "{html}");
+    assert!(
+        html.contains("no GPU activity recorded; host operators by self time:"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<li><code>aten::mm: 540.0 µs self per step"),
+        "{html}"
+    );
+    let md = env.report("markdown");
+    assert!(md.contains("no GPU activity recorded"), "{md}");
+    assert!(md.contains("  - `aten::mm: 540.0 µs self per step"), "{md}");
+    assert!(!md.contains("GPU idle"), "{md}");
 }
