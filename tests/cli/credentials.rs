@@ -302,3 +302,131 @@ fn no_harness_runs_beside_a_trust_authenticated_socket_store_on_postgres() {
     assert!(started(&env));
     assert!(tables(&mut client) > 0);
 }
+
+/// The grants docs/postgres.md gives the ingest role, as its SQL block says (with the owner's
+/// `REVOKE`, a no-op from `PostgreSQL` 15 on).
+const INGEST_GRANTS: &str = "
+    REVOKE CREATE ON SCHEMA public FROM PUBLIC;
+    CREATE ROLE utilgate_ingest LOGIN PASSWORD 'ingest-pw-5150';
+    GRANT CONNECT ON DATABASE {db} TO utilgate_ingest;
+    GRANT USAGE ON SCHEMA public TO utilgate_ingest;
+    GRANT SELECT ON ALL TABLES IN SCHEMA public TO utilgate_ingest;
+    GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO utilgate_ingest;
+    GRANT INSERT ON runs, run_canaries, run_groups, series, results, baseline_moves,
+      serve_series, serve_results, serve_repeats, serve_metrics, serve_baseline_moves
+      TO utilgate_ingest;";
+
+/// The user-defined triggers on `table`.
+fn triggers(client: &mut postgres::Client, table: &str) -> i64 {
+    client
+        .query_one(
+            "SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid \
+             WHERE c.relname = $1 AND NOT t.tgisinternal",
+            &[&table],
+        )
+        .expect("count triggers")
+        .get(0)
+}
+
+/// The least-privilege ingest of docs/postgres.md on a real server: the owner's trusted run
+/// creates the schema; a pull request's run on its own `SQLite` file is rescued (another writer
+/// held the file at its end); `utilgate import run`, logged in as the ingest role, stores it in
+/// the shared store. The role may add rows and nothing else: dropping or disabling a trigger,
+/// updating or deleting a row, creating a table are refused for want of privilege.
+#[test]
+#[ignore = "needs the PostgreSQL server binaries (Debian's postgresql); .ci/run runs them: cargo test -- --ignored on_postgres"]
+fn the_ingest_role_stores_a_run_and_cannot_touch_the_triggers_on_postgres() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let cluster = Cluster::start();
+    let db = cluster.new_database();
+    // The cluster's superuser stands for the owner: it creates the schema and owns the tables.
+    let owner_url = cluster.url(&db);
+    let env = TestEnv::new();
+    env.write_config(&logging_config("[store]\nbusy_timeout_s = 0.5\n"));
+    let out = env
+        .cmd()
+        .args(["run", "--trusted", "--branch", "main", "--db", &owner_url])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The pull request's run, on the job's own file, rescued.
+    assert_eq!(env.run("main", &[]).status.code(), Some(0));
+    std::fs::remove_file(env.path().join("started.log")).expect("reset the log");
+    let child = env
+        .std_cmd()
+        .args(["run", "--branch", "feature", "--pr", "7"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let end = Instant::now() + Duration::from_secs(60);
+    let starts = || std::fs::read_to_string(env.path().join("started.log")).unwrap_or_default();
+    while starts().lines().count() < 2 {
+        assert!(Instant::now() < end, "the run never started measuring");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let locker = rusqlite::Connection::open(env.db()).expect("open");
+    locker.execute_batch("BEGIN EXCLUSIVE").expect("lock");
+    let out = child.wait_with_output().expect("finishes");
+    drop(locker);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let rescue = err
+        .lines()
+        .find_map(|l| l.split_once("written to the rescue file "))
+        .map_or_else(
+            || panic!("no rescue file named: {err}"),
+            |(_, file)| env.path().join(file.trim()),
+        );
+    assert!(rescue.exists(), "{}", rescue.display());
+
+    let mut admin = postgres::Client::connect(&owner_url, postgres::NoTls).expect("owner");
+    admin
+        .batch_execute(&INGEST_GRANTS.replace("{db}", &db))
+        .expect("the documented grants apply to the schema");
+    let before = triggers(&mut admin, "runs");
+    assert!(before > 0, "the schema has append-only triggers");
+
+    let ingest_url = format!(
+        "postgres://utilgate_ingest:ingest-pw-5150@localhost/{db}?host={}",
+        cluster.socket_dir().display()
+    );
+    let out = env
+        .cmd()
+        .args(["import", "run"])
+        .arg(&rescue)
+        .args(["--db", &ingest_url])
+        .output()
+        .expect("imports");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("ingest-pw-5150"));
+    let runs: i64 = admin
+        .query_one("SELECT count(*) FROM runs", &[])
+        .expect("count")
+        .get(0);
+    assert_eq!(runs, 2, "the owner's run and the imported one");
+
+    let mut ingest = postgres::Client::connect(&ingest_url, postgres::NoTls).expect("ingest");
+    for statement in [
+        "DROP TRIGGER runs_append_only_update ON runs",
+        "ALTER TABLE runs DISABLE TRIGGER ALL",
+        "UPDATE runs SET branch = 'forged'",
+        "DELETE FROM results",
+        "DELETE FROM baseline_moves",
+        "CREATE TABLE planted (x int)",
+        "SELECT setval(pg_get_serial_sequence('runs', 'id'), 1)",
+    ] {
+        let refused = ingest
+            .batch_execute(statement)
+            .expect_err(statement)
+            .code()
+            .cloned();
+        assert_eq!(
+            refused,
+            Some(postgres::error::SqlState::INSUFFICIENT_PRIVILEGE),
+            "{statement}"
+        );
+    }
+    assert_eq!(triggers(&mut admin, "runs"), before);
+}
