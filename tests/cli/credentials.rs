@@ -312,9 +312,11 @@ const INGEST_GRANTS: &str = "
     GRANT USAGE ON SCHEMA public TO utilgate_ingest;
     GRANT SELECT ON ALL TABLES IN SCHEMA public TO utilgate_ingest;
     GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO utilgate_ingest;
-    GRANT INSERT ON runs, run_canaries, run_groups, series, results, baseline_moves,
-      serve_series, serve_results, serve_repeats, serve_metrics, serve_baseline_moves
-      TO utilgate_ingest;";
+    GRANT INSERT ON runs, run_canaries, run_groups, series, results, baseline_moves, probes,
+      serve_series, serve_results, serve_repeats, serve_metrics, serve_baseline_moves,
+      evidence, evidence_blobs
+      TO utilgate_ingest;
+    GRANT DELETE ON evidence_blobs TO utilgate_ingest;";
 
 /// The user-defined triggers on `table`.
 fn triggers(client: &mut postgres::Client, table: &str) -> i64 {
@@ -331,7 +333,8 @@ fn triggers(client: &mut postgres::Client, table: &str) -> i64 {
 /// The least-privilege ingest of docs/postgres.md on a real server: the owner's trusted run
 /// creates the schema; a pull request's run on its own `SQLite` file is rescued (another writer
 /// held the file at its end); `utilgate import run`, logged in as the ingest role, stores it in
-/// the shared store. The role may add rows and nothing else: dropping or disabling a trigger,
+/// the shared store, and a trusted `run` measures into it as that role. The role may add rows
+/// (and prune raw traces) and nothing else: dropping or disabling a trigger,
 /// updating or deleting a row, creating a table are refused for want of privilege.
 #[test]
 #[ignore = "needs the PostgreSQL server binaries (Debian's postgresql); .ci/run runs them: cargo test -- --ignored on_postgres"]
@@ -406,6 +409,18 @@ fn the_ingest_role_stores_a_run_and_cannot_touch_the_triggers_on_postgres() {
         .expect("count")
         .get(0);
     assert_eq!(runs, 2, "the owner's run and the imported one");
+    // A trusted measuring job (a nightly shard) needs no more than the ingest role either.
+    let out = env
+        .cmd()
+        .args(["run", "--trusted", "--branch", "main", "--db", &ingest_url])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let runs: i64 = admin
+        .query_one("SELECT count(*) FROM runs", &[])
+        .expect("count")
+        .get(0);
+    assert_eq!(runs, 3);
 
     let mut ingest = postgres::Client::connect(&ingest_url, postgres::NoTls).expect("ingest");
     for statement in [
