@@ -23,7 +23,8 @@ mod secrets;
 use std::collections::BTreeSet;
 use std::fmt;
 
-pub use secrets::{Secret, TOKEN_PREFIXES, db_password, is_postgres_url, secret_in, url_password};
+pub(crate) use secrets::{Secret, db_password, is_postgres_url, secret_in};
+pub use secrets::{TOKEN_PREFIXES, url_password};
 
 /// Variables that hold a GitHub credential by name (the GitHub CLI's, Actions' own, and the
 /// Enterprise forms). Empty values do not count.
@@ -41,7 +42,7 @@ pub const PASSWORD_VARIABLES: &[&str] = &["PGPASSWORD"];
 
 /// Whose environment a variable was read from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Holder {
+pub(crate) enum Holder {
     /// utilgate's own.
     Utilgate,
     /// A process that started utilgate, `generation` steps up (1: its parent). Its name is
@@ -75,14 +76,14 @@ impl fmt::Display for Holder {
 
 /// One process's environment: who holds it and its variables.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcessEnv {
-    pub holder: Holder,
-    pub vars: Vec<(String, String)>,
+pub(crate) struct ProcessEnv {
+    pub(crate) holder: Holder,
+    pub(crate) vars: Vec<(String, String)>,
 }
 
 /// Where a store location came from.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub enum StoreOrigin {
+pub(crate) enum StoreOrigin {
     /// `--db`, or `UTILGATE_DB` standing in for it.
     Flag,
     /// The config file (its path, as given) `[store] url`.
@@ -100,15 +101,15 @@ impl fmt::Display for StoreOrigin {
 
 /// A store location this command was given, and whether it is the one it opens.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoreSetting<'a> {
-    pub origin: StoreOrigin,
-    pub location: &'a str,
-    pub opened: bool,
+pub(crate) struct StoreSetting<'a> {
+    pub(crate) origin: StoreOrigin,
+    pub(crate) location: &'a str,
+    pub(crate) opened: bool,
 }
 
 /// One credential found, by where it is; never its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Credential {
+pub(crate) enum Credential {
     /// A variable named like a credential.
     Variable { name: String, holder: Holder },
     /// A variable whose value holds a GitHub token ([`Secret::GithubToken`] or
@@ -134,7 +135,7 @@ pub enum Credential {
 impl Credential {
     /// A database credential rather than a GitHub one.
     #[must_use]
-    pub fn is_database(&self) -> bool {
+    pub(crate) fn is_database(&self) -> bool {
         match self {
             Credential::DbPassword { .. }
             | Credential::StorePassword(_)
@@ -146,7 +147,7 @@ impl Credential {
 
     /// Found in the environment of a process that started utilgate, not in utilgate's own.
     #[must_use]
-    pub fn is_inherited(&self) -> bool {
+    pub(crate) fn is_inherited(&self) -> bool {
         matches!(
             self,
             Credential::Variable { holder, .. }
@@ -214,7 +215,7 @@ fn judge_variable(name: &str, value: &str, holder: &Holder) -> Option<Credential
 /// given, and in the output of `git config --get-regexp '^http\..*\.extraheader$'` (one
 /// `key value` per line).
 #[must_use]
-pub fn credentials(
+pub(crate) fn credentials(
     envs: &[ProcessEnv],
     stores: &[StoreSetting<'_>],
     git_extraheaders: &str,

@@ -145,7 +145,7 @@ fn store_settings<'a>(
 /// it, holds a GitHub credential or a database password in its environment, a store location
 /// it was given (`db` or the config's `[store] url`) carries a password, the store it opens is
 /// `PostgreSQL`, or the checkout kept a token. Names what it found and where, never a value.
-pub fn refuse_near_harness(loaded: &LoadedConfig, db: Option<&Path>) -> Result<(), Error> {
+pub(crate) fn refuse_near_harness(loaded: &LoadedConfig, db: Option<&Path>) -> Result<(), Error> {
     let db = db.map(|p| p.to_string_lossy().into_owned());
     let config_path = loaded.path.display().to_string();
     let found = trust::credentials(

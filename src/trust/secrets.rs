@@ -42,7 +42,7 @@ const MIN_BASE64_LEN: usize = 24;
 
 /// What a value holds; never the secret itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Secret {
+pub(crate) enum Secret {
     /// A GitHub token of today's shapes (`ghp_`, `ghs_`, `github_pat_`, ...), anywhere in the
     /// value, as it is or base64-encoded.
     GithubToken,
@@ -55,7 +55,7 @@ pub enum Secret {
 
 /// What the value of variable `name` holds, if anything.
 #[must_use]
-pub fn secret_in(name: &str, value: &str) -> Option<Secret> {
+pub(crate) fn secret_in(name: &str, value: &str) -> Option<Secret> {
     let value = value.trim();
     if value.is_empty() {
         return None;
@@ -81,13 +81,13 @@ pub fn secret_in(name: &str, value: &str) -> Option<Secret> {
 /// Whether `value` carries a database password: a `postgres://` URL with one anywhere in it,
 /// or libpq's keyword form (`host=db user=gate password=...`).
 #[must_use]
-pub fn db_password(value: &str) -> bool {
+pub(crate) fn db_password(value: &str) -> bool {
     embedded_urls(value).any(|url| url_password(url).is_some()) || conninfo_password(value)
 }
 
 /// Whether `value` names a `PostgreSQL` store (as the store itself decides: `store::sql`).
 #[must_use]
-pub fn is_postgres_url(value: &str) -> bool {
+pub(crate) fn is_postgres_url(value: &str) -> bool {
     value.starts_with("postgres://") || value.starts_with("postgresql://")
 }
 
