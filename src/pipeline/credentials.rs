@@ -157,6 +157,7 @@ pub(crate) fn refuse_near_harness(loaded: &LoadedConfig, db: Option<&Path>) -> R
         return Ok(());
     }
     Err(GithubError::CredentialNearHarness {
+        token: !found.iter().all(trust::Credential::is_database),
         database: found.iter().any(trust::Credential::is_database),
         inherited: found.iter().any(trust::Credential::is_inherited),
         found: found.iter().map(ToString::to_string).collect(),
