@@ -271,7 +271,7 @@ mod tests {
     }
 
     #[test]
-    fn forty_hex_digits_count_beside_a_secret_name_or_word_never_as_a_commit() {
+    fn forty_hex_digits_count_beside_a_token_name_or_word_never_as_a_commit() {
         for name in [
             "GITHUB_PAT",
             "GH_PAT",
