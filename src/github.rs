@@ -291,9 +291,16 @@ pub enum GithubError {
     Event { path: String, message: String },
     /// A credential a harness could read (DESIGN.md §13); names only, never values.
     #[error("refusing to start a harness while utilgate holds a credential: {}", found.join("; "))]
-    /// `database`: one of them is a database password (the hint then says where a pull
-    /// request's run keeps its history instead).
-    CredentialNearHarness { found: Vec<String>, database: bool },
+    /// `token`: one of them is a GitHub credential; `database`: one is a database credential
+    /// (the hint then says where a pull request's run keeps its history instead); `inherited`:
+    /// one is in the environment of a process that started utilgate (the hint then says where
+    /// to take it out).
+    CredentialNearHarness {
+        found: Vec<String>,
+        token: bool,
+        database: bool,
+        inherited: bool,
+    },
     /// A stored run that was measured for another pull request or commit.
     #[error("refusing to publish run {run}: {reason}")]
     RunMismatch { run: i64, reason: String },
@@ -331,15 +338,24 @@ impl GithubError {
             GithubError::NoToken => Some(format!(
                 "pass the job's token to the step: env: GITHUB_TOKEN: ${{{{ secrets.GITHUB_TOKEN }}}}, and give the job\n{PERMISSIONS_BLOCK}"
             )),
-            GithubError::CredentialNearHarness { database, .. } => {
-                let store = if *database {
-                    "; a shared store's password belongs to trusted jobs only: measure a pull request into the job's own SQLite store, judged against the reviewed baselines/ (`utilgate run --baselines baselines/`, docs/fleet.md)"
-                } else {
-                    ""
-                };
-                Some(format!(
-                    "the job that runs pull-request code must hold no token: take GITHUB_TOKEN out of the step's env:, check out with persist-credentials: false, and post from a separate job with `utilgate publish` (docs/github.md){store}; pass --trusted only when every harness this run starts is code you trust"
-                ))
+            GithubError::CredentialNearHarness {
+                token,
+                database,
+                inherited,
+                ..
+            } => {
+                let mut parts = Vec::new();
+                if *token {
+                    parts.push("the job that runs pull-request code must hold no token: take GITHUB_TOKEN out of the step's env:, check out with persist-credentials: false, and post from a separate job with `utilgate publish` (docs/github.md)");
+                }
+                if *inherited {
+                    parts.push("a process that started utilgate keeps its own copy of a variable it removed for utilgate (`env -u`, `unset` in a script): leave it out of the step's env: altogether");
+                }
+                if *database {
+                    parts.push("a shared store (its password, or a PostgreSQL login of any kind) belongs to jobs that run no pull-request code: measure a pull request into the job's own SQLite store, judged against the reviewed baselines/ (`utilgate run --baselines baselines/`, docs/postgres.md)");
+                }
+                parts.push("pass --trusted only when every harness this run starts is code you trust");
+                Some(parts.join("; "))
             }
             GithubError::RunMismatch { .. } => Some(
                 "nothing was posted for it; publish the run measured for this pull request and commit (`utilgate runs list`), or measure that commit".to_owned(),

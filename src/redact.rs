@@ -103,6 +103,13 @@ pub fn redact_with<'a, S: AsRef<str>>(text: &'a str, secrets: &[S]) -> Cow<'a, s
     mask(text, &forms)
 }
 
+/// Whether `text` holds a token-shaped string anywhere (what [`redact`] would mask without
+/// any registered secret). Pure.
+#[must_use]
+pub(crate) fn has_token_shape(text: &str) -> bool {
+    mask_token_shapes(text).is_some()
+}
+
 /// `text` with each of `forms` (exact strings, longest first) and every token-shaped string
 /// masked.
 fn mask<'a>(text: &'a str, forms: &[String]) -> Cow<'a, str> {

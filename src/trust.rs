@@ -1,21 +1,30 @@
 //! What may run next to what (DESIGN.md §13): the checks that keep a write token away from
-//! pull-request code and a stored run away from the wrong pull request. Pure: the environment,
+//! pull-request code and a stored run away from the wrong pull request. Pure: the environments,
 //! git's config and the stored run's facts arrive as values; nothing here reads or posts.
 //!
-//! - [`credentials`]: the credentials a process started now could read: a GitHub token in
-//!   utilgate's own environment (a harness can read `/proc/<utilgate>/environ`, so removing it
-//!   from the harness's environment is not enough), one that `actions/checkout` persisted in
-//!   the checkout's git config, or the password of a `PostgreSQL` store (`PGPASSWORD`, or a
-//!   `postgres://` URL that carries one, in the environment or on the command line). With the
-//!   store's password a pull request's harness could rewrite the shared history and its
-//!   baselines. `utilgate run` refuses to start a harness while any is found, unless told the
-//!   job is trusted.
+//! - [`credentials`]: the credentials a process started now could use: a GitHub token or a
+//!   database password in utilgate's own environment or in that of a process that started it
+//!   (a harness can read `/proc/<pid>/environ` of every process of its user, so removing a
+//!   token from the harness's environment, or from utilgate's with a wrapper's `env -u`, is not
+//!   enough), one that `actions/checkout` persisted in the checkout's git config, the password
+//!   in the store's location (`--db`, or the config file's `[store] url` even when `--db` points
+//!   elsewhere), or the `PostgreSQL` store itself: however utilgate logs in to it (a password,
+//!   `trust` or `peer` authentication over its socket, `~/.pgpass`), a process of the same user
+//!   logs in as that role too. With the store a pull request's harness could rewrite the shared
+//!   history and its baselines. `utilgate run` refuses to start a harness while any is found,
+//!   unless told the job is trusted. What a value holds is judged in [`secrets`].
 //! - [`check_target`]: a stored run is published only for the pull request and head commit it
 //!   was measured for.
 //! - [`CheckConclusion`]: what the conclusion of a pull-request check lets the publishing
 //!   workflow post (only success and failure carry verdicts).
 
+mod secrets;
+
+use std::collections::BTreeSet;
 use std::fmt;
+
+pub(crate) use secrets::{Secret, db_password, is_postgres_url, secret_in};
+pub use secrets::{TOKEN_PREFIXES, url_password};
 
 /// Variables that hold a GitHub credential by name (the GitHub CLI's, Actions' own, and the
 /// Enterprise forms). Empty values do not count.
@@ -31,90 +40,205 @@ pub const TOKEN_VARIABLES: &[&str] = &[
 /// Variables that hold a database password by name (libpq's, which the `PostgreSQL` store reads).
 pub const PASSWORD_VARIABLES: &[&str] = &["PGPASSWORD"];
 
-/// The prefixes GitHub gives its tokens (personal, OAuth, user-to-server, installation,
-/// refresh, fine-grained): a value shaped like one counts whatever the variable is called.
-pub const TOKEN_PREFIXES: &[&str] = &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"];
+/// Whose environment a variable was read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Holder {
+    /// utilgate's own.
+    Utilgate,
+    /// A process that started utilgate, `generation` steps up (1: its parent). Its name is
+    /// the kernel's (`/proc/<pid>/comm`), printable ASCII only.
+    Ancestor {
+        pid: u32,
+        name: String,
+        generation: usize,
+    },
+}
+
+impl fmt::Display for Holder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Holder::Utilgate => write!(f, "utilgate's environment"),
+            Holder::Ancestor {
+                pid,
+                name,
+                generation,
+            } => {
+                let who = match generation {
+                    1 => "utilgate's parent".to_owned(),
+                    2 => "utilgate's grandparent".to_owned(),
+                    n => format!("the process {n} levels above utilgate"),
+                };
+                write!(f, "the environment of {who} (pid {pid}, {name})")
+            }
+        }
+    }
+}
+
+/// One process's environment: who holds it and its variables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ProcessEnv {
+    pub(crate) holder: Holder,
+    pub(crate) vars: Vec<(String, String)>,
+}
+
+/// Where a store location came from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum StoreOrigin {
+    /// `--db`, or `UTILGATE_DB` standing in for it.
+    Flag,
+    /// The config file (its path, as given) `[store] url`.
+    Config(String),
+}
+
+impl fmt::Display for StoreOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreOrigin::Flag => write!(f, "--db (or $UTILGATE_DB)"),
+            StoreOrigin::Config(path) => write!(f, "[store] url in {path}"),
+        }
+    }
+}
+
+/// A store location this command was given, and whether it is the one it opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoreSetting<'a> {
+    pub(crate) origin: StoreOrigin,
+    pub(crate) location: &'a str,
+    pub(crate) opened: bool,
+}
 
 /// One credential found, by where it is; never its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Credential {
-    /// A variable named like a token.
-    Variable(String),
-    /// A variable whose value looks like a GitHub token.
-    TokenShaped(String),
+pub(crate) enum Credential {
+    /// A variable named like a credential.
+    Variable { name: String, holder: Holder },
+    /// A variable whose value holds a GitHub token ([`Secret::GithubToken`] or
+    /// [`Secret::ClassicToken`]).
+    Token {
+        name: String,
+        holder: Holder,
+        kind: Secret,
+    },
+    /// A variable whose value holds a database password (a `postgres://` URL, libpq keywords).
+    DbPassword { name: String, holder: Holder },
     /// A git config key that sends an `Authorization` header (what `actions/checkout` leaves
     /// unless `persist-credentials: false`).
     GitConfig(String),
-    /// A variable whose value is a `postgres://` URL with a password in it.
-    PasswordUrl(String),
-    /// The store this command was given (`--db` or the config's `[store] url`) is a
-    /// `postgres://` URL with a password in it.
-    StorePassword,
+    /// A store location this command was given carries a password.
+    StorePassword(StoreOrigin),
+    /// The store this command opens is `PostgreSQL`: whatever logs utilgate in logs in a harness
+    /// of the same user too (#28: `trust` or `peer` authentication over a Unix socket needs no
+    /// password at all).
+    PostgresStore(StoreOrigin),
 }
 
 impl Credential {
-    /// A database password rather than a GitHub credential.
+    /// A database credential rather than a GitHub one.
     #[must_use]
-    pub fn is_database(&self) -> bool {
+    pub(crate) fn is_database(&self) -> bool {
         match self {
-            Credential::PasswordUrl(_) | Credential::StorePassword => true,
-            Credential::Variable(name) => PASSWORD_VARIABLES.contains(&name.as_str()),
-            Credential::TokenShaped(_) | Credential::GitConfig(_) => false,
+            Credential::DbPassword { .. }
+            | Credential::StorePassword(_)
+            | Credential::PostgresStore(_) => true,
+            Credential::Variable { name, .. } => PASSWORD_VARIABLES.contains(&name.as_str()),
+            Credential::Token { .. } | Credential::GitConfig(_) => false,
         }
+    }
+
+    /// Found in the environment of a process that started utilgate, not in utilgate's own.
+    #[must_use]
+    pub(crate) fn is_inherited(&self) -> bool {
+        matches!(
+            self,
+            Credential::Variable { holder, .. }
+                | Credential::Token { holder, .. }
+                | Credential::DbPassword { holder, .. }
+                if *holder != Holder::Utilgate
+        )
     }
 }
 
 impl fmt::Display for Credential {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Credential::Variable(name) => write!(f, "${name} in utilgate's environment"),
-            Credential::TokenShaped(name) => {
-                write!(f, "${name} in utilgate's environment holds a GitHub token")
+            Credential::Variable { name, holder } => write!(f, "${name} in {holder}"),
+            Credential::Token {
+                name,
+                holder,
+                kind: Secret::ClassicToken,
+            } => write!(
+                f,
+                "${name} in {holder} holds a classic GitHub token (40 hex digits beside a token-like name or word)"
+            ),
+            Credential::Token { name, holder, .. } => {
+                write!(f, "${name} in {holder} holds a GitHub token")
             }
+            Credential::DbPassword { name, holder } => write!(
+                f,
+                "${name} in {holder} holds a database password (a postgres:// URL or libpq's password= keyword)"
+            ),
             Credential::GitConfig(key) => {
                 write!(f, "git config {key} sends the checkout's token")
             }
-            Credential::PasswordUrl(name) => {
-                write!(
-                    f,
-                    "${name} in utilgate's environment holds a database URL with its password"
-                )
+            Credential::StorePassword(origin) => {
+                write!(f, "the store location in {origin} carries its password")
             }
-            Credential::StorePassword => {
-                write!(
-                    f,
-                    "the store's URL (--db or [store] url) carries its password"
-                )
-            }
+            Credential::PostgresStore(origin) => write!(
+                f,
+                "the store in {origin} is a PostgreSQL database: however utilgate logs in (a password, trust or peer authentication over its socket, ~/.pgpass), a harness of the same user logs in as the same role"
+            ),
         }
     }
 }
 
-/// The credentials in an environment (name, value pairs), in the store location this command
-/// was given (a path or a URL, `None` when it names none), and in the output of
-/// `git config --get-regexp '^http\..*\.extraheader$'` (one `key value` per line).
+/// What one variable is, by its name and then by its value, if a credential.
+fn judge_variable(name: &str, value: &str, holder: &Holder) -> Option<Credential> {
+    if value.trim().is_empty() {
+        return None;
+    }
+    let by_name = TOKEN_VARIABLES.contains(&name) || PASSWORD_VARIABLES.contains(&name);
+    let secret = if by_name {
+        None
+    } else {
+        Some(secret_in(name, value)?)
+    };
+    let (name, holder) = (name.to_owned(), holder.clone());
+    Some(match secret {
+        None => Credential::Variable { name, holder },
+        Some(Secret::DbPassword) => Credential::DbPassword { name, holder },
+        Some(kind) => Credential::Token { name, holder, kind },
+    })
+}
+
+/// The credentials in the environments of utilgate and the processes that started it (nearest
+/// first: a variable found nearer is named there only), in the store locations this command was
+/// given, and in the output of `git config --get-regexp '^http\..*\.extraheader$'` (one
+/// `key value` per line).
 #[must_use]
-pub fn credentials<'a>(
-    env: impl IntoIterator<Item = (&'a str, &'a str)>,
-    store: Option<&str>,
+pub(crate) fn credentials(
+    envs: &[ProcessEnv],
+    stores: &[StoreSetting<'_>],
     git_extraheaders: &str,
 ) -> Vec<Credential> {
     let mut found = Vec::new();
-    for (name, value) in env {
-        let value = value.trim();
-        if value.is_empty() {
-            continue;
-        }
-        if TOKEN_VARIABLES.contains(&name) || PASSWORD_VARIABLES.contains(&name) {
-            found.push(Credential::Variable(name.to_owned()));
-        } else if TOKEN_PREFIXES.iter().any(|p| value.starts_with(p)) {
-            found.push(Credential::TokenShaped(name.to_owned()));
-        } else if url_password(value).is_some() {
-            found.push(Credential::PasswordUrl(name.to_owned()));
+    let mut named = BTreeSet::new();
+    for env in envs {
+        for (name, value) in &env.vars {
+            if named.contains(name.as_str()) {
+                continue;
+            }
+            if let Some(credential) = judge_variable(name, value, &env.holder) {
+                named.insert(name.as_str());
+                found.push(credential);
+            }
         }
     }
-    if store.and_then(url_password).is_some() {
-        found.push(Credential::StorePassword);
+    for store in stores {
+        if db_password(store.location) {
+            found.push(Credential::StorePassword(store.origin.clone()));
+        } else if store.opened && is_postgres_url(store.location) {
+            found.push(Credential::PostgresStore(store.origin.clone()));
+        }
     }
     for line in git_extraheaders.lines() {
         let (key, value) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
@@ -125,34 +249,6 @@ pub fn credentials<'a>(
     found.sort_by_key(ToString::to_string);
     found.dedup();
     found
-}
-
-/// The password a `postgres://` (or `postgresql://`) URL carries, in its user information
-/// (`USER:PASSWORD@`) or as a `password=` query parameter; `None` for any other text or a URL
-/// without one. Pure; the value is returned only to be masked, never shown.
-#[must_use]
-pub fn url_password(value: &str) -> Option<&str> {
-    let rest = value
-        .strip_prefix("postgres://")
-        .or_else(|| value.strip_prefix("postgresql://"))?;
-    let (authority, query) = match rest.find(['/', '?', '#']) {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, ""),
-    };
-    let from_userinfo = authority
-        .rsplit_once('@')
-        .and_then(|(userinfo, _)| userinfo.split_once(':'))
-        .map(|(_, password)| password)
-        .filter(|p| !p.is_empty());
-    let from_query = || {
-        let query = query.split_once('?')?.1;
-        let query = query.split('#').next().unwrap_or(query);
-        query
-            .split('&')
-            .find_map(|pair| pair.strip_prefix("password="))
-            .filter(|p| !p.is_empty())
-    };
-    from_userinfo.or_else(from_query)
 }
 
 /// Where a stored run says it was measured.
@@ -279,33 +375,101 @@ mod tests {
 
     const SHA: &str = "ec26c3e57ca3a959ca5aad62de7213c562f8c821";
 
+    /// utilgate's own environment of `vars`.
+    fn own(vars: &[(&str, &str)]) -> ProcessEnv {
+        ProcessEnv {
+            holder: Holder::Utilgate,
+            vars: vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    fn var(name: &str) -> Credential {
+        Credential::Variable {
+            name: name.into(),
+            holder: Holder::Utilgate,
+        }
+    }
+
+    fn flag(location: &str) -> StoreSetting<'_> {
+        StoreSetting {
+            origin: StoreOrigin::Flag,
+            location,
+            opened: true,
+        }
+    }
+
     #[test]
     fn tokens_are_found_by_name_and_by_shape_never_shown() {
-        let env = [
+        let env = own(&[
             ("PATH", "/usr/bin"),
             ("GITHUB_TOKEN", "ghs_abcdef"),
             ("GH_TOKEN", "   "),
             ("MY_PAT", "github_pat_11AAAA"),
             ("HF_TOKEN", "hf_model_hub_read"),
             ("ACTIONS_ID_TOKEN_REQUEST_TOKEN", "eyJ0eXAi"),
-        ];
-        let found = credentials(env, None, "");
+            (
+                "AUTH_HEADER",
+                "Bearer ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            ),
+            ("GH_PAT", "0123456789abcdef0123456789abcdef01234567"),
+            ("GITHUB_SHA", "0123456789abcdef0123456789abcdef01234567"),
+        ]);
+        let found = credentials(&[env], &[], "");
+        let token = |name: &str, kind| Credential::Token {
+            name: name.into(),
+            holder: Holder::Utilgate,
+            kind,
+        };
         assert_eq!(
             found,
             vec![
-                Credential::Variable("ACTIONS_ID_TOKEN_REQUEST_TOKEN".into()),
-                Credential::Variable("GITHUB_TOKEN".into()),
-                Credential::TokenShaped("MY_PAT".into()),
+                var("ACTIONS_ID_TOKEN_REQUEST_TOKEN"),
+                token("AUTH_HEADER", Secret::GithubToken),
+                token("GH_PAT", Secret::ClassicToken),
+                var("GITHUB_TOKEN"),
+                token("MY_PAT", Secret::GithubToken),
             ]
         );
         for f in &found {
             let text = f.to_string();
-            assert!(
-                !text.contains("ghs_abcdef") && !text.contains("github_pat_"),
-                "{text}"
-            );
+            for secret in ["ghs_abcdef", "github_pat_", "ghp_", "0123456789abcdef"] {
+                assert!(!text.contains(secret), "{text}");
+            }
         }
-        assert!(credentials([("HOME", "/root")], None, "").is_empty());
+        assert!(credentials(&[own(&[("HOME", "/root")])], &[], "").is_empty());
+    }
+
+    /// #28: a wrapper that unsets the token before starting utilgate (`env -u GITHUB_TOKEN`)
+    /// still holds it, and a harness can read the wrapper's environment.
+    #[test]
+    fn a_token_in_a_process_that_started_utilgate_counts_named_where_it_is() {
+        let parent = ProcessEnv {
+            holder: Holder::Ancestor {
+                pid: 4242,
+                name: "sh".into(),
+                generation: 1,
+            },
+            vars: vec![
+                ("GITHUB_TOKEN".into(), "ghs_fromtheparentshell0123".into()),
+                ("PGPASSWORD".into(), "hunter2-long".into()),
+            ],
+        };
+        // The same variable nearer (utilgate's own) is named there only.
+        let found = credentials(&[own(&[("PGPASSWORD", "hunter2-long")]), parent], &[], "");
+        assert_eq!(found.len(), 2, "{found:?}");
+        let text: Vec<String> = found.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            text,
+            [
+                "$GITHUB_TOKEN in the environment of utilgate's parent (pid 4242, sh)",
+                "$PGPASSWORD in utilgate's environment",
+            ]
+        );
+        assert!(found[0].is_inherited() && !found[1].is_inherited());
+        assert!(!found[0].is_database() && found[1].is_database());
     }
 
     #[test]
@@ -313,17 +477,17 @@ mod tests {
         let git = "http.https://github.com/.extraheader AUTHORIZATION: basic eC1hY2Nlc3M=\n\
                    http.https://example.com/.extraheader X-Trace: 1\n";
         assert_eq!(
-            credentials([], None, git),
+            credentials(&[], &[], git),
             vec![Credential::GitConfig(
                 "http.https://github.com/.extraheader".into()
             )]
         );
-        assert!(credentials([], None, "").is_empty());
+        assert!(credentials(&[], &[], "").is_empty());
     }
 
     #[test]
-    fn a_database_password_counts_by_name_in_a_url_or_in_the_store_given() {
-        let env = [
+    fn a_database_password_counts_by_name_in_a_url_or_in_libpq_keywords() {
+        let env = own(&[
             ("PGPASSWORD", "hunter2-long"),
             (
                 "UTILGATE_DB",
@@ -333,48 +497,96 @@ mod tests {
                 "DATABASE_URL",
                 "postgresql://gate@db/perf?sslmode=require&password=qwerty12",
             ),
+            (
+                "PG_DSN",
+                "host=db.internal user=gate password=libpq-pw9 dbname=perf",
+            ),
             ("PGHOST", "db.internal"),
             ("OTHER_DB", "postgres://gate@db.internal/perf"),
-        ];
-        let found = credentials(env, Some("postgres://u:pw@localhost/db"), "");
+        ]);
+        let found = credentials(&[env], &[], "");
+        let db = |name: &str| Credential::DbPassword {
+            name: name.into(),
+            holder: Holder::Utilgate,
+        };
         assert_eq!(
             found,
             vec![
-                Credential::PasswordUrl("DATABASE_URL".into()),
-                Credential::Variable("PGPASSWORD".into()),
-                Credential::PasswordUrl("UTILGATE_DB".into()),
-                Credential::StorePassword,
+                db("DATABASE_URL"),
+                var("PGPASSWORD"),
+                db("PG_DSN"),
+                db("UTILGATE_DB"),
             ]
         );
         for f in &found {
+            assert!(f.is_database());
             let text = f.to_string();
-            for secret in ["hunter2", "s3cret", "qwerty12", ":pw@"] {
+            for secret in ["hunter2", "s3cret", "qwerty12", "libpq-pw9"] {
                 assert!(!text.contains(secret), "{text}");
             }
         }
-        // A store without a password, a file path, or a password-less URL holds none.
-        for store in [
-            "postgres://gate@db/perf",
-            "/var/lib/utilgate/store.db",
-            "perf.db",
-        ] {
-            assert!(credentials([], Some(store), "").is_empty(), "{store}");
-        }
     }
 
+    /// #28: the store's location holds a password wherever it is given (the config file's even
+    /// when `--db` points elsewhere), and a `PostgreSQL` store that utilgate opens counts with
+    /// no password at all (a Unix socket with `trust` or `peer` authentication).
     #[test]
-    fn url_password_reads_userinfo_and_query_only_of_postgres_urls() {
-        assert_eq!(url_password("postgres://u:p%40ss@h/db"), Some("p%40ss"));
-        assert_eq!(url_password("postgresql://u:pw@h:5432"), Some("pw"));
+    fn the_stores_given_count_by_password_and_an_opened_postgres_store_by_itself() {
+        let config = |location, opened| StoreSetting {
+            origin: StoreOrigin::Config("ci/utilgate.toml".into()),
+            location,
+            opened,
+        };
         assert_eq!(
-            url_password("postgres://u@h/db?password=x1&sslmode=require"),
-            Some("x1")
+            credentials(&[], &[flag("postgres://u:pw@localhost/db")], ""),
+            vec![Credential::StorePassword(StoreOrigin::Flag)]
         );
-        // An `@` in the path is not user information.
-        assert_eq!(url_password("postgres://h/db@x:y"), None);
-        assert_eq!(url_password("postgres://u:@h/db"), None);
-        assert_eq!(url_password("https://u:pw@proxy:3128"), None);
-        assert_eq!(url_password("store.db"), None);
+        // --db points at a file; the config's URL still carries a password a harness can read.
+        let found = credentials(
+            &[],
+            &[
+                flag("pr.db"),
+                config("postgres://gate:s3cret@db/perf", false),
+            ],
+            "",
+        );
+        assert_eq!(
+            found,
+            vec![Credential::StorePassword(StoreOrigin::Config(
+                "ci/utilgate.toml".into()
+            ))]
+        );
+        assert_eq!(
+            found[0].to_string(),
+            "the store location in [store] url in ci/utilgate.toml carries its password"
+        );
+        // No password, but opened: trust or peer authentication lets the harness in too.
+        for url in [
+            "postgres://utilgate@localhost/perf?host=/var/run/postgresql",
+            "postgresql:///perf",
+            "postgres://gate@db.internal/perf",
+        ] {
+            assert_eq!(
+                credentials(&[], &[flag(url)], ""),
+                vec![Credential::PostgresStore(StoreOrigin::Flag)],
+                "{url}"
+            );
+            assert_eq!(
+                credentials(&[], &[config(url, true)], "")[0],
+                Credential::PostgresStore(StoreOrigin::Config("ci/utilgate.toml".into()))
+            );
+            // One utilgate does not open (a pull request's run on its own file) holds nothing
+            // a harness could not find on its own.
+            assert!(credentials(&[], &[flag("pr.db"), config(url, false)], "").is_empty());
+        }
+        // A store file path holds none; a keyword string with a password given as --db does.
+        for store in ["/var/lib/utilgate/store.db", "perf.db"] {
+            assert!(credentials(&[], &[flag(store)], "").is_empty(), "{store}");
+        }
+        assert_eq!(
+            credentials(&[], &[flag("host=db password=x9")], ""),
+            vec![Credential::StorePassword(StoreOrigin::Flag)]
+        );
     }
 
     fn pr_run(pr: Option<u64>, head: Option<&str>) -> RunFacts<'_> {

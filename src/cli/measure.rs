@@ -24,8 +24,8 @@ pub struct AbArgs {
     /// Further pairs for a suspect case (default: `[ab] confirm_pairs`, 50; 0 disables).
     #[arg(long)]
     pub confirm_pairs: Option<usize>,
-    /// Start harnesses even though a GitHub credential or a database password is in the
-    /// environment.
+    /// Start harnesses even though a GitHub credential or a database login is within their
+    /// reach (as for `run --trusted`).
     #[arg(long)]
     pub trusted: bool,
     #[command(flatten)]
@@ -83,10 +83,12 @@ pub struct RunArgs {
     /// Start a grid larger than `[limits] max_cases` (or 1000 cases) without asking.
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Every harness this run starts is trusted code: start them even though utilgate holds
-    /// a GitHub credential (`GITHUB_TOKEN`, `GH_TOKEN`, a token-shaped value, a token kept in
-    /// the checkout's git config) or a database password (`PGPASSWORD`, a `postgres://` URL
-    /// with one). Without it, `run` refuses: a harness could read them.
+    /// Every harness this run starts is trusted code: start them even though a GitHub
+    /// credential (`GITHUB_TOKEN`, `GH_TOKEN`, a value holding a token, a token kept in the
+    /// checkout's git config) or a database login (`PGPASSWORD`, a store URL or libpq string
+    /// with a password, any `PostgreSQL` store) is in reach: in utilgate's environment or that
+    /// of a process that started it, its command line or the config. Without it, `run`
+    /// refuses: a harness could use them.
     #[arg(long)]
     pub trusted: bool,
     /// Record a profiler trace of every case in one extra repeat after the timed ones (as a
@@ -128,8 +130,8 @@ pub struct BisectArgs {
     /// for `git bisect run`. Nothing is stored.
     #[arg(long, requires = "case")]
     pub run: bool,
-    /// The harness is trusted code: start it although utilgate holds a GitHub credential or a
-    /// database password.
+    /// The harness is trusted code: start it although a GitHub credential or a database login
+    /// is within its reach (as for `run --trusted`).
     #[arg(long)]
     pub trusted: bool,
 }

@@ -495,13 +495,15 @@ fn shell_command(spec: &Shell<'_>, scope: Option<&cgroup::Scope>) -> Command {
             command.env_remove(name);
         }
     }
-    // Nor the store's password in a URL (`UTILGATE_DB=postgres://user:PASSWORD@...`).
+    // Nor any other variable whose value holds a token or a database password, by the
+    // judgement `run` refuses to start an untrusted harness by (`Bearer ghp_...`, a JSON blob
+    // with the job's token, `UTILGATE_DB=postgres://user:PASSWORD@...`, `host=db password=...`).
     for (name, value) in std::env::vars_os() {
-        if value
-            .to_str()
-            .and_then(crate::trust::url_password)
-            .is_some()
-        {
+        let (Some(name_text), Some(value)) = (name.to_str(), value.to_str()) else {
+            continue;
+        };
+        let kept = spec.env_passthrough.iter().any(|p| p == name_text);
+        if !kept && crate::trust::secret_in(name_text, value).is_some() {
             command.env_remove(name);
         }
     }

@@ -173,13 +173,20 @@ impl Store {
             .transaction_with_behavior(sql::TransactionBehavior::Immediate)
             .map_err(&fail)?;
         // A real write (the rollback discards it) and the last rows of the tables a run
-        // appends to, so that a damaged b-tree or a read-only file fails now.
-        tx.execute_batch(
-            "CREATE TABLE utilgate_preflight (x INTEGER); \
+        // appends to, so that a damaged b-tree or a read-only file fails now. On PostgreSQL
+        // the table is a session's own (TEMP): a role that may only add rows to the history
+        // (the ingest role of docs/postgres.md) creates no table in the shared schema.
+        let create = if tx.is_pg() {
+            "CREATE TEMP TABLE"
+        } else {
+            "CREATE TABLE"
+        };
+        tx.execute_batch(&format!(
+            "{create} utilgate_preflight (x INTEGER); \
              INSERT INTO utilgate_preflight VALUES (1); \
              SELECT max(id) FROM runs; SELECT max(id) FROM results; \
-             SELECT max(id) FROM baseline_moves;",
-        )
+             SELECT max(id) FROM baseline_moves;"
+        ))
         .map_err(&fail)?;
         tx.rollback().map_err(&fail)
     }

@@ -153,7 +153,7 @@ fn an_unknown_template_variable_is_named() {
 }
 
 /// A harness that reports every credential-looking variable it can see.
-const ENV_SPY: &str = r"env | grep -E '^(GH_|GITHUB_TOKEN|ACTIONS_|CI_JOB_TOKEN|PGPASSWORD|DATABASE_URL)' | sed 's/=.*//' | sort > seen-vars; sh harness.sh";
+const ENV_SPY: &str = r"env | grep -E '^(GH_|GITHUB_TOKEN|ACTIONS_|CI_JOB_TOKEN|PGPASSWORD|DATABASE_URL|AUTH_HEADER|GITHUB_CONTEXT|PERF_DSN|BOT_TOKEN)' | sed 's/=.*//' | sort > seen-vars; sh harness.sh";
 
 #[test]
 fn known_credential_variables_never_reach_the_harness_unless_passed_through() {
@@ -176,6 +176,17 @@ fn known_credential_variables_never_reach_the_harness_unless_passed_through() {
             "DATABASE_URL",
             "postgres://gate:store-pw-in-url@db.internal/perf",
         ),
+        // #28: values that only contain a credential, under names utilgate does not know.
+        (
+            "AUTH_HEADER",
+            "Bearer ghp_cccccccccccccccccccccccccccccccccccc",
+        ),
+        (
+            "GITHUB_CONTEXT",
+            r#"{"token":"ghs_dddddddddddddddddddddddddddddddddddd"}"#,
+        ),
+        ("PERF_DSN", "host=db.internal user=gate password=dsn-pw"),
+        ("BOT_TOKEN", "8f14e45fceea167a5a36dedd4bea2543c0ffee42"),
     ];
     let out = run_trusted(&env, &creds);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -198,17 +209,15 @@ fn a_token_printed_by_the_harness_is_masked_on_stderr_and_in_the_store() {
     let secret = "registered-enterprise-token-value";
     env.write_config(&TestEnv::config_with("").replace(
         "sh harness.sh",
-        r#"echo \"debug: token $LEAKED_TOKEN and $GH_SECRET_ECHO\" >&2; exit 3"#,
+        r#"echo \"debug: token $(cat leaked-token) and $GH_SECRET_ECHO\" >&2; exit 3"#,
     ));
-    // The harness got a token-shaped value some other way (not a variable utilgate removes),
-    // and echoes the value of the job's GITHUB_TOKEN under another name.
+    // The harness got a token-shaped value some other way (a file: a variable holding one is
+    // removed from its environment), and echoes the value of the job's GITHUB_TOKEN under
+    // another name.
+    env.write("leaked-token", token);
     let out = run_trusted(
         &env,
-        &[
-            ("GITHUB_TOKEN", secret),
-            ("GH_SECRET_ECHO", secret),
-            ("LEAKED_TOKEN", token),
-        ],
+        &[("GITHUB_TOKEN", secret), ("GH_SECRET_ECHO", secret)],
     );
     assert_eq!(out.status.code(), Some(2));
     let all = format!("{}{}", stdout(&out), stderr(&out));

@@ -15,6 +15,7 @@ mod bisect;
 mod budget;
 mod canary;
 mod checks;
+mod credentials;
 mod env;
 mod evidence_files;
 mod failures;

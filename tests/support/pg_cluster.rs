@@ -89,16 +89,23 @@ fn as_server_user(cmd: &mut Command) -> &mut Command {
 impl Cluster {
     /// Creates and starts a new cluster.
     pub fn start() -> Cluster {
-        Self::start_with(None)
+        Self::start_with(None, "scram-sha-256")
+    }
+
+    /// Creates and starts a cluster whose Unix socket lets any local user in as any role with
+    /// no password (`trust`, as `peer` lets in the socket's own OS user): what a harness of the
+    /// store's user reaches without holding any secret (#28).
+    pub fn start_trust() -> Cluster {
+        Self::start_with(None, "trust")
     }
 
     /// Creates and starts a cluster that also listens on a loopback TCP port with `ssl = on`
     /// and this certificate, and accepts TCP connections only over TLS (`hostssl`).
     pub fn start_tls(cert: &ServerCert<'_>) -> Cluster {
-        Self::start_with(Some(cert))
+        Self::start_with(Some(cert), "scram-sha-256")
     }
 
-    fn start_with(tls: Option<&ServerCert<'_>>) -> Cluster {
+    fn start_with(tls: Option<&ServerCert<'_>>, auth: &str) -> Cluster {
         let bin = binaries();
         let dir = tempfile::Builder::new()
             .prefix("utilgate-pg-")
@@ -120,7 +127,7 @@ impl Cluster {
             USER,
             "--pwfile",
             &pwfile.to_string_lossy(),
-            "--auth=scram-sha-256",
+            &format!("--auth={auth}"),
             "-E",
             "UTF8",
             "--locale=C",
