@@ -5,6 +5,11 @@
 //! line, the config file and `.git/config`, so keeping a secret out of the harness's own
 //! environment is not enough (DESIGN.md §13). Does I/O (environment, `/proc`, git).
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the environments of utilgate's parents are files under /proc"
+)]
+
 use std::path::Path;
 
 use crate::config::LoadedConfig;
