@@ -344,6 +344,8 @@ mod tests {
         .expect("should succeed");
         assert!(r.utilisation.is_none());
         let text = render_human(&r);
+        // The whole report's shape, kept by a snapshot: every line a reader compares.
+        insta::assert_snapshot!("floor_llama_3_1_8b_h100_decode_b8_c4096", text);
         for part in [
             "lm_head",
             "KV cache read",

@@ -57,6 +57,20 @@ fn every_format_renders_a_real_run() {
     settings.bind(|| {
         insta::assert_snapshot!("report_markdown", markdown);
         insta::assert_snapshot!("report_junit", env.report("junit"));
+        // `runs show`, the terminal's report of the stored run, on a pipe and at 80 columns.
+        for columns in [None, Some("80")] {
+            let mut cmd = env.cmd();
+            cmd.args(["runs", "show"]);
+            if let Some(columns) = columns {
+                cmd.env("COLUMNS", columns);
+            }
+            let out = cmd.output().expect("runs");
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            insta::assert_snapshot!(
+                format!("runs_show_{}", columns.unwrap_or("pipe")),
+                stdout(&out)
+            );
+        }
     });
     assert!(markdown.contains("🔴 regressed"));
 
