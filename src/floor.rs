@@ -159,6 +159,10 @@ pub struct ExpertRead {
 
 /// The floor of one step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[expect(
+    clippy::struct_field_names,
+    reason = "floor_ms is the stored and JSON name users read"
+)]
 pub struct Floor {
     pub floor_ms: f64,
     pub bound: Bound,
@@ -178,6 +182,10 @@ pub struct Floor {
 
 /// Utilisation of a measured step time, as fractions (0.5 = 50%).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[expect(
+    clippy::struct_field_names,
+    reason = "utilisation is the stored and JSON name users read"
+)]
 pub struct Utilisation {
     /// Bytes moved / step time / peak bandwidth.
     pub mbu: f64,

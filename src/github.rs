@@ -17,15 +17,13 @@ mod checks;
 mod event;
 mod issue;
 
-pub use issue::{
-    ISSUES_PERMISSIONS_BLOCK, IssueAction, IssuePost, IssueState, IssuesSynced, sync_issues,
-};
+pub use issue::{ISSUES_PERMISSIONS_BLOCK, IssueAction, IssuePost, IssueState, sync_issues};
 
 pub use event::{EventInfo, WorkflowRunInfo, parse_event, parse_workflow_run};
 
 pub use checks::{
-    ANNOTATIONS_PER_REQUEST, AnnotationLevel, CHECK_OUTPUT_LIMIT, CHECK_TITLE_LIMIT,
-    CheckAnnotation, CheckConclusion, CheckOutput, CheckRunPost, CheckRunStart, ChecksMode,
+    AnnotationLevel, CHECK_OUTPUT_LIMIT, CHECK_TITLE_LIMIT, CheckAnnotation, CheckConclusion,
+    CheckOutput, CheckRunPost, CheckRunStart, ChecksMode,
 };
 
 /// The `permissions:` block a workflow needs for `utilgate publish`.
@@ -195,18 +193,6 @@ pub enum CommitState {
     Failure,
     Error,
     Pending,
-}
-
-impl CommitState {
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CommitState::Success => "success",
-            CommitState::Failure => "failure",
-            CommitState::Error => "error",
-            CommitState::Pending => "pending",
-        }
-    }
 }
 
 /// A sticky comment: the hidden marker that finds it again, and its whole body (which starts

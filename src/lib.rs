@@ -5,28 +5,28 @@
 //! `report`) never touch files, the environment, processes or the clock; `commands` sequences I/O.
 
 pub mod case;
-pub mod catalog;
+pub(crate) mod catalog;
 pub mod cli;
-pub mod commands;
+pub(crate) mod commands;
 pub mod compare;
 pub mod config;
-pub mod error;
+pub(crate) mod error;
 pub mod evidence;
-pub mod floor;
-pub mod github;
+pub(crate) mod floor;
+pub(crate) mod github;
 pub mod gpu;
 pub mod measure;
-pub mod outcome;
+pub(crate) mod outcome;
 pub mod output;
-pub mod pipeline;
-pub mod redact;
-pub mod report;
+pub(crate) mod pipeline;
+pub(crate) mod redact;
+pub(crate) mod report;
 pub mod serve;
-pub mod shard;
-pub mod stats;
+pub(crate) mod shard;
+pub(crate) mod stats;
 pub mod store;
-pub mod suggest;
-pub mod trust;
+pub(crate) mod suggest;
+pub(crate) mod trust;
 
 pub use commands::run;
 pub use error::Error;

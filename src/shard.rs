@@ -60,7 +60,7 @@ impl Shard {
     /// grid's sorted order is the stable order: the same grid splits the same way on every
     /// runner, whatever order the config lists it in. A key not in the grid is in no shard.
     #[must_use]
-    pub fn owns(&self, grid: &[&CaseKey], key: &CaseKey) -> bool {
+    pub fn owns(self, grid: &[&CaseKey], key: &CaseKey) -> bool {
         let mut sorted: Vec<&CaseKey> = grid.to_vec();
         sorted.sort();
         sorted.dedup();
@@ -71,7 +71,7 @@ impl Shard {
 
     /// The positions in `grid` this shard runs, in the grid's own order.
     #[must_use]
-    pub fn select(&self, grid: &[&CaseKey]) -> Vec<usize> {
+    pub fn select(self, grid: &[&CaseKey]) -> Vec<usize> {
         let mut sorted: Vec<&CaseKey> = grid.to_vec();
         sorted.sort();
         sorted.dedup();

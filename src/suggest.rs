@@ -33,12 +33,6 @@ pub fn did_you_mean<'a>(given: &str, known: impl IntoIterator<Item = &'a str>) -
     best.filter(|(s, _)| *s >= MIN_SIMILARITY).map(|(_, n)| n)
 }
 
-/// ` (did you mean `x`?)`, or nothing: for the end of an error message.
-#[must_use]
-pub fn did_you_mean_suffix(suggestion: Option<&str>) -> String {
-    suggestion.map_or_else(String::new, |s| format!("; did you mean `{s}`?"))
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;

@@ -23,8 +23,8 @@ mod secrets;
 use std::collections::BTreeSet;
 use std::fmt;
 
+pub use secrets::url_password;
 pub(crate) use secrets::{Secret, db_password, is_postgres_url, secret_in};
-pub use secrets::{TOKEN_PREFIXES, url_password};
 
 /// Variables that hold a GitHub credential by name (the GitHub CLI's, Actions' own, and the
 /// Enterprise forms). Empty values do not count.

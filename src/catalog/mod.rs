@@ -8,8 +8,8 @@ pub mod gpu;
 pub mod model;
 pub mod precision;
 
-pub use device::{DECLARED_GPU, DeclaredFigures, declare_device};
+pub use device::{DeclaredFigures, declare_device};
 pub use error::CatalogError;
-pub use gpu::{GpuSpec, gpu_by_name, gpu_from_nvml_name, known_gpus};
+pub use gpu::{GpuSpec, gpu_by_name, gpu_from_nvml_name};
 pub use model::{ModelSpec, known_models, model_by_name};
 pub use precision::{ComputeDtype, Precision, StorageDtype};

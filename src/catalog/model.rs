@@ -444,7 +444,15 @@ impl ModelSpec {
 /// A built-in model: a real `config.json` embedded in the binary.
 struct BuiltIn {
     name: &'static str,
-    /// The Hugging Face repository the config comes from.
+    /// The Hugging Face repository the config comes from: its provenance, checked by the
+    /// catalogue's test.
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "provenance of the embedded config, read by its test"
+        )
+    )]
     hf_repo: &'static str,
     config: &'static str,
 }
@@ -522,16 +530,8 @@ pub fn model_by_name(name: &str) -> Option<ModelSpec> {
     })
 }
 
-/// Like [`model_by_name`], with an error that lists the built-in models.
-pub fn resolve_model(name: &str) -> Result<ModelSpec, CatalogError> {
-    model_by_name(name).ok_or_else(|| CatalogError::UnknownModel {
-        name: name.to_string(),
-        known: known_models().join(", "),
-        suggestion: crate::suggest::did_you_mean(name, known_models()).map(str::to_owned),
-    })
-}
-
 /// The Hugging Face repository a built-in model's config comes from.
+#[cfg(test)]
 #[must_use]
 pub fn built_in_source(name: &str) -> Option<&'static str> {
     BUILT_IN.iter().find(|b| b.name == name).map(|b| b.hf_repo)

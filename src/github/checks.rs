@@ -59,7 +59,6 @@ pub enum CheckConclusion {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AnnotationLevel {
-    Notice,
     Warning,
     Failure,
 }

@@ -30,10 +30,10 @@ pub mod site;
 mod terminal;
 
 pub use ab::{AbCase, AbReport, render_ab};
-pub use chart::{ChartGuide, verdict_svg};
+pub use chart::ChartGuide;
 pub use context::{
     BaselineRef, CaseReport, GateState, Judgement, RunReport, SCHEMA_VERSION, SuiteReport,
-    TrendPoint, Unconfirmed, gpu_notes, severity, summary_line,
+    TrendPoint, severity,
 };
 pub use export::{render_bmf, render_gab, render_openmetrics};
 pub use github_text::{
@@ -45,12 +45,11 @@ pub use human::{render_human, render_json};
 pub use listing::{render_baseline, render_baseline_history, render_baselines, render_runs};
 pub use render::{
     BUILTIN_TEMPLATES, GITHUB_COMMENT_LIMIT, RenderError, Renderer, ReportFormat, comment_marker,
-    fit_comment, sparkline,
+    fit_comment,
 };
 pub use serve::{
     ServeCaseReport, ServeHistoryPoint, ServeRepeatReport, ServeReport, render_serve_human,
     render_serve_json,
 };
 pub use serve_chart::ServeChart;
-pub use serve_view::service_summary;
 pub use terminal::Terminal;

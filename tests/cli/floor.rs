@@ -118,3 +118,36 @@ fn a_config_json_path_with_a_missing_field_names_it() {
         "{err}"
     );
 }
+
+/// A model that is neither built in, declared nor a file: the error lists the built-in models,
+/// suggests the nearest and says how to declare one.
+#[test]
+fn an_unknown_model_names_the_catalogue_the_nearest_and_how_to_declare_one() {
+    let env = TestEnv::new();
+    let out = env
+        .cmd()
+        .args([
+            "floor",
+            "--model",
+            "llama-3.1-8",
+            "--gpu",
+            "h100-sxm",
+            "--phase",
+            "decode",
+            "--batch",
+            "1",
+            "--context",
+            "4096",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("llama-3.1-8"), "{err}");
+    assert!(
+        err.contains("llama-3.1-70b"),
+        "the catalogue is listed: {err}"
+    );
+    assert!(err.contains("did you mean `llama-3.1-8b`?"), "{err}");
+    assert!(err.contains("config.json"), "how to declare one: {err}");
+}

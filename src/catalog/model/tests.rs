@@ -68,9 +68,6 @@ fn built_in_catalogue_is_the_fixtures() {
         assert!(built_in_source(name).expect("should succeed").contains('/'));
     }
     assert!(model_by_name("LLAMA-3.1-8B").is_some());
-    let err = resolve_model("llama-9").expect_err("should fail");
-    assert!(err.to_string().contains("llama-3.1-8b"));
-    assert!(err.hint().expect("should succeed").contains("config.json"));
 }
 
 #[test]

@@ -456,11 +456,11 @@ fn history_charts_plot_every_finite_point_inside_the_view() {
         current,
     };
     let guide = crate::report::ChartGuide::default();
-    let empty = crate::report::verdict_svg(&[], &guide);
+    let empty = crate::report::chart::verdict_svg(&[], &guide);
     assert!(empty.contains("no history yet"));
     well_formed(&empty).expect("well-formed");
 
-    let one = crate::report::verdict_svg(&[point(1, Some(0.3), true)], &guide);
+    let one = crate::report::chart::verdict_svg(&[point(1, Some(0.3), true)], &guide);
     assert_eq!(one.matches("<circle").count(), 1);
     assert!(one.contains(r#"class="point current""#));
 
@@ -477,7 +477,7 @@ fn history_charts_plot_every_finite_point_inside_the_view() {
             )
         })
         .collect();
-    let svg = crate::report::verdict_svg(&points, &guide);
+    let svg = crate::report::chart::verdict_svg(&points, &guide);
     well_formed(&svg).expect("well-formed");
     assert_eq!(svg.matches("<circle").count(), 9);
     assert!(
