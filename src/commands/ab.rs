@@ -182,6 +182,7 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
                                 floor_ms: floor_b.floor_ms,
                             },
                             &policy,
+                            plan.pairs,
                             keys.len(),
                             None,
                         )
