@@ -99,13 +99,13 @@ fn case(
         );
         // The final call rests on every pair, as `utilgate ab` judges.
         let d = decide_ab(
-        &evidence(&both.0),
-        &evidence(&both.1),
-        policy,
-        plan.pairs,
-        CASES,
-        None,
-    );
+            &evidence(&both.0),
+            &evidence(&both.1),
+            policy,
+            plan.pairs,
+            CASES,
+            None,
+        );
         return (d.verdict == Verdict::Regressed, true);
     }
     (d.verdict == Verdict::Regressed, false)

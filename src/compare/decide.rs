@@ -725,6 +725,57 @@ fn pass_limit(d: &Decision, t: &Test, threshold: f64, sides: Sides) -> Option<St
     }
 }
 
+/// The sentence of the test's evidence: what it rests on (tonight's repeats and the
+/// reference's, or an A/B session's pairs), the noise, the interval and the p-value.
+fn evidence_sentence(
+    d: &Decision,
+    t: &Test,
+    policy: &Policy,
+    cases: usize,
+    sides: Sides,
+) -> String {
+    let p = if t.est >= 0.0 { t.p_slower } else { t.p_faster };
+    if let (true, Sides::Ab(ab)) = (t.q.is_finite(), sides) {
+        format!(
+            "With {} pairs and a per-process noise of {:.2}% ({} degrees of freedom), the \
+             paired change lies {} at the per-case level {} (= {} / {} cases; one-sided p = {}).",
+            ab.pairs,
+            pct(t.noise.exp_m1()),
+            t.df,
+            change_range(drop_of(t.est - t.q * t.se), drop_of(t.est + t.q * t.se)),
+            fmt_p(t.alpha_case),
+            policy.family_alpha,
+            cases.max(1),
+            p.map_or_else(|| "n/a".to_owned(), fmt_p)
+        )
+    } else if t.q.is_finite() {
+        format!(
+            "With {} repeats now, {} in the reference and a per-process noise of {:.2}% \
+             ({} degrees of freedom), the change lies {} at \
+             the per-case level {} (= {} / {} comparisons, cases x gated statistics; one-sided p = {}).",
+            d.repeats_now,
+            d.repeats_then,
+            pct(t.noise.exp_m1()),
+            t.df,
+            change_range(drop_of(t.est - t.q * t.se), drop_of(t.est + t.q * t.se)),
+            fmt_p(t.alpha_case),
+            policy.family_alpha,
+            cases.max(1),
+            p.map_or_else(|| "n/a".to_owned(), fmt_p)
+        )
+    } else if let Sides::Ab(ab) = sides {
+        format!(
+            "With {} pair, the process-to-process noise cannot be measured, so no change can be \
+             told from an unlucky process; use `--pairs 2` or more.",
+            ab.pairs
+        )
+    } else {
+        "With one repeat on each side and no history, the process-to-process noise cannot be \
+         measured, so no change can be told from an unlucky process; run at least 2 repeats."
+            .to_owned()
+    }
+}
+
 /// Sets the verdict and its main sentences from the test.
 pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize, sides: Sides) {
     let threshold = policy.max_drop_pct.clamp(0.0, 99.9);
@@ -765,46 +816,7 @@ pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize, s
             pct(util_now)
         )
     };
-    let p = if t.est >= 0.0 { t.p_slower } else { t.p_faster };
-    let evidence = if let (true, Sides::Ab(ab)) = (t.q.is_finite(), sides) {
-        format!(
-            "With {} pairs and a per-process noise of {:.2}% ({} degrees of freedom), the \
-             paired change lies {} at the per-case level {} (= {} / {} cases; one-sided p = {}).",
-            ab.pairs,
-            pct(t.noise.exp_m1()),
-            t.df,
-            change_range(drop_of(t.est - t.q * t.se), drop_of(t.est + t.q * t.se)),
-            fmt_p(t.alpha_case),
-            policy.family_alpha,
-            cases.max(1),
-            p.map_or_else(|| "n/a".to_owned(), fmt_p)
-        )
-    } else if t.q.is_finite() {
-        format!(
-            "With {} repeats now, {} in the reference and a per-process noise of {:.2}% \
-             ({} degrees of freedom), the change lies {} at \
-             the per-case level {} (= {} / {} comparisons, cases x gated statistics; one-sided p = {}).",
-            d.repeats_now,
-            d.repeats_then,
-            pct(t.noise.exp_m1()),
-            t.df,
-            change_range(drop_of(t.est - t.q * t.se), drop_of(t.est + t.q * t.se)),
-            fmt_p(t.alpha_case),
-            policy.family_alpha,
-            cases.max(1),
-            p.map_or_else(|| "n/a".to_owned(), fmt_p)
-        )
-    } else if let Sides::Ab(ab) = sides {
-        format!(
-            "With {} pair, the process-to-process noise cannot be measured, so no change can be \
-             told from an unlucky process; use `--pairs 2` or more.",
-            ab.pairs
-        )
-    } else {
-        "With one repeat on each side and no history, the process-to-process noise cannot be \
-         measured, so no change can be told from an unlucky process; run at least 2 repeats."
-            .to_owned()
-    };
+    let evidence = evidence_sentence(d, t, policy, cases, sides);
     if slower_than_threshold && beyond_noise_slower {
         d.verdict = Verdict::Regressed;
         d.reasons.push(format!(

@@ -161,10 +161,7 @@ awk -v n="$n" -v levels="$HOST_LEVELS" -v scale="${STEP_SCALE:-1}" -v steps="$UT
 
 /// The figures of one row of the A/B table: base step, head step and the paired drop.
 fn ab_row(line: &str) -> (f64, f64, f64) {
-    let cells: Vec<&str> = line
-        .split(['│', ' '])
-        .filter(|t| !t.is_empty())
-        .collect();
+    let cells: Vec<&str> = line.split(['│', ' ']).filter(|t| !t.is_empty()).collect();
     let number = |t: &str| -> f64 {
         t.trim_end_matches('%')
             .parse()
@@ -206,7 +203,10 @@ fn the_table_shows_the_paired_figures_the_verdict_judged_and_reasons_name_pairs(
         .find(|l| l.contains("case"))
         .unwrap_or_else(|| panic!("a header in {text}"));
     assert!(header.contains("paired drop"), "{header}");
-    let rows: Vec<&str> = text.lines().filter(|l| l.contains("decode/seed-8b")).collect();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("decode/seed-8b"))
+        .collect();
     let rows: Vec<&str> = rows.into_iter().filter(|l| l.contains('│')).collect();
     assert_eq!(rows.len(), 2, "{text}");
     for row in &rows {
@@ -239,7 +239,12 @@ fn the_table_shows_the_paired_figures_the_verdict_judged_and_reasons_name_pairs(
     assert!(text.contains("INCONCLUSIVE decode/seed-8b"), "{text}");
     let reasons: Vec<&str> = text.lines().filter(|l| l.starts_with("  ")).collect();
     let reasons = reasons.join("\n");
-    for run_mode in ["add repeats", "(confirm)", "repeats now", "in the reference"] {
+    for run_mode in [
+        "add repeats",
+        "(confirm)",
+        "repeats now",
+        "in the reference",
+    ] {
         assert!(
             !reasons.contains(run_mode),
             "run-mode advice {run_mode:?} in A/B reasons:\n{reasons}"
