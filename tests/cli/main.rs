@@ -42,6 +42,7 @@ mod pg_store_load;
 mod pg_store_tls;
 mod processes;
 mod python;
+mod readme;
 mod report;
 mod run;
 mod serve;
