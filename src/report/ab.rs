@@ -14,9 +14,9 @@ use serde::Serialize;
 
 use crate::case::Verdict;
 use crate::compare::Decision;
-use crate::report::Terminal;
 use crate::report::format::{ms, signed_percent};
 use crate::report::terminal::{Grid, GridCell};
+use crate::report::{GateState, Terminal, Unconfirmed};
 
 /// One case of the session: what each side measured and the decision.
 #[derive(Debug, Serialize)]
@@ -29,6 +29,8 @@ pub struct AbCase {
     pub head_median_ms: Option<f64>,
     pub pairs: usize,
     pub confirmed: bool,
+    /// The case's `max_drop_pct`: an inconclusive drop beyond it leaves the gate undecided.
+    pub threshold_pct: f64,
     pub decision: Decision,
 }
 
@@ -104,11 +106,50 @@ pub fn render_ab(report: &AbReport, terminal: Terminal) -> String {
     let _ = writeln!(
         out,
         "gate: {}; nothing stored (an A/B session compares two commits)",
-        if report.gate_failed {
-            "FAILED"
-        } else {
-            "passed"
-        }
+        gate_words(report)
     );
     out
+}
+
+/// The gate's state in words, as `run` says it: a case that errored is no pass, nor is an
+/// inconclusive drop beyond its threshold (docs/verdict.md, "Could not tell").
+fn gate_words(report: &AbReport) -> String {
+    let errors = report
+        .cases
+        .iter()
+        .filter(|c| c.decision.verdict == Verdict::Error)
+        .count();
+    let beyond: Vec<(&AbCase, f64)> = report
+        .cases
+        .iter()
+        .filter(|c| c.decision.verdict == Verdict::Inconclusive)
+        .filter(|c| !report.fail_on.contains(&c.decision.verdict))
+        .filter_map(|c| c.decision.drop_pct.map(|d| (c, d)))
+        .filter(|(c, d)| *d > c.threshold_pct)
+        .collect();
+    let unconfirmed = beyond
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, d)| Unconfirmed {
+            case: c.case.clone(),
+            drop_pct: *d,
+            threshold_pct: c.threshold_pct,
+            cases: beyond.len(),
+            host_adjusted: false,
+        });
+    match GateState::of(!report.gate_failed, errors, unconfirmed.as_ref()) {
+        GateState::Failed => "FAILED".to_owned(),
+        GateState::Error => "error".to_owned(),
+        GateState::Undecided => unconfirmed.map_or_else(
+            || "could not tell".to_owned(),
+            |u| {
+                format!(
+                    "could not tell, largest unconfirmed drop {} on {}",
+                    u.figure(),
+                    u.case
+                )
+            },
+        ),
+        GateState::Passed => "passed".to_owned(),
+    }
 }

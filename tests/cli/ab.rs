@@ -263,4 +263,22 @@ fn the_table_shows_the_paired_figures_the_verdict_judged_and_reasons_name_pairs(
         "4 screening pairs and the confirming ones make {needed}: {reasons}"
     );
     assert!(reasons.contains(&format!("--pairs {needed}")), "{reasons}");
+    // An unconfirmed drop beyond the threshold is no pass: the gate line says so, with it.
+    let (_, _, worst) = rows
+        .iter()
+        .map(|r| ab_row(r))
+        .fold(
+            (0.0, 0.0, f64::MIN),
+            |acc, r| if r.2 > acc.2 { r } else { acc },
+        );
+    let gate = text
+        .lines()
+        .find(|l| l.starts_with("gate: "))
+        .unwrap_or_else(|| panic!("a gate line in {text}"));
+    assert!(
+        gate.starts_with(&format!(
+            "gate: could not tell, largest unconfirmed drop {worst:.1}% on decode/seed-8b"
+        )),
+        "{gate}"
+    );
 }
