@@ -78,7 +78,14 @@ fn case(
     let total = plan.pairs + policy.confirm_repeats;
     let mut both = (Vec::new(), Vec::new());
     pairs(r, noise, night, head, 0, plan.pairs, total, &mut both);
-    let d = decide_ab(&evidence(&both.0), &evidence(&both.1), policy, CASES, None);
+    let d = decide_ab(
+        &evidence(&both.0),
+        &evidence(&both.1),
+        policy,
+        plan.pairs,
+        CASES,
+        None,
+    );
     if policy.confirm_repeats > 0 && should_confirm(&d) {
         pairs(
             r,
@@ -91,7 +98,14 @@ fn case(
             &mut both,
         );
         // The final call rests on every pair, as `utilgate ab` judges.
-        let d = decide_ab(&evidence(&both.0), &evidence(&both.1), policy, CASES, None);
+        let d = decide_ab(
+            &evidence(&both.0),
+            &evidence(&both.1),
+            policy,
+            plan.pairs,
+            CASES,
+            None,
+        );
         return (d.verdict == Verdict::Regressed, true);
     }
     (d.verdict == Verdict::Regressed, false)

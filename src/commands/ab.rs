@@ -182,6 +182,7 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
                                 floor_ms: floor_b.floor_ms,
                             },
                             &policy,
+                            plan.pairs,
                             keys.len(),
                             None,
                         )
@@ -228,6 +229,7 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
             head_median_ms: median_of_medians(&b.repeats_ms),
             pairs: used,
             confirmed,
+            threshold_pct: policy.max_drop_pct,
             decision,
         });
     }

@@ -26,7 +26,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::decide::{
-    Run, RunProblem, Test, apply_guard, judge, level, noise_variance, pct, summarise, var_factor,
+    AB_MOST_PAIRS, AbPairs, Run, RunProblem, Sides, Test, apply_guard, judge, level,
+    noise_variance, pct, summarise, var_factor,
 };
 use super::{Decision, Evidence, Policy, error_decision};
 use crate::case::Verdict;
@@ -68,9 +69,43 @@ fn usable(e: &Evidence<'_>) -> Result<Run, Box<Decision>> {
     })
 }
 
+/// The least number of pairs at which a drop of `policy.max_drop_pct` would be beyond the
+/// noise at the per-case level, the measured per-pair variance `var` (with `df` degrees of
+/// freedom from `n` pairs) held: the standard error falls with the pairs and the t quantile
+/// with their degrees of freedom, so the test's reach shrinks monotonically and a bisection
+/// finds it. `None` when not even [`AB_MOST_PAIRS`] would.
+fn pairs_needed(var: f64, df: usize, n: usize, policy: &Policy, tests: usize) -> Option<usize> {
+    let threshold = -(-policy.max_drop_pct.clamp(0.0, 99.9) / 100.0).ln_1p();
+    let resolves = |pairs: usize| {
+        let se = (var * var_factor(pairs, policy.estimator)).sqrt();
+        let df = (df + pairs).saturating_sub(n);
+        let q = Test::new(0.0, se, df, se, policy.family_alpha, tests).q;
+        q.is_finite() && q * se <= threshold
+    };
+    if !resolves(AB_MOST_PAIRS) {
+        return None;
+    }
+    let (mut lo, mut hi) = (2, AB_MOST_PAIRS);
+    if resolves(lo) {
+        return Some(lo);
+    }
+    // Invariant: `lo` does not resolve the threshold, `hi` does.
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if resolves(mid) {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
+}
+
 /// Decide an A/B comparison of one case: `base` and `head` hold the same number of repeats in
-/// the order they ran (repeat `i` of each forms pair `i`); `cases_in_grid` sets the per-case
-/// level; `gpu_guard` is a reason the GPU state cannot be trusted.
+/// the order they ran (repeat `i` of each forms pair `i`); `screening_pairs` is how many of
+/// them the session measured before a suspect's confirming pairs (its `--pairs`), which the
+/// reasons' remedy names; `cases_in_grid` sets the per-case level; `gpu_guard` is a reason the
+/// GPU state cannot be trusted.
 #[must_use]
 #[expect(
     clippy::many_single_char_names,
@@ -80,6 +115,7 @@ pub fn decide_ab(
     base: &Evidence<'_>,
     head: &Evidence<'_>,
     policy: &Policy,
+    screening_pairs: usize,
     cases_in_grid: usize,
     gpu_guard: Option<&str>,
 ) -> Decision {
@@ -131,7 +167,12 @@ pub fn decide_ab(
         ));
         return d;
     }
-    judge(&mut d, &t, policy, cases_in_grid);
+    let sides = Sides::Ab(AbPairs {
+        pairs: n,
+        screening: screening_pairs.min(n),
+        needed: pairs_needed(var, df, n, policy, cases_in_grid),
+    });
+    judge(&mut d, &t, policy, cases_in_grid, sides);
     d.reasons.push(format!(
         "A/B on one runner: {n} pairs of base and head processes interleaved (ABBA); the \
          verdict is on their paired difference, so a host that drifted between or during \
@@ -178,12 +219,12 @@ mod tests {
     fn host_drift_shared_by_the_pairs_cancels() {
         let base = procs(10, drift);
         let same = procs(10, |i| drift(i) * (1.0 + 0.003 * ((i % 3) as f64 - 1.0)));
-        let d = decide_ab(&ev(&base), &ev(&same), &Policy::default(), 10, None);
+        let d = decide_ab(&ev(&base), &ev(&same), &Policy::default(), 10, 10, None);
         assert_eq!(d.verdict, Verdict::Pass, "{:?}", d.reasons);
         let slow = procs(10, |i| {
             drift(i) * 1.10 * (1.0 + 0.003 * ((i % 3) as f64 - 1.0))
         });
-        let d = decide_ab(&ev(&base), &ev(&slow), &Policy::default(), 10, None);
+        let d = decide_ab(&ev(&base), &ev(&slow), &Policy::default(), 10, 10, None);
         assert_eq!(d.verdict, Verdict::Regressed, "{:?}", d.reasons);
         assert!((d.drop_pct.unwrap() - 9.09).abs() < 0.5);
         assert!(d.reasons.iter().any(|r| r.contains("A/B on one runner")));
@@ -200,20 +241,38 @@ mod tests {
     }
 
     #[test]
+    fn pairs_needed_is_the_least_count_that_resolves_the_threshold() {
+        let policy = Policy::default();
+        let threshold = -(-policy.max_drop_pct / 100.0).ln_1p();
+        // A pair's difference with 10% noise (log), measured over 8 pairs, 100 cases.
+        let (var, df, n) = (0.01, 7, 8);
+        let needed = pairs_needed(var, df, n, &policy, 100).unwrap();
+        let reach = |pairs: usize| {
+            let se = (var * var_factor(pairs, policy.estimator)).sqrt();
+            Test::new(0.0, se, df + pairs - n, se, policy.family_alpha, 100).q * se
+        };
+        assert!(reach(needed) <= threshold, "{needed}");
+        assert!(reach(needed - 1) > threshold, "{needed}");
+        // A host this noisy is beyond any number of pairs.
+        assert_eq!(pairs_needed(100.0, df, n, &policy, 100), None);
+    }
+
+    #[test]
     fn a_faster_head_is_improved_and_bad_input_is_an_error() {
         let base = procs(6, |_| 6.0);
         let fast = procs(6, |_| 5.4);
-        let d = decide_ab(&ev(&base), &ev(&fast), &Policy::default(), 1, None);
+        let d = decide_ab(&ev(&base), &ev(&fast), &Policy::default(), 6, 1, None);
         assert_eq!(d.verdict, Verdict::Improved, "{:?}", d.reasons);
         let empty: Vec<Vec<f64>> = vec![vec![]];
         assert_eq!(
-            decide_ab(&ev(&base), &ev(&empty), &Policy::default(), 1, None).verdict,
+            decide_ab(&ev(&base), &ev(&empty), &Policy::default(), 6, 1, None).verdict,
             Verdict::Error
         );
         let guarded = decide_ab(
             &ev(&base),
             &ev(&fast),
             &Policy::default(),
+            6,
             1,
             Some("throttled"),
         );

@@ -18,7 +18,7 @@
 //!   way the night is marked untrusted: it never pools into a later reference nor promotes.
 
 use super::canary::CanaryShift;
-use super::decide::{Reach, Run, Test, apply_guard, drop_of, judge, noise_variance};
+use super::decide::{Reach, Run, Sides, Test, apply_guard, drop_of, judge, noise_variance};
 use super::gate_stat::GateStat;
 use super::stat::units;
 use super::{Canary, Decision, Evidence, Policy, Reference, canary_shift, decide};
@@ -207,7 +207,7 @@ fn per_stat(
         reference_var,
     };
     d.reach = reach(&t, noise, now.units.len(), &reference, &stat_policy, tests);
-    judge(&mut d, &t, &stat_policy, tests);
+    judge(&mut d, &t, &stat_policy, tests, Sides::Night);
     d.suspect = matches!(d.verdict, Verdict::Regressed | Verdict::Inconclusive)
         || (est > 0.0 && t.p_slower.is_some_and(|p| p <= policy.confirm_alpha));
     if let Some(shift) = shift.filter(|s| s.beyond_noise) {
@@ -332,7 +332,7 @@ fn apply_canary(d: &mut Decision, t: &Test, shift: &CanaryShift, policy: &Policy
     };
     let mut again = d.clone();
     again.reasons.clear();
-    judge(&mut again, &adjusted, policy, tests);
+    judge(&mut again, &adjusted, policy, tests, Sides::Night);
     let beyond = drop_of(adjusted.est);
     d.host_adjusted_drop_pct = Some(beyond);
     let change = if beyond >= 0.0 {

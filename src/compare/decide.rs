@@ -600,7 +600,7 @@ fn compare_runs(
     d.floor_changed =
         (now.floor_ms / base.floor_ms - 1.0).abs() * 100.0 > policy.floor_tolerance_pct;
 
-    judge(d, &t, policy, cases_in_grid);
+    judge(d, &t, policy, cases_in_grid, Sides::Night);
     if d.floor_changed {
         d.reasons.push(format!(
             "The floor changed from {:.4} ms to {:.4} ms since the baseline (the model or GPU \
@@ -658,10 +658,64 @@ fn stall_change(t: &Test, then: f64, now: f64) -> String {
     )
 }
 
+/// Which two sides a comparison weighs, for its sentences: tonight's processes against the
+/// reference, or an A/B session's head against its base, pair by pair (whose remedy is more
+/// pairs, `--pairs` and `--confirm-pairs`, never "add repeats" or "confirm").
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Sides {
+    Night,
+    Ab(AbPairs),
+}
+
+/// An A/B verdict's pairs: how many it rests on, how many of them screened before a suspect's
+/// confirming pairs, and how many in all would resolve the threshold at the measured noise
+/// (`None`: not within [`AB_MOST_PAIRS`]).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct AbPairs {
+    pub(super) pairs: usize,
+    pub(super) screening: usize,
+    pub(super) needed: Option<usize>,
+}
+
+/// The most pairs an A/B remedy names; beyond it the host, not the count, is the problem.
+pub(super) const AB_MOST_PAIRS: usize = 10_000;
+
+impl AbPairs {
+    /// What would resolve `threshold` (percent), as the flags of `utilgate ab`. A confirmed
+    /// suspect is judged on its screening pairs and its confirming pairs together, so raising
+    /// `--confirm-pairs` to the difference is enough; `--pairs` alone also does it.
+    fn remedy(&self, threshold: f64) -> String {
+        match self.needed {
+            Some(n) => format!(
+                "about {n} pairs in all would resolve the {threshold}% threshold: `utilgate ab \
+                 --confirm-pairs {}` (a suspect is judged on its {} screening pairs and these) or \
+                 `--pairs {n}`",
+                n.saturating_sub(self.screening).max(1),
+                self.screening
+            ),
+            None => format!(
+                "not even {AB_MOST_PAIRS} pairs would resolve the {threshold}% threshold at this \
+                 noise: quieten the host (its per-process noise, not the number of pairs, is the \
+                 limit)"
+            ),
+        }
+    }
+}
+
 /// What limits a passing case, if anything: a suspect is re-measured before its verdict, so
 /// what that could confirm is the limit (the first repeats' own resolution says nothing a
 /// reader can act on); without a reach, the first repeats' resolution.
-fn pass_limit(d: &Decision, t: &Test, threshold: f64) -> Option<String> {
+fn pass_limit(d: &Decision, t: &Test, threshold: f64, sides: Sides) -> Option<String> {
+    if let Sides::Ab(ab) = sides {
+        return d.resolution_pct.filter(|r| *r > threshold).map(|r| {
+            let way = if t.est >= 0.0 { "drop" } else { "rise" };
+            format!(
+                "With these {} pairs only a {way} above {r:.1}% could have been confirmed; {}.",
+                ab.pairs,
+                ab.remedy(threshold)
+            )
+        });
+    }
     match d.reach.as_ref() {
         Some(reach) => reach.limit(threshold).map(|l| format!("This case {l}.")),
         None => d.resolution_pct.filter(|r| *r > threshold).map(|r| {
@@ -671,43 +725,30 @@ fn pass_limit(d: &Decision, t: &Test, threshold: f64) -> Option<String> {
     }
 }
 
-/// Sets the verdict and its main sentences from the test.
-pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
-    let threshold = policy.max_drop_pct.clamp(0.0, 99.9);
-    let slower_than_threshold = t.est > -(-threshold / 100.0).ln_1p();
-    let faster_than_threshold = -t.est > (threshold / 100.0).ln_1p();
-    let beyond_noise_slower = t.est - t.q * t.se > 0.0;
-    let beyond_noise_faster = t.est + t.q * t.se < 0.0;
-    let (util_then, util_now) = (d.util_then.unwrap_or(0.0), d.util_now.unwrap_or(0.0));
-    let (step_then, step_now) = (d.step_then_ms.unwrap_or(0.0), d.step_now_ms.unwrap_or(0.0));
-    let drop = drop_of(t.est);
-    let change = if d.gated_on == GateStat::Stall {
-        stall_change(t, step_then, step_now)
-    } else if d.floor_changed {
-        // Utilisations against different floors are not comparable: speak of step times.
+/// The sentence of the test's evidence: what it rests on (tonight's repeats and the
+/// reference's, or an A/B session's pairs), the noise, the interval and the p-value.
+fn evidence_sentence(
+    d: &Decision,
+    t: &Test,
+    policy: &Policy,
+    cases: usize,
+    sides: Sides,
+) -> String {
+    let p = if t.est >= 0.0 { t.p_slower } else { t.p_faster };
+    if let (true, Sides::Ab(ab)) = (t.q.is_finite(), sides) {
         format!(
-            "The step took {:.1}% {} ({step_then:.4} ms then, {step_now:.4} ms now)",
-            pct(t.est.abs().exp_m1()),
-            if t.est >= 0.0 { "longer" } else { "less time" }
+            "With {} pairs and a per-process noise of {:.2}% ({} degrees of freedom), the \
+             paired change lies {} at the per-case level {} (= {} / {} cases; one-sided p = {}).",
+            ab.pairs,
+            pct(t.noise.exp_m1()),
+            t.df,
+            change_range(drop_of(t.est - t.q * t.se), drop_of(t.est + t.q * t.se)),
+            fmt_p(t.alpha_case),
+            policy.family_alpha,
+            cases.max(1),
+            p.map_or_else(|| "n/a".to_owned(), fmt_p)
         )
-    } else if t.est >= 0.0 {
-        format!(
-            "Utilisation fell {drop:.1}% (from {:.1}% to {:.1}%; step {step_then:.4} ms then, \
-             {step_now:.4} ms now)",
-            pct(util_then),
-            pct(util_now)
-        )
-    } else {
-        format!(
-            "Utilisation rose {:.1}% (from {:.1}% to {:.1}%; step {step_then:.4} ms then, \
-             {step_now:.4} ms now)",
-            pct((-t.est).exp_m1()),
-            pct(util_then),
-            pct(util_now)
-        )
-    };
-    let evidence = if t.q.is_finite() {
-        let p = if t.est >= 0.0 { t.p_slower } else { t.p_faster };
+    } else if t.q.is_finite() {
         format!(
             "With {} repeats now, {} in the reference and a per-process noise of {:.2}% \
              ({} degrees of freedom), the change lies {} at \
@@ -722,11 +763,60 @@ pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
             cases.max(1),
             p.map_or_else(|| "n/a".to_owned(), fmt_p)
         )
+    } else if let Sides::Ab(ab) = sides {
+        format!(
+            "With {} pair, the process-to-process noise cannot be measured, so no change can be \
+             told from an unlucky process; use `--pairs 2` or more.",
+            ab.pairs
+        )
     } else {
         "With one repeat on each side and no history, the process-to-process noise cannot be \
          measured, so no change can be told from an unlucky process; run at least 2 repeats."
             .to_owned()
+    }
+}
+
+/// Sets the verdict and its main sentences from the test.
+pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize, sides: Sides) {
+    let threshold = policy.max_drop_pct.clamp(0.0, 99.9);
+    let slower_than_threshold = t.est > -(-threshold / 100.0).ln_1p();
+    let faster_than_threshold = -t.est > (threshold / 100.0).ln_1p();
+    let beyond_noise_slower = t.est - t.q * t.se > 0.0;
+    let beyond_noise_faster = t.est + t.q * t.se < 0.0;
+    let (util_then, util_now) = (d.util_then.unwrap_or(0.0), d.util_now.unwrap_or(0.0));
+    let (step_then, step_now) = (d.step_then_ms.unwrap_or(0.0), d.step_now_ms.unwrap_or(0.0));
+    let drop = drop_of(t.est);
+    // An A/B session's "then" is the base and its "now" the head, measured side by side.
+    let (then, now, from_to) = match sides {
+        Sides::Night => ("then", "now", ""),
+        Sides::Ab(_) => ("on the base", "on the head", " from the base to the head"),
     };
+    let change = if d.gated_on == GateStat::Stall {
+        stall_change(t, step_then, step_now)
+    } else if d.floor_changed {
+        // Utilisations against different floors are not comparable: speak of step times.
+        format!(
+            "The step took {:.1}% {}{from_to} ({step_then:.4} ms {then}, {step_now:.4} ms {now})",
+            pct(t.est.abs().exp_m1()),
+            if t.est >= 0.0 { "longer" } else { "less time" }
+        )
+    } else if t.est >= 0.0 {
+        format!(
+            "Utilisation fell {drop:.1}%{from_to} (from {:.1}% to {:.1}%; step {step_then:.4} ms \
+             {then}, {step_now:.4} ms {now})",
+            pct(util_then),
+            pct(util_now)
+        )
+    } else {
+        format!(
+            "Utilisation rose {:.1}%{from_to} (from {:.1}% to {:.1}%; step {step_then:.4} ms \
+             {then}, {step_now:.4} ms {now})",
+            pct((-t.est).exp_m1()),
+            pct(util_then),
+            pct(util_now)
+        )
+    };
+    let evidence = evidence_sentence(d, t, policy, cases, sides);
     if slower_than_threshold && beyond_noise_slower {
         d.verdict = Verdict::Regressed;
         d.reasons.push(format!(
@@ -739,11 +829,17 @@ pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
             "{change}: more than the {threshold}% threshold, but not beyond the measured noise."
         ));
         d.reasons.push(evidence);
-        if let Some(r) = d.resolution_pct {
-            d.reasons.push(format!(
+        match (d.resolution_pct, sides) {
+            (Some(r), Sides::Ab(ab)) => d.reasons.push(format!(
+                "Only a drop above {r:.1}% could be confirmed with these {} pairs; {}.",
+                ab.pairs,
+                ab.remedy(threshold)
+            )),
+            (Some(r), Sides::Night) => d.reasons.push(format!(
                 "Only a drop above {r:.1}% could be confirmed with this evidence; re-measure in \
                  fresh processes (confirm) or add repeats."
-            ));
+            )),
+            (None, _) => {}
         }
         if let Some(limit) = d.reach.as_ref().and_then(|r| r.limit(threshold)) {
             d.reasons.push(format!("This case {limit}."));
@@ -767,7 +863,7 @@ pub(super) fn judge(d: &mut Decision, t: &Test, policy: &Policy, cases: usize) {
             format!("within the {threshold}% threshold")
         };
         d.reasons.push(format!("{change}: {within}."));
-        if let Some(limit) = pass_limit(d, t, threshold) {
+        if let Some(limit) = pass_limit(d, t, threshold, sides) {
             d.reasons.push(limit);
         }
     }

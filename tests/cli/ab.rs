@@ -145,3 +145,140 @@ fn a_base_without_the_suite_is_an_error_naming_the_file() {
     assert!(stderr(&out).contains("--pairs 1"), "{}", stderr(&out));
     assert!(stderr(&out).contains("--pairs 16"), "{}", stderr(&out));
 }
+
+/// A harness on a host whose level moves from process to process (`HOST_LEVELS`, one figure a
+/// process in the order they start, cycled), shared by both sides through `HOST_FILE`;
+/// `STEP_SCALE` makes one side slower. Process 2 (the head's, in the second pair) caught the
+/// host at the next pair's level, so each side's own median ranks different pairs and lies
+/// far from the paired difference.
+const HOST_HARNESS: &str = r#"#!/bin/sh
+set -eu
+n=$(cat "$HOST_FILE" 2>/dev/null || echo 0)
+echo $((n + 1)) > "$HOST_FILE"
+awk -v n="$n" -v levels="$HOST_LEVELS" -v scale="${STEP_SCALE:-1}" -v steps="$UTILGATE_STEPS" \
+  'BEGIN { k = split(levels, l, " "); base = l[n % k + 1] * scale; for (i = 0; i < steps; i++) { r = (i * 7) % 5; printf "{\"step_ms\": %.6f}\n", base * (1 + r * 0.002) } }' >> "$UTILGATE_OUT"
+"#;
+
+/// The figures of one row of the A/B table: base step, head step and the paired drop.
+fn ab_row(line: &str) -> (f64, f64, f64) {
+    let cells: Vec<&str> = line.split(['│', ' ']).filter(|t| !t.is_empty()).collect();
+    let number = |t: &str| -> f64 {
+        t.trim_end_matches('%')
+            .parse()
+            .unwrap_or_else(|e| panic!("{t:?} in {line:?}: {e}"))
+    };
+    let drop = cells
+        .iter()
+        .find(|t| t.ends_with('%'))
+        .unwrap_or_else(|| panic!("a drop in {line:?}"));
+    (number(cells[1]), number(cells[2]), number(drop))
+}
+
+#[test]
+fn the_table_shows_the_paired_figures_the_verdict_judged_and_reasons_name_pairs() {
+    let (base, head) = checkouts("", "env = { STEP_SCALE = \"1.05\" }");
+    for side in [&base, &head] {
+        side.write("harness.sh", HOST_HARNESS);
+    }
+    let session = |format: &[&str]| {
+        let counter = base.path().join("host-counter");
+        let _ = std::fs::remove_file(&counter);
+        head.cmd()
+            .env("HOST_FILE", &counter)
+            .env("HOST_LEVELS", "10 10 16 12 14 14 16 16")
+            .args(["ab", "--base"])
+            .arg(base.path())
+            .args(["--pairs", "4", "--confirm-pairs", "4"])
+            .args(format)
+            .output()
+            .expect("runs")
+    };
+    let out = session(&[]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}\n{}", stderr(&out));
+
+    // The per-side figures the table prints are the verdict's: 1 - base / head is the drop.
+    let header = text
+        .lines()
+        .find(|l| l.contains("case"))
+        .unwrap_or_else(|| panic!("a header in {text}"));
+    assert!(header.contains("paired drop"), "{header}");
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("decode/seed-8b"))
+        .collect();
+    let rows: Vec<&str> = rows.into_iter().filter(|l| l.contains('│')).collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    for row in &rows {
+        let (base_ms, head_ms, drop) = ab_row(row);
+        let implied = 100.0 * (1.0 - base_ms / head_ms);
+        assert!(
+            (implied - drop).abs() < 0.1,
+            "1 - {base_ms} / {head_ms} = {implied:.2}% but the row's drop is {drop}%: {row}"
+        );
+    }
+    assert!(
+        text.contains("the figure the verdict judges"),
+        "the table says which figure is the verdict's: {text}"
+    );
+
+    // Each side's own median ranks different pairs here: it is kept, named, in the JSON.
+    let json = session(&["--format", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    let case = &report["cases"][0];
+    let f = |v: &serde_json::Value| v.as_f64().unwrap_or_else(|| panic!("a number in {case}"));
+    let medians_apart = f(&case["head_median_ms"]) / f(&case["base_median_ms"]) - 1.0;
+    let paired = f(&case["decision"]["step_now_ms"]) / f(&case["decision"]["step_then_ms"]) - 1.0;
+    assert!(
+        (medians_apart - paired).abs() > 0.05,
+        "the scenario makes the unpaired medians ({medians_apart:.3}) disagree with the paired \
+         change ({paired:.3}): {case}"
+    );
+
+    // An inconclusive A/B case is told what more pairs would resolve it, in A/B's flags.
+    assert!(text.contains("INCONCLUSIVE decode/seed-8b"), "{text}");
+    let reasons: Vec<&str> = text.lines().filter(|l| l.starts_with("  ")).collect();
+    let reasons = reasons.join("\n");
+    for run_mode in [
+        "add repeats",
+        "(confirm)",
+        "repeats now",
+        "in the reference",
+    ] {
+        assert!(
+            !reasons.contains(run_mode),
+            "run-mode advice {run_mode:?} in A/B reasons:\n{reasons}"
+        );
+    }
+    assert!(reasons.contains("with these 8 pairs"), "{reasons}");
+    let needed: usize = reasons
+        .split("about ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("\"about N pairs\" in {reasons}"));
+    assert!(needed > 8, "{reasons}");
+    assert!(
+        reasons.contains(&format!("--confirm-pairs {}", needed - 4)),
+        "4 screening pairs and the confirming ones make {needed}: {reasons}"
+    );
+    assert!(reasons.contains(&format!("--pairs {needed}")), "{reasons}");
+    // An unconfirmed drop beyond the threshold is no pass: the gate line says so, with it.
+    let (_, _, worst) = rows
+        .iter()
+        .map(|r| ab_row(r))
+        .fold(
+            (0.0, 0.0, f64::MIN),
+            |acc, r| if r.2 > acc.2 { r } else { acc },
+        );
+    let gate = text
+        .lines()
+        .find(|l| l.starts_with("gate: "))
+        .unwrap_or_else(|| panic!("a gate line in {text}"));
+    assert!(
+        gate.starts_with(&format!(
+            "gate: could not tell, largest unconfirmed drop {worst:.1}% on decode/seed-8b"
+        )),
+        "{gate}"
+    );
+}

@@ -43,6 +43,7 @@ mod pg_store_load;
 mod pg_store_tls;
 mod processes;
 mod python;
+mod readme;
 mod report;
 mod run;
 mod serve;
