@@ -33,7 +33,7 @@ pub use ab::{AbCase, AbReport, render_ab};
 pub use chart::ChartGuide;
 pub use context::{
     BaselineRef, CaseReport, GateState, Judgement, RunReport, SCHEMA_VERSION, SuiteReport,
-    TrendPoint, severity,
+    TrendPoint, Unconfirmed, severity,
 };
 pub use export::{render_bmf, render_gab, render_openmetrics};
 pub use github_text::{
