@@ -1,5 +1,6 @@
 //! A pull request's gate comes from its base branch: the pull request's tree supplies the suites
-//! and the harness, but `[gate]` (`fail_on`, thresholds, `baseline_branch`, ...), each suite's
+//! and the harness, but `[gate]` (`fail_on`, thresholds, `baseline_branch`, ...), the status's
+//! name (`[report] status_context`), each suite's
 //! thresholds and the committed baselines a `run --baselines` judges against are read from the
 //! base commit (`git show BASE:path`), so a pull request cannot grade itself (`fail_on = []`, a
 //! looser threshold, an edited `baselines/` file). What the pull request changed is named; where
@@ -198,6 +199,18 @@ fn take_gate(head: &mut Config, base: &Config, base_sha: &str) -> Vec<String> {
         ));
     }
     head.gate = base.gate.clone();
+    // The status's name is the base's too: a pull request must not post its result under
+    // another required check's name.
+    if head.report.status_context != base.report.status_context {
+        notes.push(format!(
+            "this pull request changes [report] status_context: {} -> {}; {used}",
+            shown(&base.report.status_context),
+            shown(&head.report.status_context)
+        ));
+        head.report
+            .status_context
+            .clone_from(&base.report.status_context);
+    }
     for suite in &mut head.suites {
         let Some(theirs) = base.suites.iter().find(|b| b.name == suite.name) else {
             notes.push(format!(

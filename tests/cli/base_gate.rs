@@ -133,3 +133,45 @@ fn a_pull_request_that_edits_its_committed_baselines_is_judged_against_the_bases
         "{err}"
     );
 }
+
+/// A pull request cannot post its result under another check's name: `[report]
+/// status_context` is the base's, stored with the run, so a publish that finds no config (the
+/// `workflow_run` job's checkout keeps it elsewhere) posts `utilgate/decode`, not the head's.
+#[test]
+fn a_pull_request_that_renames_its_status_still_posts_under_the_bases_name() {
+    let env = TestEnv::new();
+    let base = repo(&env, false);
+    git(env.path(), &["checkout", "-q", "-b", "feature"]);
+    env.write_config(&format!(
+        "{}\n[report]\nstatus_context = \"ci/required-tests\"\n",
+        TestEnv::config_with("")
+    ));
+    let head = commit(&env, "rename the status");
+    let event = event(&env, &base, &head);
+    let out = pr_run(&env, &event, &[], "10.0");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "this pull request changes [report] status_context: \"utilgate/{suite}\" -> \"ci/required-tests\"; the base branch's settings"
+        ),
+        "{err}"
+    );
+    // The publishing job has no config of its own: what the run stored decides the name.
+    std::fs::remove_file(env.path().join("utilgate.toml")).expect("remove");
+    let gh = crate::github::Github::happy();
+    let actions = crate::github::Actions::new(&env, &gh.uri(), false);
+    let out = crate::github::publish(
+        &env,
+        &actions,
+        &["--sha", &head, "--db", ".utilgate/utilgate.db"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let requests = gh.requests();
+    let statuses = crate::github::matching(&requests, "POST", "/statuses/");
+    assert!(!statuses.is_empty(), "a status is posted");
+    for status in statuses {
+        let body: serde_json::Value = status.body_json().expect("json");
+        assert_eq!(body["context"], "utilgate/decode", "{body}");
+    }
+}
