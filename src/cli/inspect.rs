@@ -22,10 +22,10 @@ pub struct DetectorArgs {
     pub nights: usize,
     /// Largest p-value of a reported change point: the chance of a false one on a case
     /// without any change.
-    #[arg(long, default_value_t = 0.01)]
+    #[arg(long, default_value_t = 0.01, value_parser = pvalue)]
     pub max_pvalue: f64,
     /// Shuffles of the permutation test (the smallest reachable p-value is 1/(n+1)).
-    #[arg(long, default_value_t = 199)]
+    #[arg(long, default_value_t = 199, value_parser = permutations)]
     pub permutations: u32,
     /// Seed of the permutation test (the same seed gives the same answer).
     #[arg(long, default_value_t = 0x5eed)]
@@ -63,11 +63,39 @@ pub struct ManArgs {
     pub out_dir: Option<PathBuf>,
 }
 
+/// `--max-pvalue`: a probability strictly between 0 and 1.
+fn pvalue(text: &str) -> Result<f64, String> {
+    text.parse::<f64>()
+        .ok()
+        .filter(|p| *p > 0.0 && *p < 1.0)
+        .ok_or_else(|| "must be a number between 0 and 1; write --max-pvalue 0.01".to_owned())
+}
+
+/// `--permutations`: at least one shuffle.
+fn permutations(text: &str) -> Result<u32, String> {
+    text.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
+        "no permutation test can run with it; use at least 19, e.g. --permutations 199".to_owned()
+    })
+}
+
+/// `--since`: a UTC date (midnight) or an RFC 3339 time.
+fn since(text: &str) -> Result<jiff::Timestamp, String> {
+    if let Ok(t) = text.parse::<jiff::Timestamp>() {
+        return Ok(t);
+    }
+    text.parse::<jiff::civil::Date>()
+        .ok()
+        .and_then(|d| jiff::tz::TimeZone::UTC.to_timestamp(d.at(0, 0, 0, 0)).ok())
+        .ok_or_else(|| {
+            "not a date; write --since 2026-11-01 or --since 2026-11-01T03:00:00Z".to_owned()
+        })
+}
+
 #[derive(Debug, Args)]
 pub struct ChangesArgs {
     /// Only change points from this date on (YYYY-MM-DD, UTC, or an RFC 3339 time).
-    #[arg(long)]
-    pub since: Option<String>,
+    #[arg(long, value_parser = since)]
+    pub since: Option<jiff::Timestamp>,
     /// Only this suite.
     #[arg(long)]
     pub suite: Option<String>,
@@ -86,8 +114,8 @@ pub struct SiteArgs {
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Only nights from this date on (YYYY-MM-DD, UTC, or an RFC 3339 time).
-    #[arg(long)]
-    pub since: Option<String>,
+    #[arg(long, value_parser = since)]
+    pub since: Option<jiff::Timestamp>,
     /// The branch whose nights the charts show (default: the config's `baseline_branch`).
     #[arg(long)]
     pub branch: Option<String>,

@@ -6,12 +6,12 @@ use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::output;
 use crate::pipeline::context::{CommitLog, store_from};
-use crate::pipeline::history::{case_report, detector, keep_since, since};
+use crate::pipeline::history::{case_report, detector, keep_since};
 use crate::report::history::{render_changes, render_json};
 
 pub fn changes(args: &ChangesArgs) -> Result<Outcome, Error> {
-    let detector = detector(&args.detector)?;
-    let from = args.since.as_deref().map(since).transpose()?;
+    let detector = detector(&args.detector);
+    let from = args.since;
     let (store, config) = store_from(&args.config)?;
     let mut reports = Vec::new();
     let mut commits = CommitLog::default();
@@ -36,7 +36,7 @@ pub fn changes(args: &ChangesArgs) -> Result<Outcome, Error> {
         reports.push(report);
     }
     match args.format.format {
-        Format::Human => output::emit(&render_changes(&reports, &detector, args.since.as_deref()))?,
+        Format::Human => output::emit(&render_changes(&reports, &detector, args.since))?,
         Format::Json => output::emit(&render_json(&reports, &detector)?)?,
     }
     Ok(Outcome::Passed)

@@ -12,7 +12,7 @@ use crate::pipeline::history::{case_report, detector};
 use crate::report::history::{render_history, render_json};
 
 pub fn history(args: &HistoryArgs) -> Result<Outcome, Error> {
-    let detector = detector(&args.detector)?;
+    let detector = detector(&args.detector);
     let (store, config) = store_from(&args.config)?;
     let all = store.series()?;
     let wanted: Vec<&(CaseKey, String)> = all

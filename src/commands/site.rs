@@ -9,8 +9,8 @@ use crate::pipeline::site::{SiteOptions, build};
 use crate::pipeline::{context, history, publish};
 
 pub fn site(args: &SiteArgs) -> Result<Outcome, Error> {
-    let detector = history::detector(&args.detector)?;
-    let since = args.since.as_deref().map(history::since).transpose()?;
+    let detector = history::detector(&args.detector);
+    let since = args.since;
     let loaded = context::optional_config(&args.config)?;
     let reports = publish::renderer(loaded.as_ref())?;
     let (store, config) = context::store_from(&args.config)?;

@@ -14,28 +14,15 @@ use crate::pipeline::context::CommitLog;
 use crate::report::history::CaseHistoryReport;
 use crate::store::{Store, StoredSummary};
 
-pub(crate) fn detector(args: &DetectorArgs) -> Result<Detector, Error> {
-    if !(args.max_pvalue > 0.0 && args.max_pvalue < 1.0) {
-        return Err(Error::Argument {
-            arg: format!("--max-pvalue {}", args.max_pvalue),
-            problem: "must be between 0 and 1".into(),
-            fix: "write --max-pvalue 0.01".into(),
-        });
-    }
-    if args.permutations == 0 {
-        return Err(Error::Argument {
-            arg: "--permutations 0".into(),
-            problem: "no permutation test can run".into(),
-            fix: "use at least 19, e.g. --permutations 199".into(),
-        });
-    }
-    Ok(Detector {
+/// The change-point detector the flags ask for (their ranges are checked when they are parsed).
+pub(crate) fn detector(args: &DetectorArgs) -> Detector {
+    Detector {
         significance: Significance::Permutation {
             permutations: args.permutations,
             seed: args.seed,
         },
         max_pvalue: args.max_pvalue,
-    })
+    }
 }
 
 /// The case's threshold: its suite's (with case overrides) when the config has the suite.
@@ -142,19 +129,4 @@ pub(crate) fn keep_since(report: &mut CaseHistoryReport, from: jiff::Timestamp) 
             .parse::<jiff::Timestamp>()
             .is_ok_and(|t| t >= from)
     });
-}
-
-/// `--since` as a timestamp: a UTC date or an RFC 3339 time.
-pub(crate) fn since(text: &str) -> Result<jiff::Timestamp, Error> {
-    if let Ok(t) = text.parse::<jiff::Timestamp>() {
-        return Ok(t);
-    }
-    text.parse::<jiff::civil::Date>()
-        .ok()
-        .and_then(|d| jiff::tz::TimeZone::UTC.to_timestamp(d.at(0, 0, 0, 0)).ok())
-        .ok_or_else(|| Error::Argument {
-            arg: format!("--since {text}"),
-            problem: "not a date".into(),
-            fix: "write --since 2026-11-01 or --since 2026-11-01T03:00:00Z".into(),
-        })
 }

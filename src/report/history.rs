@@ -155,9 +155,17 @@ pub fn render_history(r: &CaseHistoryReport, detector: &Detector) -> String {
 pub fn render_changes(
     reports: &[CaseHistoryReport],
     detector: &Detector,
-    since: Option<&str>,
+    since: Option<jiff::Timestamp>,
 ) -> String {
     let mut out = String::new();
+    // A date reads as the date it was given as (its midnight, UTC); a time as itself.
+    let since = since.map(|t| {
+        if t.strftime("%H:%M:%S%.f").to_string() == "00:00:00" {
+            t.strftime("%Y-%m-%d").to_string()
+        } else {
+            t.to_string()
+        }
+    });
     let _ = writeln!(
         out,
         "change points{}: {}",

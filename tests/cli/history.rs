@@ -94,6 +94,10 @@ fn changes_since_a_date_and_bad_input() {
         text.contains(B1) && text.contains("torch 2.5.1 -> 2.6.0"),
         "{text}"
     );
+    assert!(
+        text.starts_with("change points since 2000-01-01: "),
+        "the date as given: {text}"
+    );
 
     let bad = env
         .cmd()
@@ -102,10 +106,24 @@ fn changes_since_a_date_and_bad_input() {
         .expect("runs");
     assert_eq!(bad.status.code(), Some(2));
     assert!(
-        stderr(&bad).contains("--since last tuesday: not a date"),
+        stderr(&bad)
+            .contains("'last tuesday' for '--since <SINCE>': not a date; write --since 2026-11-01"),
         "{}",
         stderr(&bad)
     );
+    // The detector's flags are checked as they are parsed, naming the fix.
+    for (flag, value, fix) in [
+        ("--max-pvalue", "1.5", "write --max-pvalue 0.01"),
+        ("--permutations", "0", "e.g. --permutations 199"),
+    ] {
+        let bad = env
+            .cmd()
+            .args(["changes", flag, value])
+            .output()
+            .expect("runs");
+        assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+        assert!(stderr(&bad).contains(fix), "{}", stderr(&bad));
+    }
     let none = env
         .cmd()
         .args(["history", "prefill"])
