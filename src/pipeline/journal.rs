@@ -65,7 +65,7 @@ fn estimate(store: &Store, suites: &[&SuiteConfig]) -> Result<String, Error> {
     if !timed.is_empty() {
         parts.push(format!(
             "about {}, from the last run of suite {}",
-            human_seconds(seconds),
+            crate::report::format::duration(seconds),
             timed.join(", ")
         ));
     }
@@ -76,17 +76,6 @@ fn estimate(store: &Store, suites: &[&SuiteConfig]) -> Result<String, Error> {
         ));
     }
     Ok(parts.join("; "))
-}
-
-/// Seconds as people read them, to two significant figures.
-fn human_seconds(s: f64) -> String {
-    if s < 90.0 {
-        format!("{s:.0} s")
-    } else if s < 90.0 * 60.0 {
-        format!("{:.1} min", s / 60.0)
-    } else {
-        format!("{:.1} h", s / 3600.0)
-    }
 }
 
 /// The journal of this run, and the finished cases it recovered (`--resume`).

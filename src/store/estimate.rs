@@ -7,8 +7,9 @@ use super::db::Store;
 use super::error::StoreError;
 
 impl Store {
-    /// Wall seconds per case of the last run that measured `suite` (the run's whole duration
-    /// over all its cases), or `None` when no run did. Walks the runs newest first to the last
+    /// Wall seconds per case of the last run that measured `suite` here (the run's whole
+    /// duration over all its cases), or `None` when no run did. Imported runs (baselines
+    /// measured elsewhere, stored with no duration) time nothing and are skipped. Walks the runs newest first to the last
     /// one with a result of the suite (the newest, for a suite that runs every night), never
     /// every result the suite ever stored.
     pub fn suite_seconds_per_case(&self, suite: &str) -> Result<Option<f64>, StoreError> {
@@ -19,7 +20,8 @@ impl Store {
                         (SELECT count(*) FROM results a WHERE a.run_id = r.id) \
                  FROM runs r \
                  WHERE r.id = (SELECT u.id FROM runs u \
-                               WHERE EXISTS (SELECT 1 FROM results x \
+                               WHERE u.finished_at_ns > u.started_at_ns \
+                                 AND EXISTS (SELECT 1 FROM results x \
                                              JOIN series s ON s.id = x.series_id \
                                              WHERE x.run_id = u.id AND s.suite = ?1) \
                                ORDER BY u.id DESC LIMIT 1)",

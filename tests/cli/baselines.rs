@@ -176,6 +176,14 @@ fn run_with_baselines_judges_against_the_files_and_never_creates_a_store() {
             .expect("runs");
         assert_eq!(out.status.code(), Some(code), "{}", stderr(&out));
         assert!(stderr(&out).contains("judging against 2 baseline(s)"));
+        // Imported baselines were measured elsewhere and took no time here: the opening
+        // estimate never times the night by them ("about 0 s").
+        assert!(
+            stderr(&out).contains("2 cases to measure (")
+                && !stderr(&out).contains("from the last run of suite"),
+            "{}",
+            stderr(&out)
+        );
         let report: serde_json::Value =
             serde_json::from_str(&read(&fresh.path().join("reports/report.json"))).expect("JSON");
         assert_eq!(verdict_of(&report, B1), verdict, "{report}");
