@@ -155,7 +155,7 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
     let mut cases = Vec::with_capacity(keys.len());
     for key in &keys {
         progress.start_case(&key.to_string());
-        let mut policy = crate::pipeline::judge::policy_for(Some(config), key);
+        let mut policy = crate::config::policy_for(Some(config), key);
         policy.confirm_repeats = plan.confirm_pairs;
         policy.confirm_alpha = plan.confirm_alpha;
         let plans = side_plan(&base, &key.suite, key, &gpu)

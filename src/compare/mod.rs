@@ -18,6 +18,7 @@ mod env;
 mod gate;
 mod gate_stat;
 pub mod history;
+pub(crate) mod night;
 mod reference;
 mod service;
 mod stat;

@@ -11,6 +11,7 @@ mod error;
 mod load;
 mod names;
 mod parse;
+mod policy;
 mod serve;
 mod types;
 mod validate;
@@ -21,6 +22,7 @@ mod tests;
 pub use error::{ConfigError, Problem};
 pub use load::{LoadedConfig, load, resolve_model};
 pub use parse::parse;
+pub(crate) use policy::policy_for;
 pub use types::{
     CanaryConfig, CaseOverride, ClassifyRule, Config, DEFAULT_CONFIG, DEFAULT_CONFIG_PATH,
     DEFAULT_STATUS_CONTEXT, DEFAULT_STORE_PATH, EvidenceConfig, GateConfig, GithubConfig,

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::case::{CaseKey, Verdict};
-use crate::compare::{self, Canary, Decision, Evidence, Night, Policy, Reference};
+use crate::compare::{self, Canary, Decision, Evidence, Night, Reference};
 use crate::config::{Config, GateConfig};
 use crate::error::Error;
 use crate::store::{BranchWindow, Store, StoredResult, StoredRun, Take};
@@ -40,28 +40,6 @@ pub enum Against<'a> {
     PinnedAsOf(jiff::Timestamp),
     /// Every result of one stored run.
     Run(&'a StoredRun),
-}
-
-/// The gate policy for one case: thresholds resolved case, then suite, then gate.
-#[must_use]
-pub fn policy_for(config: Option<&Config>, key: &CaseKey) -> Policy {
-    let default_gate = GateConfig::default();
-    let gate = config.map_or(&default_gate, |c| &c.gate);
-    let threshold = config
-        .and_then(|c| c.suites.iter().find(|s| s.name == key.suite))
-        .map_or(gate.max_drop_pct, |s| s.max_drop_pct_for(key, gate));
-    let gate_on = config
-        .and_then(|c| c.suites.iter().find(|s| s.name == key.suite))
-        .and_then(|s| s.gate_on.clone())
-        .unwrap_or_else(|| gate.gate_on.clone());
-    Policy {
-        max_drop_pct: threshold,
-        family_alpha: gate.family_alpha,
-        confirm_repeats: gate.confirm_repeats as usize,
-        gate_on,
-        stat_max_drop_pct: gate.stat_max_drop_pct.clone(),
-        ..Policy::default()
-    }
 }
 
 /// The suite's repeats: the weight one night of a case carries in a reference at most.
@@ -153,7 +131,7 @@ pub fn judge_case(
 ) -> Result<Judgement, Error> {
     let history_runs = config.map_or(GateConfig::default().history_runs, |c| c.gate.history_runs);
     let m = cases_in_grid.max(1);
-    let policy = policy_for(config, &case.key);
+    let policy = crate::config::policy_for(config, &case.key);
     let lineage = match against {
         Against::Pinned => pinned_and_since(store, &case.key, gpu_sku, None, config)?,
         Against::PinnedAsOf(t) => pinned_and_since(store, &case.key, gpu_sku, Some(*t), config)?,
@@ -498,7 +476,7 @@ fn missing(
             continue;
         }
         out.push(Judgement {
-            threshold_pct: policy_for(config, &key).max_drop_pct,
+            threshold_pct: crate::config::policy_for(config, &key).max_drop_pct,
             key,
             decision: compare::missing_decision(
                 baseline

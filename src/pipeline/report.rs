@@ -53,7 +53,7 @@ pub(crate) fn stored_judgements(
                     .map(|b| compare::env_diff(&b.env, &r.env))
                     .unwrap_or_default(),
                 baseline: baseline.as_ref().map(judge::baseline_ref),
-                threshold_pct: judge::policy_for(config, &r.key).max_drop_pct,
+                threshold_pct: crate::config::policy_for(config, &r.key).max_drop_pct,
             })
         })
         .collect()
