@@ -863,3 +863,65 @@ pub fn gpu_notes(state: &serde_json::Value) -> Vec<String> {
     lines.sort();
     lines.into_iter().map(|(_, l)| l).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judged(floor_changed: bool) -> Decision {
+        let mut d = crate::compare::missing_decision(None);
+        d.verdict = Verdict::Pass;
+        d.step_now_ms = Some(5.0);
+        d.util_now = Some(0.4);
+        d.step_then_ms = Some(4.0);
+        d.util_then = Some(0.5);
+        d.drop_pct = Some(20.0);
+        d.repeats_then = 3;
+        d.floor_changed = floor_changed;
+        d
+    }
+
+    #[test]
+    fn a_drop_is_named_only_when_it_is_not_one_minus_util_over_util_then() {
+        assert_eq!(drop_note(&judged(false)), None);
+        assert_eq!(drop_note(&judged(true)).as_deref(), Some("step"));
+    }
+
+    #[test]
+    fn the_then_line_is_the_reference_the_verdict_used_and_names_its_baseline() {
+        let d = judged(false);
+        let base = BaselineRef {
+            run_id: 5,
+            started_at: None,
+            git_sha: Some("fedcba9876543210".into()),
+            // The baseline result's own median differs from the reference level: not shown.
+            median_ms: Some(3.9),
+            utilisation: Some(0.513),
+        };
+        let reading = Reading::of(&d, None, Some(&base));
+        assert_eq!(
+            (reading.step_then_ms, reading.util_then),
+            (Some(4.0), Some(0.5))
+        );
+        assert_eq!(
+            reading.then_line(&d, Some(&base)).as_deref(),
+            Some(
+                "then: step 4.000 ms, utilisation 50.0%, the reference the verdict used: 3 \
+                 processes from baseline run 5 @ fedcba9"
+            )
+        );
+        // Without a reference in the decision, the baseline's median, said to be uncompared.
+        let unjudged = crate::compare::missing_decision(None);
+        let reading = Reading::of(&unjudged, None, Some(&base));
+        assert_eq!(
+            (reading.step_then_ms, reading.util_then),
+            (Some(3.9), Some(0.513))
+        );
+        assert_eq!(
+            reading.then_line(&unjudged, Some(&base)).as_deref(),
+            Some(
+                "then: baseline run 5 @ fedcba9, median step 3.900 ms, utilisation 51.3% (not compared)"
+            )
+        );
+    }
+}

@@ -77,6 +77,15 @@ fn every_column_of_a_row_agrees_with_its_util_and_drop_and_the_details_show_one_
     let step = case["decision"]["step_now_ms"].as_f64().expect("a level");
     assert!((step / median - 1.0).abs() > 0.01, "{median} vs {step}");
 
+    // MBU and MFU are shares of that same step: utilisation is the larger (MBU, memory-bound).
+    let util_now = case["util_now"].as_f64().expect("util_now");
+    let floor_ms = case["floor_ms"].as_f64().expect("floor_ms");
+    assert!((util_now - floor_ms / step).abs() < 1e-9, "{case}");
+    let mbu = case["mbu_now"].as_f64().expect("mbu_now");
+    let mfu = case["mfu_now"].as_f64().expect("mfu_now");
+    assert_eq!(case["bound"], "memory");
+    assert!((util_now - mbu).abs() < 1e-9 && mfu < mbu, "{case}");
+
     let (header, row) = header_and_row(&text, B1);
     assert_eq!(header.len(), row.len(), "{header:?}\n{row:?}");
     let at = |name: &str| -> f64 {
@@ -129,7 +138,9 @@ fn every_column_of_a_row_agrees_with_its_util_and_drop_and_the_details_show_one_
         .collect();
     assert_eq!(now.len(), 1, "one \"now\":\n{text}");
     assert!(
-        now[0].contains(&format!("step {shown_step:.3} ms, utilisation {util:.1}%")),
-        "the table's step and util: {text}"
+        now[0].contains(&format!(
+            "step {shown_step:.3} ms, utilisation {util:.1}% = floor / step (MBU {util:.1}%,"
+        )),
+        "the table's step and util, and MBU beside them: {text}"
     );
 }
