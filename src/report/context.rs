@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::case::{CaseKey, Verdict};
 use crate::compare::{Decision, EnvChange, GateStat};
-use crate::store::StoredRun;
+use crate::report::format::{MISSING, ms, pct, short_sha, signed_percent};
+use crate::store::{StoredResult, StoredRun};
 
 /// The JSON schema version of reports; bump on any breaking change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -218,6 +219,8 @@ pub struct CaseReport {
     pub floor_ms: Option<f64>,
     /// "memory" or "compute": the resource that sets the floor.
     pub bound: Option<String>,
+    /// The stored result's plain median: every counted step of every process pooled (what
+    /// `baseline list` and `runs show` list). Not the step the verdict weighs (`step_now_ms`).
     pub median_ms: Option<f64>,
     pub p90_ms: Option<f64>,
     pub p99_ms: Option<f64>,
@@ -225,6 +228,8 @@ pub struct CaseReport {
     pub repeat_spread_pct: Option<f64>,
     pub n: Option<usize>,
     pub repeats: Option<usize>,
+    /// The stored result's utilisation, MBU and MFU: `floor_ms / median_ms` and each resource's
+    /// share of `median_ms` (what `baseline list` lists); reports show `util_now` instead.
     pub utilisation: Option<f64>,
     pub mbu: Option<f64>,
     pub mfu: Option<f64>,
@@ -234,20 +239,36 @@ pub struct CaseReport {
     pub drop_pct: Option<f64>,
     /// The statistic `drop_pct` is of.
     pub drop_stat: GateStat,
+    /// What the drop is of when it is not `1 - util_now / util_then`, as tables name it beside
+    /// the drop: the deciding tail statistic (`stall`), or `step` when the floor changed and the
+    /// drop compares step times alone; `None` otherwise.
+    pub drop_note: Option<String>,
     pub threshold_pct: f64,
     pub decision: Decision,
     pub env_changes: Vec<EnvChange>,
     pub error: Option<String>,
     pub stderr_tail: Option<String>,
-    /// Utilisation of the reference the verdict used (the pinned baseline pooled with the
-    /// nights since it), the raw baseline's when the decision has none.
+    /// Utilisation of the reference the verdict used: `floor / step_then_ms`; the baseline
+    /// result's `floor / median` when the decision has none (a case that errored).
     pub util_then: Option<f64>,
-    /// Utilisation of this run at the level the verdict used (the robust level over
-    /// processes), the raw median's when the decision has none. With `util_then` and
-    /// `drop_pct` it is the one reference every surface shows.
+    /// Utilisation of this run: `floor_ms / step_now_ms`, the step the verdict weighs; the
+    /// stored `utilisation` when the decision has none. With `util_then` and `drop_pct` it is
+    /// the one reference every surface shows.
     pub util_now: Option<f64>,
-    /// The reference step (ms) the verdict used.
+    /// The reference step (ms) the verdict used: the robust level of the reference's processes'
+    /// median steps (the baseline result's plain median when the decision has none).
     pub step_then_ms: Option<f64>,
+    /// This run's step (ms) the verdict weighs: the robust level of its processes' median steps
+    /// (docs/verdict.md); the stored plain median when the decision has none.
+    pub step_now_ms: Option<f64>,
+    /// MBU and MFU at `step_now_ms`: the memory and the compute share of that step, so that
+    /// `util_now` is the larger of the two.
+    pub mbu_now: Option<f64>,
+    pub mfu_now: Option<f64>,
+    /// The one sentence on what the case is judged against (`then: ...`), every renderer's.
+    pub then_line: Option<String>,
+    /// The one sentence on this run's figures (`now: ...`), every renderer's.
+    pub now_line: Option<String>,
     /// Whether this case's verdict is listed in `fail_on`.
     pub fails_gate: bool,
     /// Whether a reader should look at this case: anything but a plain pass or a new case, or a
@@ -327,6 +348,132 @@ pub struct RunReport {
     pub budget: Option<super::budget::BudgetReport>,
 }
 
+/// What a case's drop is of when it is not `1 - util_now / util_then` (see
+/// [`CaseReport::drop_note`]).
+fn drop_note(d: &Decision) -> Option<String> {
+    let stat = d.deciding_drop().0;
+    if stat != GateStat::Median {
+        Some(stat.to_string())
+    } else if d.floor_changed {
+        Some("step".to_owned())
+    } else {
+        None
+    }
+}
+
+/// The figures a report shows for one case, each from one source: the verdict's levels where
+/// the decision has them, so that `util = floor / step` on both sides and the drop is
+/// `1 - util_now / util_then` (docs/verdict.md, "The figures").
+struct Reading {
+    step_now_ms: Option<f64>,
+    util_now: Option<f64>,
+    mbu_now: Option<f64>,
+    mfu_now: Option<f64>,
+    step_then_ms: Option<f64>,
+    util_then: Option<f64>,
+}
+
+impl Reading {
+    fn of(d: &Decision, result: Option<&StoredResult>, baseline: Option<&BaselineRef>) -> Reading {
+        let median = result.and_then(|r| r.median_ms);
+        let (step_now_ms, util_now) = match (d.step_now_ms, d.util_now) {
+            (Some(step), Some(util)) => (Some(step), Some(util)),
+            _ => (median, result.and_then(|r| r.utilisation)),
+        };
+        let (step_then_ms, util_then) = match (d.step_then_ms, d.util_then) {
+            (Some(step), Some(util)) => (Some(step), Some(util)),
+            _ => (
+                baseline.and_then(|b| b.median_ms),
+                baseline.and_then(|b| b.utilisation),
+            ),
+        };
+        // The stored shares are each resource's time over the median; the same time over the
+        // verdict's step is its share of that step (MBU = bytes / step / peak bandwidth).
+        let at_step = |share: Option<f64>| -> Option<f64> {
+            let (share, median, step) = (share?, median?, step_now_ms?);
+            (step > 0.0).then(|| share * median / step)
+        };
+        Reading {
+            step_now_ms,
+            util_now,
+            mbu_now: at_step(result.and_then(|r| r.mbu)),
+            mfu_now: at_step(result.and_then(|r| r.mfu)),
+            step_then_ms,
+            util_then,
+        }
+    }
+
+    /// `then: step 11.531 ms, utilisation 42.8%, the reference the verdict used: 3 processes
+    /// from baseline run 1 @ 0123456`; the baseline's own median when no reference was used.
+    fn then_line(&self, d: &Decision, baseline: Option<&BaselineRef>) -> Option<String> {
+        let run = |id: i64, sha: Option<&str>| {
+            format!(
+                "run {id}{}",
+                sha.map_or_else(String::new, |s| format!(" @ {}", short_sha(s)))
+            )
+        };
+        if d.step_then_ms.is_some() && d.util_then.is_some() {
+            let rests_on = match (&d.slide, baseline) {
+                (Some(start), _) => format!(
+                    " from where the lineage began ({})",
+                    run(start.run_id, start.git_sha.as_deref())
+                ),
+                (None, Some(b)) => {
+                    format!(" from baseline {}", run(b.run_id, b.git_sha.as_deref()))
+                }
+                (None, None) => String::new(),
+            };
+            return Some(format!(
+                "then: step {} ms, utilisation {}, the reference the verdict used: {} processes{rests_on}",
+                ms(self.step_then_ms),
+                pct(self.util_then),
+                d.repeats_then,
+            ));
+        }
+        baseline.map(|b| {
+            format!(
+                "then: baseline {}, median step {} ms, utilisation {} (not compared)",
+                run(b.run_id, b.git_sha.as_deref()),
+                ms(b.median_ms),
+                pct(b.utilisation),
+            )
+        })
+    }
+
+    /// `now: step 12.684 ms, utilisation 38.9% = floor / step (MBU 38.9%, MFU 0.1%: the memory
+    /// and compute shares of the step): drop +9.1%; all 60 steps of 3 processes: median ...`.
+    fn now_line(
+        &self,
+        d: &Decision,
+        result: Option<&StoredResult>,
+        summary: Option<&serde_json::Value>,
+    ) -> Option<String> {
+        let median = result?.median_ms?;
+        let drop = if d.step_then_ms.is_some() && d.drop_pct.is_some() {
+            format!(": drop {}", signed_percent(d.drop_pct))
+        } else {
+            String::new()
+        };
+        let count = |field: &str| {
+            whole(summary, field).map_or_else(|| MISSING.to_owned(), |n| n.to_string())
+        };
+        Some(format!(
+            "now: step {} ms, utilisation {} = floor / step (MBU {}, MFU {}: the memory and \
+             compute shares of the step){drop}; all {} steps of {} processes pooled: median {} ms, \
+             p90 {} ms, p99 {} ms",
+            ms(self.step_now_ms),
+            pct(self.util_now),
+            pct(self.mbu_now),
+            pct(self.mfu_now),
+            count("n"),
+            count("repeats"),
+            ms(Some(median)),
+            ms(num(summary, "p90_ms")),
+            ms(num(summary, "p99_ms")),
+        ))
+    }
+}
+
 /// Whether a reader should look at a case: anything but a plain pass or a new case, or a
 /// changed floor.
 fn needs_attention(d: &Decision) -> bool {
@@ -346,6 +493,14 @@ pub fn severity(v: Verdict) -> u8 {
         Verdict::New => 6,
         Verdict::Pass => 7,
     }
+}
+
+/// A count in a stored summary (`n`, `repeats`).
+fn whole(value: Option<&serde_json::Value>, field: &str) -> Option<usize> {
+    value
+        .and_then(|v| v.get(field))
+        .and_then(serde_json::Value::as_u64)
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 fn num(value: Option<&serde_json::Value>, field: &str) -> Option<f64> {
@@ -368,6 +523,7 @@ impl RunReport {
             .map(|j| {
                 let result = run.results.iter().find(|r| r.key == j.key);
                 let summary = result.and_then(|r| r.summary_json.as_ref());
+                let reading = Reading::of(&j.decision, result, j.baseline.as_ref());
                 CaseReport {
                     case: j.key.to_string(),
                     key: j.key.clone(),
@@ -383,34 +539,28 @@ impl RunReport {
                     p90_ms: num(summary, "p90_ms"),
                     p99_ms: num(summary, "p99_ms"),
                     repeat_spread_pct: num(summary, "repeat_spread_pct"),
-                    n: summary
-                        .and_then(|s| s.get("n"))
-                        .and_then(serde_json::Value::as_u64)
-                        .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
-                    repeats: summary
-                        .and_then(|s| s.get("repeats"))
-                        .and_then(serde_json::Value::as_u64)
-                        .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+                    n: whole(summary, "n"),
+                    repeats: whole(summary, "repeats"),
                     utilisation: result.and_then(|r| r.utilisation),
                     mbu: result.and_then(|r| r.mbu),
                     mfu: result.and_then(|r| r.mfu),
                     baseline: j.baseline.clone(),
                     drop_pct: j.decision.deciding_drop().1,
                     drop_stat: j.decision.deciding_drop().0,
+                    drop_note: drop_note(&j.decision),
                     threshold_pct: j.threshold_pct,
                     decision: j.decision.clone(),
                     env_changes: j.env_changes.clone(),
                     error: result.and_then(|r| r.error.clone()),
                     stderr_tail: result.and_then(|r| r.stderr_tail.clone()),
-                    util_then: j
-                        .decision
-                        .util_then
-                        .or_else(|| j.baseline.as_ref().and_then(|b| b.utilisation)),
-                    util_now: j
-                        .decision
-                        .util_now
-                        .or_else(|| result.and_then(|r| r.utilisation)),
-                    step_then_ms: j.decision.step_then_ms,
+                    then_line: reading.then_line(&j.decision, j.baseline.as_ref()),
+                    now_line: reading.now_line(&j.decision, result, summary),
+                    util_then: reading.util_then,
+                    util_now: reading.util_now,
+                    step_then_ms: reading.step_then_ms,
+                    step_now_ms: reading.step_now_ms,
+                    mbu_now: reading.mbu_now,
+                    mfu_now: reading.mfu_now,
                     fails_gate: fail_on.contains(&j.decision.verdict),
                     attention: needs_attention(&j.decision),
                     gpu_state: result.and_then(|r| r.gpu_state_json.clone()),
@@ -712,4 +862,66 @@ pub fn gpu_notes(state: &serde_json::Value) -> Vec<String> {
         .collect();
     lines.sort();
     lines.into_iter().map(|(_, l)| l).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judged(floor_changed: bool) -> Decision {
+        let mut d = crate::compare::missing_decision(None);
+        d.verdict = Verdict::Pass;
+        d.step_now_ms = Some(5.0);
+        d.util_now = Some(0.4);
+        d.step_then_ms = Some(4.0);
+        d.util_then = Some(0.5);
+        d.drop_pct = Some(20.0);
+        d.repeats_then = 3;
+        d.floor_changed = floor_changed;
+        d
+    }
+
+    #[test]
+    fn a_drop_is_named_only_when_it_is_not_one_minus_util_over_util_then() {
+        assert_eq!(drop_note(&judged(false)), None);
+        assert_eq!(drop_note(&judged(true)).as_deref(), Some("step"));
+    }
+
+    #[test]
+    fn the_then_line_is_the_reference_the_verdict_used_and_names_its_baseline() {
+        let d = judged(false);
+        let base = BaselineRef {
+            run_id: 5,
+            started_at: None,
+            git_sha: Some("fedcba9876543210".into()),
+            // The baseline result's own median differs from the reference level: not shown.
+            median_ms: Some(3.9),
+            utilisation: Some(0.513),
+        };
+        let reading = Reading::of(&d, None, Some(&base));
+        assert_eq!(
+            (reading.step_then_ms, reading.util_then),
+            (Some(4.0), Some(0.5))
+        );
+        assert_eq!(
+            reading.then_line(&d, Some(&base)).as_deref(),
+            Some(
+                "then: step 4.000 ms, utilisation 50.0%, the reference the verdict used: 3 \
+                 processes from baseline run 5 @ fedcba9"
+            )
+        );
+        // Without a reference in the decision, the baseline's median, said to be uncompared.
+        let unjudged = crate::compare::missing_decision(None);
+        let reading = Reading::of(&unjudged, None, Some(&base));
+        assert_eq!(
+            (reading.step_then_ms, reading.util_then),
+            (Some(3.9), Some(0.513))
+        );
+        assert_eq!(
+            reading.then_line(&unjudged, Some(&base)).as_deref(),
+            Some(
+                "then: baseline run 5 @ fedcba9, median step 3.900 ms, utilisation 51.3% (not compared)"
+            )
+        );
+    }
 }

@@ -32,7 +32,7 @@ pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
         [
             "floor ms",
             "bound",
-            "median ms",
+            "step ms",
             "p90 ms",
             "repeat spread",
             "n",
@@ -145,7 +145,7 @@ fn row(c: &CaseReport, axes: &[String]) -> Vec<GridCell> {
     cells.extend([
         GridCell::right(ms(c.floor_ms)),
         GridCell::left(c.bound.as_deref().unwrap_or(MISSING)),
-        GridCell::right(ms(c.median_ms)),
+        GridCell::right(ms(c.step_now_ms)),
         GridCell::right(ms(c.p90_ms)),
         GridCell::right(percent(c.repeat_spread_pct)),
         GridCell::right(count(c.n)),
@@ -157,13 +157,12 @@ fn row(c: &CaseReport, axes: &[String]) -> Vec<GridCell> {
     cells
 }
 
-/// The deciding statistic's drop, named when it is not the median's ("+28.2% stall").
+/// The drop, named when it is not `1 - util / util then` ("+28.2% stall", "+5.0% step").
 fn drop_cell(c: &CaseReport) -> String {
     let drop = signed_percent(c.drop_pct);
-    if c.drop_stat == crate::compare::GateStat::Median {
-        drop
-    } else {
-        format!("{drop} {}", c.drop_stat)
+    match &c.drop_note {
+        Some(note) => format!("{drop} {note}"),
+        None => drop,
     }
 }
 
@@ -173,43 +172,9 @@ fn needs_detail(c: &CaseReport) -> bool {
 
 fn details(out: &mut String, c: &CaseReport) {
     let _ = writeln!(out, "{} {}:", c.verdict.as_str().to_uppercase(), c.case);
-    if let Some(base) = &c.baseline {
-        let _ = writeln!(
-            out,
-            "  then: {} ms median, utilisation {} (run {}{})",
-            ms(base.median_ms),
-            pct(base.utilisation),
-            base.run_id,
-            base.git_sha
-                .as_deref()
-                .map_or_else(String::new, |s| format!(" @ {}", short_sha(s))),
-        );
-    }
-    if c.decision.step_then_ms.is_some() && c.decision.step_now_ms.is_some() {
-        let _ = writeln!(
-            out,
-            "  reference the verdict used: {} ms, utilisation {} over {} processes; this run {} ms, utilisation {}: drop {}",
-            ms(c.step_then_ms),
-            pct(c.util_then),
-            c.decision.repeats_then,
-            ms(c.decision.step_now_ms),
-            pct(c.util_now),
-            signed_percent(c.decision.drop_pct),
-        );
-    }
-    if c.median_ms.is_some() {
-        let _ = writeln!(
-            out,
-            "  now:  {} ms median (p90 {}, p99 {}), utilisation {} (MBU {}, MFU {}), n = {} over {} processes",
-            ms(c.median_ms),
-            ms(c.p90_ms),
-            ms(c.p99_ms),
-            pct(c.utilisation),
-            pct(c.mbu),
-            pct(c.mfu),
-            c.n.unwrap_or(0),
-            c.repeats.unwrap_or(0),
-        );
+    // One line on the reference, one on this run: the same sentences as every other report's.
+    for line in [&c.then_line, &c.now_line].into_iter().flatten() {
+        let _ = writeln!(out, "  {}", super::escape::terminal(line));
     }
     // Every string below may carry harness, trace or file text: one line each, controls
     // stripped, newlines written `\n`, so none can begin a line (a workflow command).

@@ -52,5 +52,6 @@ mod standin;
 mod trace;
 mod trace_show;
 mod trust;
+mod utilisation;
 mod verdict_words;
 mod workflows;

@@ -569,7 +569,7 @@ fn the_run_table_fits_200_120_and_80_columns_with_every_figure_whole() {
     let figures: Vec<String> = report
         .cases
         .iter()
-        .flat_map(|c| [c.floor_ms, c.median_ms, c.p90_ms])
+        .flat_map(|c| [c.floor_ms, c.step_now_ms, c.p90_ms])
         .flatten()
         .map(|v| crate::report::format::ms(Some(v)))
         .collect();
