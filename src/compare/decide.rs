@@ -735,33 +735,35 @@ fn evidence_sentence(
     sides: Sides,
 ) -> String {
     let p = if t.est >= 0.0 { t.p_slower } else { t.p_faster };
-    if let (true, Sides::Ab(ab)) = (t.q.is_finite(), sides) {
+    // The interval, the level and the p-value read the same for a nightly run and a session.
+    let tail = |denominator: &str| {
         format!(
-            "With {} pairs and a per-process noise of {:.2}% ({} degrees of freedom), the \
-             paired change lies {} at the per-case level {} (= {} / {} cases; one-sided p = {}).",
-            ab.pairs,
-            pct(t.noise.exp_m1()),
-            t.df,
+            "lies {} at the per-case level {} (= {} / {} {denominator}; one-sided p = {})",
             change_range(drop_of(t.est - t.q * t.se), drop_of(t.est + t.q * t.se)),
             fmt_p(t.alpha_case),
             policy.family_alpha,
             cases.max(1),
             p.map_or_else(|| "n/a".to_owned(), fmt_p)
         )
+    };
+    if let (true, Sides::Ab(ab)) = (t.q.is_finite(), sides) {
+        format!(
+            "With {} pairs and a per-process noise of {:.2}% ({} degrees of freedom), the \
+             paired change {}.",
+            ab.pairs,
+            pct(t.noise.exp_m1()),
+            t.df,
+            tail("cases")
+        )
     } else if t.q.is_finite() {
         format!(
             "With {} repeats now, {} in the reference and a per-process noise of {:.2}% \
-             ({} degrees of freedom), the change lies {} at \
-             the per-case level {} (= {} / {} comparisons, cases x gated statistics; one-sided p = {}).",
+             ({} degrees of freedom), the change {}.",
             d.repeats_now,
             d.repeats_then,
             pct(t.noise.exp_m1()),
             t.df,
-            change_range(drop_of(t.est - t.q * t.se), drop_of(t.est + t.q * t.se)),
-            fmt_p(t.alpha_case),
-            policy.family_alpha,
-            cases.max(1),
-            p.map_or_else(|| "n/a".to_owned(), fmt_p)
+            tail("comparisons, cases x gated statistics")
         )
     } else if let Sides::Ab(ab) = sides {
         format!(

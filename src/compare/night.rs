@@ -435,4 +435,4 @@ impl NightState {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -438,26 +438,11 @@ pub(crate) fn add_to_result(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::budget::{CaseCost, CaseNoise};
 
     /// A night of two cases with history (1% noise, 5 s a process), begun now.
     fn night() -> Night {
-        let input = |name: &str| CaseInput {
-            name: name.to_owned(),
-            steps: 100,
-            warmup_steps: 10,
-            repeats: 3,
-            cost: Some(CaseCost {
-                start_s: 4.0,
-                step_s: 0.01,
-                warmup_step_s: 0.01,
-            }),
-            noise: Some(CaseNoise {
-                between: 0.01,
-                jitter: 0.0075,
-                reference_repeats: 30,
-            }),
-        };
+        // The compare tests' case with history: 1% noise between processes.
+        let input = |name: &str| crate::compare::night::tests::input(name, 0.01);
         let policy = PlanPolicy::new(600.0, 3.0, 0.01);
         Night {
             state: NightState::of(&[input("a"), input("b")], policy, 30.0, 12),

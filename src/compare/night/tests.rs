@@ -10,7 +10,7 @@ use crate::compare::budget::{CaseCost, CaseInput, CaseNoise, PlanPolicy, Stop};
 
 /// A case with history: 5.1 s a process (4 s to start, 110 steps of 10 ms), `noise` between
 /// processes.
-fn input(name: &str, noise: f64) -> CaseInput {
+pub(crate) fn input(name: &str, noise: f64) -> CaseInput {
     CaseInput {
         name: name.to_owned(),
         steps: 100,
