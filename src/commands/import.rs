@@ -14,7 +14,7 @@ use crate::output;
 use crate::pipeline::context::{StoreMode, open_store, store_with};
 use crate::pipeline::journal::RescuedRun;
 use crate::pipeline::plan::meta_of;
-use crate::pipeline::serve::{ServeCaseInput, ServeRunPlan, emit_report, judge_and_store};
+use crate::pipeline::serve::{ServeCaseInput, ServeRunPlan, judge_and_store};
 use crate::serve::{self, ServeKey};
 use crate::store::journal;
 use crate::store::meta::MetaFlags;
@@ -152,7 +152,6 @@ pub fn import_serve(args: &ImportServeArgs) -> Result<Outcome, Error> {
     };
     let plan = ServeRunPlan {
         gpu_sku: &args.gpu,
-        suite_label: &args.suite,
         gate,
         policy: &policy,
         meta: &meta,
@@ -161,7 +160,11 @@ pub fn import_serve(args: &ImportServeArgs) -> Result<Outcome, Error> {
         config_json: None,
         host: None,
     };
-    let (report, outcome) = judge_and_store(&mut store, &inputs, &plan)?;
-    emit_report(&report, args.format.format)?;
+    let (run_id, outcome) = judge_and_store(&mut store, &inputs, &plan)?;
+    // Read back as every verb reads a stored run.
+    let run = crate::pipeline::report::load_run(&store, Some(run_id.0))?;
+    let config = loaded.as_ref().map(|l| &l.config);
+    let report = crate::pipeline::report::stored_report(&store, &run, config)?;
+    crate::pipeline::report::print_report(&report, args.format.format)?;
     Ok(outcome)
 }

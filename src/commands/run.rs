@@ -6,29 +6,25 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use crate::case::Verdict;
 use crate::cli::RunArgs;
 use crate::compare::{self, Canary};
-use crate::config::{LoadedConfig, SuiteConfig};
 use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::output::{self, Progress};
-use crate::pipeline::context::{env_lookup, open_store};
+use crate::pipeline::context::env_lookup;
 use crate::pipeline::gpu::{self, GpuWatch};
 use crate::pipeline::measure::grid::measure_all;
 use crate::pipeline::measure::runner::{Runner, cancel_on_ctrl_c, this_exe};
 use crate::pipeline::plan::{check_grid, plan_cases, run_meta, split_suites};
 use crate::pipeline::record::JudgedCase;
 use crate::pipeline::report::report_run;
-use crate::pipeline::serve::{ServeRunPlan, emit_report, judge_and_store};
-use crate::pipeline::serve_suite::{check_options, gpu_of, policy_of};
+use crate::pipeline::serve_suite::ServeCases;
 use crate::pipeline::store::{
     RunStores, new_run, open_journal, promotes, publish_facts, store_run,
 };
 use crate::pipeline::verdicts::Judging;
-use crate::serve::ServeKey;
 use crate::store::NewRun;
 
 #[expect(
@@ -52,10 +48,9 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     );
     let loaded = loaded;
     let config = &loaded.config;
+    // Step cases and service cases (`kind = "serve"`) go through the same stages; a run may
+    // hold either kind or both.
     let (serve_suites, suites) = split_suites(&loaded, args)?;
-    if suites.is_empty() {
-        return run_serve_suites(&loaded, &serve_suites, args);
-    }
     crate::pipeline::serve_suite::check_options(&serve_suites, args)?;
     let mut publishing = crate::pipeline::publish::during_run::prepare_run(args, &loaded)?;
     gpu::check_workloads(&suites)?;
@@ -63,12 +58,16 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     let mut stores = RunStores::open(args, &loaded, base_files)?;
     // The store must take the run before an hour of measuring goes into it.
     stores.store.preflight()?;
-    let watch = GpuWatch::start(config, env_lookup()("CUDA_VISIBLE_DEVICES").as_deref());
+    let step_cases = !suites.is_empty();
+    let watch = step_cases
+        .then(|| GpuWatch::start(config, env_lookup()("CUDA_VISIBLE_DEVICES").as_deref()))
+        .flatten();
     // A measured host bandwidth stays pinned beside the configured store, scratch or not.
-    let gpu = crate::pipeline::device::device_spec(
-        config.gpu.as_ref(),
+    let gpu = crate::pipeline::device::run_device(
+        &loaded,
         &stores.configured,
         watch.as_ref(),
+        step_cases,
     )?;
     if let Some(publishing) = publishing.as_mut() {
         let names = suites.iter().chain(&serve_suites).map(|s| s.name.as_str());
@@ -76,14 +75,13 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     }
 
     // Plan.
-    let (plans, grid) = plan_cases(&loaded, &suites, &gpu, args.shard)?;
+    let (plans, grid) = plan_cases(&loaded, &suites, gpu.spec.as_ref(), args.shard)?;
     check_grid(&stores.store, &suites, plans.len(), args, config)?;
     let meta = run_meta(args, &loaded, pr_event);
 
     // Measure, each case journalled as it ends.
     let (cancel, exe) = (cancel_on_ctrl_c(), this_exe());
-    let mut serve =
-        crate::pipeline::serve_suite::MixedServe::measure(&loaded, serve_suites, &cancel, &gpu)?;
+    let mut serve = ServeCases::measure(&loaded, serve_suites, &cancel, gpu.spec.as_ref())?;
     let in_actions = env_lookup()("GITHUB_ACTIONS").as_deref() == Some("true");
     let progress = Progress::new(plans.len() as u64, in_actions);
     let runner = Runner::new(&loaded, Arc::clone(&cancel), watch.as_ref(), &progress, exe)?;
@@ -104,7 +102,8 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         &progress,
     )?;
     // The machine canary before the cases (and after them, below), stored with the run.
-    let mut canary = config.canary.enabled.then(Canary::default);
+    // (A run of service cases only has no step to weigh against it.)
+    let mut canary = (config.canary.enabled && step_cases).then(Canary::default);
     let (records, evidence) = measure_all(
         &runner,
         plans,
@@ -188,15 +187,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     let run_id = store_run(store, to_store, &facts, journal.journal, &evidence, config)?;
 
     // Report.
-    let report = report_run(
-        store,
-        run_id,
-        &judgements,
-        &config.gate.fail_on,
-        &serve,
-        &meta,
-        args,
-    )?;
+    let report = report_run(store, run_id, &judgements, &config.gate.fail_on, args)?;
     if let Some(note) = stores.unpromoted_note(args, &verdicts, config, &meta, run_id.0) {
         output::warn(&note);
     }
@@ -221,63 +212,4 @@ fn outcome(gate_failed: bool, verdicts: &[Verdict]) -> Outcome {
     } else {
         Outcome::Passed
     }
-}
-
-/// Runs the service suites of a config without step suites as one stored run, prints its
-/// report and, with `--github` or `--report-dir`, publishes it like any run.
-pub fn run_serve_suites(
-    loaded: &LoadedConfig,
-    suites: &[&SuiteConfig],
-    args: &RunArgs,
-) -> Result<Outcome, Error> {
-    check_options(suites, args)?;
-    let mut publishing = crate::pipeline::publish::during_run::prepare_run(args, loaded)?;
-    let pr_event = crate::pipeline::publish::env::pull_request_event(&env_lookup())?;
-    let store_path = loaded.store_path(args.config.db.as_deref());
-    let meta = crate::pipeline::plan::run_meta(args, loaded, pr_event);
-    let config = &loaded.config;
-    let mut store = if args.init {
-        crate::store::Store::open_init(
-            &store_path,
-            Duration::from_secs_f64(config.store.busy_timeout_s),
-        )?
-    } else {
-        open_store(&store_path, config.store.busy_timeout_s)?
-    };
-    // The store must take the run before the load generator runs for an hour.
-    store.preflight()?;
-    let (gpu_sku, gpu_spec) = gpu_of(loaded);
-    if let Some(publishing) = publishing.as_mut() {
-        let names: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
-        publishing.start(&gpu_sku, &names)?;
-    }
-    let cancel = crate::pipeline::measure::runner::cancel_on_ctrl_c();
-    let started_at = crate::pipeline::context::now();
-    let inputs =
-        crate::pipeline::serve_suite::measure_all(loaded, suites, &cancel, gpu_spec.as_ref())?;
-    let policy = |key: &ServeKey| policy_of(suites, config, key);
-    let label: Vec<&str> = suites.iter().map(|s| s.name.as_str()).collect();
-    let label = label.join(",");
-    let plan = ServeRunPlan {
-        gpu_sku: &gpu_sku,
-        suite_label: &label,
-        gate: &config.gate,
-        policy: &policy,
-        meta: &meta,
-        no_promote: args.no_promote,
-        started_at,
-        config_json: serde_json::to_value(config).ok(),
-        host: Some(crate::pipeline::device::hostname()),
-    };
-    let (report, outcome) = judge_and_store(&mut store, &inputs, &plan)?;
-    emit_report(&report, args.format.format)?;
-    if let Some(publishing) = publishing {
-        let run_id = crate::store::RunId(report.run_id);
-        let stored = store.run(run_id)?.ok_or(Error::NoSuchRun(run_id.0))?;
-        let full =
-            crate::report::RunReport::build(&stored, &[], &config.gate.fail_on, report.promoted)
-                .with_service(report.cases, report.readings);
-        publishing.finish(&store, &full, report.gate_failed, meta.head_sha.as_deref())?;
-    }
-    Ok(outcome)
 }

@@ -61,6 +61,45 @@ pub fn device_spec(
     gpu.declared_spec()?.ok_or(Error::NoDeviceSpec)
 }
 
+/// The device a run is recorded against: its name, and its figures where a floor needs them.
+pub struct RunDevice {
+    pub name: String,
+    /// Every run with step cases has it; a run of service cases only has it where `[gpu]`
+    /// declares it (its estimates need it, nothing else does).
+    pub spec: Option<GpuSpec>,
+}
+
+/// The device of a run: with step cases, [`device_spec`] (NVML, else `[gpu]`); with service
+/// cases only, `[gpu]` as declared, else "unknown" (a load generator reports no device, and
+/// the service history stays keyed by the name it has always had).
+pub fn run_device(
+    loaded: &crate::config::LoadedConfig,
+    store_path: &Path,
+    watch: Option<&GpuWatch>,
+    step_cases: bool,
+) -> Result<RunDevice, Error> {
+    if step_cases {
+        let spec = device_spec(loaded.config.gpu.as_ref(), store_path, watch)?;
+        return Ok(RunDevice {
+            name: spec.name.clone(),
+            spec: Some(spec),
+        });
+    }
+    let spec = loaded
+        .config
+        .gpu
+        .as_ref()
+        .and_then(|g| g.declared_spec().ok().flatten());
+    let name = loaded
+        .config
+        .gpu
+        .as_ref()
+        .and_then(|g| g.name.clone())
+        .or_else(|| spec.as_ref().map(|s| s.name.clone()))
+        .unwrap_or_else(|| "unknown".to_owned());
+    Ok(RunDevice { name, spec })
+}
+
 /// This machine's host name (the host-bandwidth cache is per host).
 #[must_use]
 pub fn hostname() -> String {

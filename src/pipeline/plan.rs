@@ -25,16 +25,19 @@ pub(crate) struct Grid {
     pub(crate) shard: Option<Shard>,
 }
 
-/// Every case's plan (its floor on this device), keeping this shard's share of the grid.
+/// Every step case's plan (its floor on this device), keeping this shard's share of the grid.
 pub(crate) fn plan_cases<'a>(
     loaded: &LoadedConfig,
     suites: &[&'a SuiteConfig],
-    gpu: &GpuSpec,
+    gpu: Option<&GpuSpec>,
     shard: Option<Shard>,
 ) -> Result<(Vec<CasePlan<'a>>, Grid), Error> {
     let mut plans = Vec::new();
     for suite in suites {
         for key in suite.case_keys() {
+            // A step case's floor needs the device's figures (`run_device` gives them for
+            // every run with step cases).
+            let gpu = gpu.ok_or(Error::NoDeviceSpec)?;
             let model = &loaded.models[&key.model];
             let precision = Precision::parse(&key.precision, suite.kv_dtype.as_deref())?;
             let floor =

@@ -11,7 +11,6 @@ use crate::error::Error;
 use crate::output;
 use crate::pipeline::judge;
 use crate::report::{self, Judgement, RunReport, TrendPoint};
-use crate::store::meta::RunMeta;
 use crate::store::{RunId, Store, StoredRun};
 
 pub(crate) fn load_run(store: &Store, id: Option<i64>) -> Result<StoredRun, Error> {
@@ -75,21 +74,20 @@ pub(crate) fn fail_on(config: Option<&Config>) -> Vec<crate::case::Verdict> {
 
 /// Whether the run is now some case's baseline: what "baselines promoted" says.
 fn promoted(store: &Store, run: &StoredRun) -> Result<bool, Error> {
-    Ok(store
+    let step = store
         .baselines(Some(&run.summary.gpu_sku))?
         .iter()
-        .any(|b| b.run_id == run.summary.id))
+        .any(|b| b.run_id == run.summary.id);
+    Ok(step || store.serve_run_is_baseline(run.summary.id)?)
 }
 
-/// Reads the stored run back and prints its report in the chosen format (the service cases
-/// of a mixed run attached).
+/// Reads the stored run back and prints its report in the chosen format: the step cases with
+/// this run's judgements, the service cases as every verb reads them from the store.
 pub(crate) fn report_run(
     store: &Store,
     run_id: crate::store::RunId,
     judgements: &[Judgement],
     fail_on: &[Verdict],
-    serve: &crate::pipeline::serve_suite::MixedServe<'_>,
-    meta: &RunMeta,
     args: &RunArgs,
 ) -> Result<report::RunReport, Error> {
     let stored = store.run(run_id)?.ok_or(Error::NoSuchRun(run_id.0))?;
@@ -98,13 +96,8 @@ pub(crate) fn report_run(
     let promoted = promoted(store, &stored)?;
     let mut report = report::RunReport::build(&stored, judgements, fail_on, promoted);
     crate::pipeline::evidence::attach(store, &mut report);
-    if let Format::Human = args.format.format {
-        output::emit(&report::render_human(&report, output::stdout_terminal()))?;
-    }
-    let report = serve.attach(report, meta, args.format.format)?;
-    if let Format::Json = args.format.format {
-        output::emit(&report::render_json(&report)?)?;
-    }
+    let report = crate::pipeline::serve_stored::with_stored_service(store, report)?;
+    print_report(&report, args.format.format)?;
     Ok(report)
 }
 

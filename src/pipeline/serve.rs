@@ -6,16 +6,14 @@
 use std::collections::BTreeMap;
 
 use crate::case::Verdict;
-use crate::cli::Format;
 use crate::compare::{self, ServeDecision, ServePolicy};
 use crate::config::GateConfig;
 use crate::error::Error;
 use crate::outcome::Outcome;
-use crate::output;
-use crate::report::{self, ServeCaseReport, ServeRepeatReport, ServeReport};
+use crate::report::ServeCaseReport;
 use crate::serve::{self, ServeEstimate, ServeKey, ServeResult, SplitPoint};
 use crate::store::meta::RunMeta;
-use crate::store::{NewRun, NewServeCase, NewServeRepeat, Store, StoredServeCase};
+use crate::store::{NewRun, NewServeCase, NewServeRepeat, RunId, Store, StoredServeCase};
 
 /// One service case as measured or imported: its repeats (source name and parsed result), or
 /// the error that kept it from producing any.
@@ -31,7 +29,6 @@ pub struct ServeCaseInput {
 /// How a service run is judged and recorded.
 pub struct ServeRunPlan<'a> {
     pub gpu_sku: &'a str,
-    pub suite_label: &'a str,
     pub gate: &'a GateConfig,
     pub policy: &'a dyn Fn(&ServeKey) -> ServePolicy,
     pub meta: &'a RunMeta,
@@ -64,30 +61,13 @@ fn stored_repeats(case: &StoredServeCase) -> Vec<ServeResult> {
         .collect()
 }
 
-fn means(repeats: &[ServeResult]) -> BTreeMap<String, f64> {
-    let mut sums: BTreeMap<String, (f64, usize)> = BTreeMap::new();
-    for r in repeats {
-        for (k, v) in &r.metrics {
-            let e = sums.entry(k.clone()).or_default();
-            e.0 += v;
-            e.1 += 1;
-        }
-    }
-    sums.into_iter()
-        .map(|(k, (s, n))| (k, s / n as f64))
-        .collect()
-}
-
-/// A case's decision, its baseline's result id and the baseline's mean metrics.
-pub(crate) type Decided = (ServeDecision, Option<i64>, BTreeMap<String, f64>);
-
-/// Each case's decision against its baseline lineage, with the baseline's result id.
+/// Each case's decision against its baseline lineage.
 pub(crate) fn decide_all(
     store: &Store,
     inputs: &[ServeCaseInput],
     plan: &ServeRunPlan<'_>,
-) -> Result<Vec<Decided>, Error> {
-    let mut decided: Vec<Decided> = Vec::with_capacity(inputs.len());
+) -> Result<Vec<ServeDecision>, Error> {
+    let mut decided: Vec<ServeDecision> = Vec::with_capacity(inputs.len());
     for input in inputs {
         if let Some(message) = &input.error {
             let mut d = ServeDecision {
@@ -96,7 +76,7 @@ pub(crate) fn decide_all(
                 reasons: vec![format!("The case failed to run: {message}")],
             };
             d.reasons.dedup();
-            decided.push((d, None, BTreeMap::new()));
+            decided.push(d);
             continue;
         }
         let (baseline, history) =
@@ -112,8 +92,7 @@ pub(crate) fn decide_all(
             &(plan.policy)(&input.key),
             inputs.len(),
         );
-        let base_means = base.as_deref().map(means).unwrap_or_default();
-        decided.push((d, baseline.map(|b| b.result_id), base_means));
+        decided.push(d);
     }
     Ok(decided)
 }
@@ -121,13 +100,13 @@ pub(crate) fn decide_all(
 /// The service cases to store, each promoted when the run promotes and its verdict allows.
 pub(crate) fn new_cases(
     inputs: &[ServeCaseInput],
-    decided: &[Decided],
+    decided: &[ServeDecision],
     promote_run: bool,
 ) -> Vec<NewServeCase> {
     inputs
         .iter()
         .zip(decided)
-        .map(|(input, (d, _, _))| NewServeCase {
+        .map(|(input, d)| NewServeCase {
             key: input.key.clone(),
             verdict: Some(d.verdict),
             error: input.error.clone(),
@@ -157,15 +136,17 @@ pub(crate) fn new_cases(
         .collect()
 }
 
-/// Judges every case against its baseline lineage, stores the run in one transaction
-/// (promoting on the baseline branch as `run` does), and returns the report and the outcome.
+/// Judges every case against its baseline lineage and stores the run in one transaction
+/// (promoting on the baseline branch as `run` does); returns the stored run and the outcome.
+/// The report is read back from the store (`pipeline::report::stored_report`), as every verb
+/// reads a stored run.
 pub fn judge_and_store(
     store: &mut Store,
     inputs: &[ServeCaseInput],
     plan: &ServeRunPlan<'_>,
-) -> Result<(ServeReport, Outcome), Error> {
+) -> Result<(RunId, Outcome), Error> {
     let decided = decide_all(store, inputs, plan)?;
-    let verdicts: Vec<Verdict> = decided.iter().map(|(d, _, _)| d.verdict).collect();
+    let verdicts: Vec<Verdict> = decided.iter().map(|d| d.verdict).collect();
     let gate_failed = compare::gate_failed(verdicts.iter().copied(), &plan.gate.fail_on);
     let on_branch = plan.meta.branch.as_deref() == Some(plan.gate.baseline_branch.as_str());
     let any_error = verdicts.contains(&Verdict::Error);
@@ -190,7 +171,7 @@ pub fn judge_and_store(
         group: None,
         uid: Some(crate::pipeline::context::new_run_uid()),
     };
-    // Load-generator results measured here live in temporary files: a store that refuses the
+    // Load-generator results read here may live in temporary files: a store that refuses the
     // run gets them in a rescue file (`utilgate import run`), never lost.
     let run_id = crate::pipeline::journal::store_or_rescue(
         store,
@@ -198,7 +179,6 @@ pub fn judge_and_store(
         None,
         &std::env::temp_dir(),
     )?;
-    let report = serve_report(run_id.0, plan, inputs, &decided, (gate_failed, promote_run));
     let outcome = if gate_failed {
         Outcome::GateFailed
     } else if any_error {
@@ -206,59 +186,7 @@ pub fn judge_and_store(
     } else {
         Outcome::Passed
     };
-    Ok((report, outcome))
-}
-
-/// The service report of a stored run: `gate` is (gate failed, baselines promoted).
-pub(crate) fn serve_report(
-    run_id: i64,
-    plan: &ServeRunPlan<'_>,
-    inputs: &[ServeCaseInput],
-    decided: &[Decided],
-    gate: (bool, bool),
-) -> ServeReport {
-    let report_cases = case_reports(inputs, decided);
-    let readings = readings(&report_cases);
-    ServeReport {
-        schema_version: report::SCHEMA_VERSION,
-        kind: "serve",
-        run_id,
-        suite: plan.suite_label.to_owned(),
-        gpu_sku: plan.gpu_sku.to_owned(),
-        git_sha: plan.meta.git_sha.clone(),
-        branch: plan.meta.branch.clone(),
-        gate_failed: gate.0,
-        promoted: gate.1,
-        cases: report_cases,
-        readings,
-    }
-}
-
-/// The reported cases: decision, settings, means, estimates and every file field.
-fn case_reports(inputs: &[ServeCaseInput], decided: &[Decided]) -> Vec<ServeCaseReport> {
-    inputs
-        .iter()
-        .zip(decided)
-        .map(|(input, (d, base, base_means))| {
-            let repeats: Vec<ServeResult> = input.repeats.iter().map(|(_, r)| r.clone()).collect();
-            let mut c = ServeCaseReport::new(input.key.clone(), d);
-            c.settings = repeats.first().map(|r| r.settings.clone());
-            c.means = means(&repeats);
-            c.estimate.clone_from(&input.estimate);
-            c.baseline_result = *base;
-            c.baseline_means.clone_from(base_means);
-            c.repeats = input
-                .repeats
-                .iter()
-                .map(|(source, r)| ServeRepeatReport {
-                    source: source.clone(),
-                    schema: r.schema.as_str().to_owned(),
-                    fields: serde_json::Value::Object(r.fields.clone()),
-                })
-                .collect();
-            c
-        })
-        .collect()
+    Ok((run_id, outcome))
 }
 
 /// The latency-split readings per model and suite, over the grid's rates and lengths.
@@ -289,15 +217,4 @@ pub(crate) fn readings(cases: &[ServeCaseReport]) -> Vec<String> {
                 .map(move |s| format!("{suite}/{model}: {s}"))
         })
         .collect()
-}
-
-/// Prints a service report in the chosen format.
-pub fn emit_report(report: &ServeReport, format: Format) -> Result<(), Error> {
-    match format {
-        Format::Human => output::emit(&report::render_serve_human(
-            report,
-            output::stdout_terminal(),
-        )),
-        Format::Json => output::emit(&report::render_serve_json(report)?),
-    }
 }

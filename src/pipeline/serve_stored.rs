@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use crate::compare::ServeDecision;
 use crate::error::Error;
 use crate::pipeline::serve::readings;
-use crate::report::{RunReport, ServeCaseReport, ServeHistoryPoint};
+use crate::report::{RunReport, ServeCaseReport, ServeHistoryPoint, ServeRepeatReport};
 use crate::serve::ServeKey;
 use crate::store::{RunId, Store, StoredServeCase};
 
@@ -26,7 +26,7 @@ fn stored_means(case: &StoredServeCase) -> BTreeMap<String, f64> {
 }
 
 /// A stored service case as reported, from its stored decision.
-fn case_report(case: &StoredServeCase) -> ServeCaseReport {
+fn case_report(case: &StoredServeCase, baseline: Option<&StoredServeCase>) -> ServeCaseReport {
     let decision: ServeDecision = case
         .decision_json
         .as_ref()
@@ -46,16 +46,38 @@ fn case_report(case: &StoredServeCase) -> ServeCaseReport {
         .as_ref()
         .and_then(|v| serde_json::from_value(v.clone()).ok());
     c.means = stored_means(case);
+    c.repeats = case
+        .repeats
+        .iter()
+        .map(|r| ServeRepeatReport {
+            source: r.source.clone(),
+            schema: r.schema.clone(),
+            // Stored as the file's object, serialised: read back unchanged.
+            fields: serde_json::from_str(&r.raw_json)
+                .unwrap_or_else(|_| serde_json::Value::String(r.raw_json.clone())),
+        })
+        .collect();
+    if let Some(baseline) = baseline {
+        c.baseline_result = Some(baseline.result_id);
+        c.baseline_means = stored_means(baseline);
+    }
     c
 }
 
-/// Adds the stored service cases of the report's run (none: the report unchanged).
+/// Adds the stored service cases of the report's run (none: the report unchanged), each with
+/// the baseline it was judged against (the one in place when the run started). The one reading
+/// of service cases: `run`, `import serve`, `runs show`, `report` and `publish` all show this.
 pub fn with_stored_service(store: &Store, report: RunReport) -> Result<RunReport, Error> {
     let stored = store.serve_cases_of_run(RunId(report.run.id))?;
     if stored.is_empty() {
         return Ok(report);
     }
-    let cases: Vec<ServeCaseReport> = stored.iter().map(case_report).collect();
+    let started = stored[0].run_started_at;
+    let mut cases: Vec<ServeCaseReport> = Vec::with_capacity(stored.len());
+    for case in &stored {
+        let baseline = store.serve_baseline_as_of(&case.key, &case.gpu_sku, started)?;
+        cases.push(case_report(case, baseline.as_ref()));
+    }
     let readings = readings(&cases);
     Ok(report.with_service(cases, readings))
 }

@@ -1,9 +1,8 @@
 //! `utilgate run` for suites of `kind = "serve"` (DESIGN.md §12): per grid point and repeat,
 //! render the command, run the load generator (`measure::harness::run_serve_repeat`), read the
-//! result file it wrote (`serve::read_file`), then judge, store and report the service cases
-//! through `commands::serve::judge_and_store` (a config of service suites only), or beside the
-//! step cases of the same run ([`MixedServe`], for a config with both kinds). Sequences I/O;
-//! decides nothing itself.
+//! result file it wrote (`serve::read_file`), then judge the service cases beside the step
+//! cases of the same run ([`ServeCases`]), which `commands::run` stores and reports through the
+//! same stages as every run. Sequences I/O; decides nothing itself.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,15 +12,13 @@ use std::time::Duration;
 use crate::case::Verdict;
 use crate::catalog::{GpuSpec, Precision};
 use crate::cli::RunArgs;
-use crate::compare::{self, ServePolicy};
+use crate::compare::{self, ServeDecision, ServePolicy};
 use crate::config::{LoadedConfig, SuiteConfig};
 use crate::error::Error;
 use crate::measure::harness::{self, HarnessError, ServeRepeatSpec};
 use crate::output::Progress;
 use crate::pipeline::context::env_lookup;
-use crate::pipeline::serve::{
-    Decided, ServeCaseInput, ServeRunPlan, decide_all, emit_report, new_cases, serve_report,
-};
+use crate::pipeline::serve::{ServeCaseInput, ServeRunPlan, decide_all, new_cases};
 use crate::serve::{self, ServeCommandVars, ServeKey, ServeResult, format_rate, opt_text};
 use crate::store::NewServeCase;
 use crate::store::meta::RunMeta;
@@ -221,24 +218,6 @@ fn failure(repeat: u32, err: &dyn std::fmt::Display, hint: Option<String>) -> St
     format!("repeat {repeat}: {err}{hint}")
 }
 
-/// The GPU a service run is recorded against: `[gpu]` as declared (a catalogue name or
-/// figures), else "unknown"; the spec only feeds the estimates.
-pub(crate) fn gpu_of(loaded: &LoadedConfig) -> (String, Option<GpuSpec>) {
-    let spec = loaded
-        .config
-        .gpu
-        .as_ref()
-        .and_then(|g| g.declared_spec().ok().flatten());
-    let name = loaded
-        .config
-        .gpu
-        .as_ref()
-        .and_then(|g| g.name.clone())
-        .or_else(|| spec.as_ref().map(|s| s.name.clone()))
-        .unwrap_or_else(|| "unknown".to_owned());
-    (name, spec)
-}
-
 /// Refuses the options of `run` the service path does not implement, rather than ignoring
 /// them. `--resume`: the journal holds step cases (keyed by batch and context, with their step
 /// times) and a service case's repeats are result files of a load generator, so a killed
@@ -342,56 +321,33 @@ pub(crate) fn measure_all(
     Ok(inputs)
 }
 
-/// The service suites of a config that also has step suites: measured before the step cases,
-/// judged beside them and stored in the same run (`commands::run`).
-pub(crate) struct MixedServe<'a> {
+/// The service suites of a run: measured before the step cases, judged beside them and
+/// stored in the same run (`commands::run`); a run may hold only these.
+pub(crate) struct ServeCases<'a> {
     loaded: &'a LoadedConfig,
     suites: Vec<&'a SuiteConfig>,
     inputs: Vec<ServeCaseInput>,
-    decided: Vec<Decided>,
+    decided: Vec<ServeDecision>,
 }
 
-impl<'a> MixedServe<'a> {
+impl<'a> ServeCases<'a> {
     /// Measures the service suites (none: an empty part that adds nothing to the run).
     pub(crate) fn measure(
         loaded: &'a LoadedConfig,
         suites: Vec<&'a SuiteConfig>,
         cancel: &Arc<AtomicBool>,
-        gpu: &GpuSpec,
+        gpu: Option<&GpuSpec>,
     ) -> Result<Self, Error> {
         let inputs = if suites.is_empty() {
             Vec::new()
         } else {
-            measure_all(loaded, &suites, cancel, Some(gpu))?
+            measure_all(loaded, &suites, cancel, gpu)?
         };
-        Ok(MixedServe {
+        Ok(ServeCases {
             loaded,
             suites,
             inputs,
             decided: Vec::new(),
-        })
-    }
-
-    fn with_plan<T>(
-        &self,
-        gpu_sku: &str,
-        meta: &RunMeta,
-        f: impl FnOnce(&ServeRunPlan<'_>) -> T,
-    ) -> T {
-        let config = &self.loaded.config;
-        let policy = |key: &ServeKey| policy_of(&self.suites, config, key);
-        let label: Vec<&str> = self.suites.iter().map(|s| s.name.as_str()).collect();
-        let label = label.join(",");
-        f(&ServeRunPlan {
-            gpu_sku,
-            suite_label: &label,
-            gate: &config.gate,
-            policy: &policy,
-            meta,
-            no_promote: false,
-            started_at: crate::pipeline::context::now(),
-            config_json: None,
-            host: None,
         })
     }
 
@@ -402,33 +358,24 @@ impl<'a> MixedServe<'a> {
         gpu_sku: &str,
         meta: &RunMeta,
     ) -> Result<Vec<Verdict>, Error> {
-        self.decided =
-            self.with_plan(gpu_sku, meta, |plan| decide_all(store, &self.inputs, plan))?;
-        Ok(self.decided.iter().map(|(d, _, _)| d.verdict).collect())
+        let config = &self.loaded.config;
+        let policy = |key: &ServeKey| policy_of(&self.suites, config, key);
+        let plan = ServeRunPlan {
+            gpu_sku,
+            gate: &config.gate,
+            policy: &policy,
+            meta,
+            no_promote: false,
+            started_at: crate::pipeline::context::now(),
+            config_json: None,
+            host: None,
+        };
+        self.decided = decide_all(store, &self.inputs, &plan)?;
+        Ok(self.decided.iter().map(|d| d.verdict).collect())
     }
 
     /// The service cases to store with the run.
     pub(crate) fn cases(&self, promote_run: bool) -> Vec<NewServeCase> {
         new_cases(&self.inputs, &self.decided, promote_run)
-    }
-
-    /// Adds the service cases to the stored run's report, and prints their table (terminal).
-    pub(crate) fn attach(
-        &self,
-        report: crate::report::RunReport,
-        meta: &RunMeta,
-        format: crate::cli::Format,
-    ) -> Result<crate::report::RunReport, Error> {
-        if self.suites.is_empty() {
-            return Ok(report);
-        }
-        let gate = (!report.gate.passed, report.gate.baselines_promoted);
-        let serve = self.with_plan(&report.run.gpu_sku, meta, |plan| {
-            serve_report(report.run.id, plan, &self.inputs, &self.decided, gate)
-        });
-        if matches!(format, crate::cli::Format::Human) {
-            emit_report(&serve, format)?;
-        }
-        Ok(report.with_service(serve.cases, serve.readings))
     }
 }

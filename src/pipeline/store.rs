@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::case::{CaseKey, Verdict};
-use crate::catalog::GpuSpec;
 use crate::cli::RunArgs;
 use crate::compare;
 use crate::config::{Config, LoadedConfig};
@@ -95,7 +94,7 @@ impl RunStores {
 pub(crate) fn new_run(
     config: &Config,
     meta: &RunMeta,
-    gpu: &GpuSpec,
+    device: &crate::pipeline::device::RunDevice,
     watch: Option<&GpuWatch>,
 ) -> NewRun {
     NewRun {
@@ -105,8 +104,8 @@ pub(crate) fn new_run(
         branch: meta.branch.clone(),
         trigger: Some(meta.trigger.clone()),
         pr_number: meta.pr_number,
-        gpu_sku: gpu.name.clone(),
-        gpu_json: gpu::gpu_json(gpu, watch),
+        gpu_sku: device.name.clone(),
+        gpu_json: device.spec.as_ref().and_then(|s| gpu::gpu_json(s, watch)),
         host: Some(crate::pipeline::device::hostname()),
         utilgate_version: env!("CARGO_PKG_VERSION").to_owned(),
         config_json: serde_json::to_value(config).ok(),

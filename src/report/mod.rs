@@ -47,9 +47,6 @@ pub use render::{
     BUILTIN_TEMPLATES, GITHUB_COMMENT_LIMIT, RenderError, Renderer, ReportFormat, comment_marker,
     fit_comment,
 };
-pub use serve::{
-    ServeCaseReport, ServeHistoryPoint, ServeRepeatReport, ServeReport, render_serve_human,
-    render_serve_json,
-};
+pub use serve::{ServeCaseReport, ServeHistoryPoint, ServeRepeatReport};
 pub use serve_chart::ServeChart;
 pub use terminal::Terminal;

@@ -1,6 +1,6 @@
-//! The report of a run of service cases: the context every surface renders (terminal table,
-//! JSON, PR comment, HTML charts, `JUnit`), built from the stored results and their decisions.
-//! Pure: returns values and strings.
+//! Service cases in the one run report (`RunReport::service`): the case model every surface
+//! renders (terminal table, JSON, PR comment, HTML charts, `JUnit`), built from the stored
+//! results and their decisions (`pipeline::serve_stored`). Pure: returns values and strings.
 
 use std::fmt::Write as _;
 
@@ -77,24 +77,6 @@ impl ServeCaseReport {
             repeats: Vec::new(),
         }
     }
-}
-
-/// A run of service cases as reported.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ServeReport {
-    pub schema_version: u32,
-    pub kind: &'static str,
-    pub run_id: i64,
-    pub suite: String,
-    pub gpu_sku: String,
-    pub git_sha: Option<String>,
-    pub branch: Option<String>,
-    pub gate_failed: bool,
-    pub promoted: bool,
-    pub cases: Vec<ServeCaseReport>,
-    /// The latency-split reading over the grid's request rates (estimates; see
-    /// `serve::latency_split`).
-    pub readings: Vec<String>,
 }
 
 fn num(x: Option<f64>, digits: usize) -> String {
@@ -179,44 +161,4 @@ pub fn service_notes(out: &mut String, cases: &[ServeCaseReport], readings: &[St
     for r in readings {
         let _ = writeln!(out, "reading (estimate): {r}");
     }
-}
-
-/// The service table for a terminal, with the reasons of every case that needs attention.
-#[must_use]
-pub fn render_serve_human(report: &ServeReport, terminal: Terminal) -> String {
-    let table = service_table(&report.cases, terminal);
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "service run {} ({} cases, suite {}, GPU {}): means over repeats",
-        report.run_id,
-        report.cases.len(),
-        report.suite,
-        report.gpu_sku
-    );
-    let _ = writeln!(out, "{table}");
-    service_notes(&mut out, &report.cases, &report.readings);
-    let _ = writeln!(
-        out,
-        "\ngate {}{}",
-        if report.gate_failed {
-            "FAILED"
-        } else {
-            "passed"
-        },
-        if report.promoted {
-            "; baselines moved for the passing cases"
-        } else {
-            ""
-        }
-    );
-    out
-}
-
-/// The service report as JSON (`"schema_version": 1`, `"kind": "serve"`), every file field
-/// included unchanged under `cases[].repeats[].fields`.
-pub fn render_serve_json(report: &ServeReport) -> Result<String, serde_json::Error> {
-    let mut s = serde_json::to_string_pretty(report)?;
-    s.push('\n');
-    Ok(s)
 }

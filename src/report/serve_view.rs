@@ -120,7 +120,7 @@ impl RunReport {
         cases.sort_by(|a, b| {
             severity(a.verdict)
                 .cmp(&severity(b.verdict))
-                .then_with(|| a.key.cmp(&b.key))
+                .then_with(|| a.key.grid_cmp(&b.key))
         });
         self.gate.passed &= !cases.iter().any(|c| c.fails_gate);
         for c in &cases {

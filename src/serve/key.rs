@@ -34,6 +34,25 @@ pub fn format_rate(rate: Option<f64>) -> String {
 }
 
 impl ServeKey {
+    /// The order of a grid as people read it: by suite and model, then by request rate as a
+    /// number (1 < 4 < 16 < inf, where the derived order of the text puts 16 before 4), then
+    /// concurrency and lengths.
+    #[must_use]
+    pub fn grid_cmp(&self, other: &ServeKey) -> std::cmp::Ordering {
+        let rate = |k: &ServeKey| match k.request_rate.as_str() {
+            "inf" => f64::INFINITY,
+            r => r.parse::<f64>().unwrap_or(f64::NAN),
+        };
+        self.suite
+            .cmp(&other.suite)
+            .then_with(|| self.model.cmp(&other.model))
+            .then_with(|| rate(self).total_cmp(&rate(other)))
+            .then_with(|| self.request_rate.cmp(&other.request_rate))
+            .then_with(|| self.max_concurrency.cmp(&other.max_concurrency))
+            .then_with(|| self.input_len.cmp(&other.input_len))
+            .then_with(|| self.output_len.cmp(&other.output_len))
+    }
+
     /// The key of a result imported without a suite: everything from the file.
     #[must_use]
     pub fn of_result(suite: &str, result: &ServeResult, model_override: Option<&str>) -> Self {
@@ -96,5 +115,21 @@ mod tests {
             output_len: None,
         };
         assert_eq!(k.to_string(), "serve/m/rate=4/conc=16/in=1024");
+    }
+
+    #[test]
+    fn a_grid_reads_in_rate_order_with_unlimited_last() {
+        let key = |rate: &str| ServeKey {
+            suite: "serve".into(),
+            model: "m".into(),
+            request_rate: rate.into(),
+            max_concurrency: None,
+            input_len: None,
+            output_len: None,
+        };
+        let mut keys = [key("inf"), key("16"), key("4"), key("0.5"), key("1")];
+        keys.sort_by(ServeKey::grid_cmp);
+        let rates: Vec<&str> = keys.iter().map(|k| k.request_rate.as_str()).collect();
+        assert_eq!(rates, ["0.5", "1", "4", "16", "inf"]);
     }
 }

@@ -309,6 +309,70 @@ impl Store {
         Ok((baseline, history))
     }
 
+    /// The baseline of a service case on `gpu_sku` as of `as_of` (the result its newest move
+    /// before then points at): what a stored run was judged against.
+    pub fn serve_baseline_as_of(
+        &self,
+        key: &ServeKey,
+        gpu_sku: &str,
+        as_of: jiff::Timestamp,
+    ) -> Result<Option<StoredServeCase>, StoreError> {
+        let (Ok(conc), Ok(input), Ok(output)) = (
+            zero(&self.path, "max concurrency", key.max_concurrency),
+            zero(&self.path, "input length", key.input_len),
+            zero(&self.path, "output length", key.output_len),
+        ) else {
+            return Ok(None);
+        };
+        let before = super::db::timestamp_to_ns(&self.path, as_of)?;
+        let id: Option<i64> = self
+            .conn
+            .prepare_cached(
+                "SELECT m.result_id FROM serve_baseline_moves m
+                 JOIN serve_series s ON s.id = m.series_id
+                 WHERE s.suite = ?1 AND s.model = ?2 AND s.request_rate = ?3
+                   AND s.max_concurrency = ?4 AND s.input_len = ?5 AND s.output_len = ?6
+                   AND s.gpu_sku = ?7 AND m.moved_at_ns < ?8
+                 ORDER BY m.id DESC LIMIT 1",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_row(
+                    params![
+                        key.suite,
+                        key.model,
+                        key.request_rate,
+                        conc,
+                        input,
+                        output,
+                        gpu_sku,
+                        before
+                    ],
+                    |r| r.get(0),
+                )
+                .optional()
+            })
+            .map_err(self.fail("read a service baseline"))?;
+        match id {
+            Some(id) => self.serve_case_by_id(id),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether some service case's current baseline is a result of `run`.
+    pub fn serve_run_is_baseline(&self, run: RunId) -> Result<bool, StoreError> {
+        let n: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT COUNT(*) FROM serve_results r
+                 JOIN serve_baseline_moves m ON m.result_id = r.id
+                 WHERE r.run_id = ?1 AND m.id = (
+                     SELECT MAX(n.id) FROM serve_baseline_moves n WHERE n.series_id = m.series_id)",
+            )
+            .and_then(|mut stmt| stmt.query_row(params![run.0], |r| r.get(0)))
+            .map_err(self.fail("read whether a run holds a service baseline"))?;
+        Ok(n > 0)
+    }
+
     /// The service results of one run, in the order they were written.
     pub fn serve_cases_of_run(&self, run: RunId) -> Result<Vec<StoredServeCase>, StoreError> {
         self.query_serve_cases("WHERE r.run_id = ?1 ORDER BY r.id", run.0)

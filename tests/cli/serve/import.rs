@@ -11,13 +11,13 @@ fn stand_in_baseline_then_regression_then_changed_seed_then_failed_requests() {
     let out = import(&env, &base, &["--format", "json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let report = json(&out);
-    assert_eq!(report["cases"][0]["verdict"], "new");
+    assert_eq!(report["service"][0]["verdict"], "new");
     assert_eq!(
-        report["cases"][0]["repeats"].as_array().map(Vec::len),
+        report["service"][0]["repeats"].as_array().map(Vec::len),
         Some(3)
     );
     assert_eq!(
-        report["promoted"], true,
+        report["gate"]["baselines_promoted"], true,
         "a clean run on main becomes the baseline"
     );
 
@@ -41,7 +41,7 @@ fn stand_in_baseline_then_regression_then_changed_seed_then_failed_requests() {
     );
     let out = import(&env, &slow, &["--format", "json"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let case = &json(&out)["cases"][0];
+    let case = &json(&out)["service"][0];
     assert_eq!(case["verdict"], "regressed");
     let reason = case["reasons"][0].as_str().expect("reason");
     assert!(
@@ -76,7 +76,7 @@ fn stand_in_baseline_then_regression_then_changed_seed_then_failed_requests() {
         "inconclusive does not fail the gate"
     );
     let report = json(&out);
-    let case = &report["cases"][0];
+    let case = &report["service"][0];
     assert_eq!(case["verdict"], "inconclusive");
     let reason = case["reasons"][0].as_str().expect("reason");
     assert!(reason.contains("input tokens sent"), "{reason}");
@@ -122,7 +122,7 @@ fn a_regression_on_another_branch_fails_but_never_moves_the_baseline() {
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(json(&out)["promoted"], false);
+    assert_eq!(json(&out)["gate"]["baselines_promoted"], false);
     // An unchanged server still passes against the original baseline.
     let same = stub_run(&env, "same", &["--noise-offset", "2"]);
     let out = import(&env, &same, &[]);
@@ -146,7 +146,7 @@ fn every_field_of_real_files_reaches_the_store_and_the_json_report_unchanged() {
         let original: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(file).expect("read")).expect("json");
         let source = file.display().to_string();
-        let reported = report["cases"]
+        let reported = report["service"]
             .as_array()
             .expect("cases")
             .iter()
@@ -177,7 +177,7 @@ fn every_field_of_real_files_reaches_the_store_and_the_json_report_unchanged() {
             .expect("metric row");
         assert_eq!(Some(p99), original["p99_ttft_ms"].as_f64(), "bit for bit");
     }
-    let qwen = report["cases"]
+    let qwen = report["service"]
         .as_array()
         .expect("cases")
         .iter()

@@ -2,7 +2,7 @@
 //! charts, Markdown, `JUnit` per gated metric, JSON) and a config with step and service suites
 //! stored, judged and reported as one run with one exit code.
 
-use super::{bare, import, real, suite_config};
+use super::{bare, import, real, stub_run, suite_config};
 use crate::env::{TestEnv, stderr, stdout};
 use crate::github::{Actions, Github, HEAD_SHA, REPO, clean, matching};
 
@@ -351,5 +351,48 @@ fn runs_show_of_an_imported_service_run_shows_its_cases_as_report_does() {
         !shown["summary"].to_string().contains("No cases"),
         "{}",
         shown["summary"]
+    );
+}
+
+/// `import serve` prints the run as `runs show` later reads it: one reading of a stored run,
+/// with the repeats' file fields and the baseline the case was judged against.
+#[test]
+fn import_serve_prints_what_runs_show_reads_back_with_its_baseline() {
+    let env = bare();
+    let base = stub_run(&env, "base", &["--noise-offset", "0"]);
+    assert_eq!(import(&env, &base, &[]).status.code(), Some(0));
+    let next = stub_run(&env, "next", &["--noise-offset", "1"]);
+    let out = import(&env, &next, &["--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let shown = env
+        .cmd()
+        .args(["runs", "show", "--db", "serve.db", "--format", "json"])
+        .output()
+        .expect("runs");
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout).expect("JSON");
+    assert_eq!(printed["service"], shown["service"], "one reading");
+    assert_eq!(printed["gate"]["passed"], shown["gate"]["passed"]);
+    let case = &printed["service"][0];
+    assert_eq!(case["repeats"].as_array().map(Vec::len), Some(3));
+    // Judged against the first import's result: its id and means are reported.
+    assert_eq!(case["baseline_result"], 1, "{case}");
+    let base_ttft = case["baseline_means"]["median_ttft_ms"]
+        .as_f64()
+        .expect("the baseline's mean TTFT");
+    let mean_of = |files: &[std::path::PathBuf]| {
+        let v: Vec<f64> = files
+            .iter()
+            .map(|f| {
+                let j: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(f).expect("read")).expect("json");
+                j["median_ttft_ms"].as_f64().expect("median_ttft_ms")
+            })
+            .collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    assert!(
+        (base_ttft - mean_of(&base)).abs() < 1e-9,
+        "the baseline's means are its files' means: {base_ttft}"
     );
 }

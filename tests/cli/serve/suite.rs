@@ -13,8 +13,13 @@ fn a_serve_suite_runs_the_load_generator_per_repeat_and_gates_its_metrics() {
     let out = suite_run(&env);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let report = json(&out);
-    assert_eq!(report["kind"], "serve");
-    let case = &report["cases"][0];
+    // The one report of a run: no step cases, the service case under "service".
+    assert_eq!(
+        report["cases"].as_array().map(Vec::len),
+        Some(0),
+        "{report}"
+    );
+    let case = &report["service"][0];
     assert_eq!(case["case"], "serve/stub-model/rate=4/in=256/out=32");
     assert_eq!(case["verdict"], "new");
     assert_eq!(
@@ -24,14 +29,14 @@ fn a_serve_suite_runs_the_load_generator_per_repeat_and_gates_its_metrics() {
     );
     assert_eq!(case["settings"]["seed"], 7, "the rendered seed is stored");
     assert_eq!(case["settings"]["input_len"], 256);
-    assert_eq!(report["promoted"], true);
+    assert_eq!(report["gate"]["baselines_promoted"], true);
 
     // The same server again: passes against the baseline (its stored seed included).
     env.write_config(&suite_config(7, "--noise-offset 1"));
     let out = suite_run(&env);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert_eq!(
-        json(&out)["cases"][0]["verdict"],
+        json(&out)["service"][0]["verdict"],
         "pass",
         "{}",
         stdout(&out)
@@ -41,7 +46,7 @@ fn a_serve_suite_runs_the_load_generator_per_repeat_and_gates_its_metrics() {
     env.write_config(&suite_config(7, "--noise-offset 2 --ttft-tail-factor 1.3"));
     let out = suite_run(&env);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let case = &json(&out)["cases"][0];
+    let case = &json(&out)["service"][0];
     assert_eq!(case["verdict"], "regressed");
     let reason = case["reasons"][0].as_str().expect("reason");
     assert!(reason.starts_with("p99_ttft_ms: "), "{reason}");
@@ -50,7 +55,7 @@ fn a_serve_suite_runs_the_load_generator_per_repeat_and_gates_its_metrics() {
     env.write_config(&suite_config(8, "--noise-offset 3"));
     let out = suite_run(&env);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let case = &json(&out)["cases"][0];
+    let case = &json(&out)["service"][0];
     assert_eq!(case["verdict"], "inconclusive");
     let reason = case["reasons"][0].as_str().expect("reason");
     assert!(reason.contains("seed 7 then, 8 now"), "{reason}");
@@ -59,7 +64,7 @@ fn a_serve_suite_runs_the_load_generator_per_repeat_and_gates_its_metrics() {
     env.write_config(&suite_config(7, "--noise-offset 4 --request-rate 8"));
     let out = suite_run(&env);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let case = &json(&out)["cases"][0];
+    let case = &json(&out)["service"][0];
     assert_eq!(case["verdict"], "inconclusive");
     let reason = case["reasons"][0].as_str().expect("reason");
     assert!(reason.contains("request rate 4 then, 8 now"), "{reason}");
@@ -68,7 +73,7 @@ fn a_serve_suite_runs_the_load_generator_per_repeat_and_gates_its_metrics() {
     env.write_config(&suite_config(7, "--noise-offset 5 --failed 2"));
     let out = suite_run(&env);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let case = &json(&out)["cases"][0];
+    let case = &json(&out)["service"][0];
     assert_eq!(case["verdict"], "invalid");
     assert!(
         case["reasons"][0]
@@ -84,15 +89,15 @@ fn a_serve_suite_runs_the_load_generator_per_repeat_and_gates_its_metrics() {
     ));
     let out = suite_run(&env);
     assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
-    let case = &json(&out)["cases"][0];
+    let case = &json(&out)["service"][0];
     assert_eq!(case["verdict"], "error");
-    assert_eq!(json(&out)["promoted"], false);
+    assert_eq!(json(&out)["gate"]["baselines_promoted"], false);
 
     // Through all of it the baseline stayed the first run: an unchanged server passes.
     env.write_config(&suite_config(7, "--noise-offset 6"));
     let out = suite_run(&env);
     assert_eq!(
-        json(&out)["cases"][0]["verdict"],
+        json(&out)["service"][0]["verdict"],
         "pass",
         "{}",
         stdout(&out)
@@ -234,7 +239,7 @@ fn the_documented_vllm_suite_runs_as_written() {
         .expect("runs");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let report = json(&out);
-    let cases = report["cases"].as_array().expect("cases");
+    let cases = report["service"].as_array().expect("cases");
     let names: Vec<&str> = cases.iter().filter_map(|c| c["case"].as_str()).collect();
     assert_eq!(
         names,
