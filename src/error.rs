@@ -189,13 +189,81 @@ pub enum Error {
     NoTrace { run: i64, case: String },
     #[error("{what} is not available for suites of kind = \"serve\" (selected: {})", suites.join(", "))]
     ServeSuiteUnsupported { what: String, suites: Vec<String> },
-    /// A command-line value that parses but cannot be used, with the fix.
-    #[error("{arg}: {problem}")]
-    Argument {
-        arg: String,
-        problem: String,
-        fix: String,
+    /// A case named on the command line that matches no case, or several (whole name, else a
+    /// unique part of it).
+    #[error("{}", case_match_message(wanted, within, matches, known))]
+    CaseMatch {
+        wanted: String,
+        /// Where it was looked for: "the store", "run 3".
+        within: String,
+        /// The cases it matched (two or more), empty when it matched none.
+        matches: Vec<String>,
+        /// Some of the cases there are, when it matched none.
+        known: Vec<String>,
     },
+    #[error("--run-group \"\": a group id cannot be empty")]
+    EmptyRunGroup,
+    #[error("--shard {shard}: a shard needs a run group to be merged with the other shards")]
+    ShardWithoutGroup { shard: String },
+    #[error("--group {group}: its runs measured different GPUs ({}); one report covers one GPU", gpus.join(", "))]
+    GroupGpus { group: String, gpus: Vec<String> },
+    #[error("--group {group}: no stored run belongs to this group")]
+    EmptyGroup { group: String },
+    #[error(
+        "--group {group}: its runs measured different pull-request heads ({first} and {other})"
+    )]
+    GroupHeads {
+        group: String,
+        first: String,
+        other: String,
+    },
+    #[error("--resume: {} interrupted runs of this plan have a journal: {}", runs.len(), runs.join("; "))]
+    ResumeWhich { runs: Vec<String> },
+    #[error("--resume={id}: no interrupted run of this plan has that id")]
+    ResumeNoSuchRun { id: String },
+    #[error("--pairs {pairs}: the noise of a paired difference needs at least 2 pairs")]
+    TooFewPairs { pairs: usize },
+    #[error("history of {case} on {gpu}: {problem}")]
+    HistoryRead {
+        case: String,
+        gpu: String,
+        problem: String,
+    },
+    #[error("{}: not a readable nsys stats CSV: {problem}", path.display())]
+    NsysStatsCsv { path: PathBuf, problem: String },
+    #[error("{} is {then_kind}, {} is {now_kind}: a diff needs two files of one kind", then.display(), now.display())]
+    EvidenceKinds {
+        then: PathBuf,
+        then_kind: String,
+        now: PathBuf,
+        now_kind: String,
+    },
+    #[error("--run: re-measuring needs the case")]
+    BisectNeedsCase,
+    #[error("--case {case}: run {run} did not measure it")]
+    BisectNotMeasured { case: String, run: i64 },
+    #[error("--good {good} --bad {bad}: {case} is not slower in run {bad} than in run {good}")]
+    BisectNotSlower { case: String, good: i64, bad: i64 },
+    #[error("case {case}: this commit cannot be tested: {reason}")]
+    BisectUntestable { case: String, reason: String },
+}
+
+/// What `Error::CaseMatch` says: the cases it matched, or some of those there are.
+fn case_match_message(wanted: &str, within: &str, matches: &[String], known: &[String]) -> String {
+    if matches.is_empty() {
+        let known = if known.is_empty() {
+            "none".to_owned()
+        } else {
+            known.join(", ")
+        };
+        format!("{wanted:?} matches no case of {within}; its cases include: {known}")
+    } else {
+        format!(
+            "{wanted:?} matches {} cases of {within}: {}",
+            matches.len(),
+            matches.join(", ")
+        )
+    }
 }
 
 impl Error {
@@ -266,7 +334,6 @@ impl Error {
             Error::ServeSuiteUnsupported { .. } => Some(
                 "--resume: the journal holds step cases only, and a killed service run is measured again; --trace: a load generator has no trace of its own (trace the server). Run the step suites with `--suite NAME` to use it, and the service suites without it".into(),
             ),
-            Error::Argument { fix, .. } => Some(fix.clone()),
             Error::NoTrace { .. } => Some(
                 "traces are captured by suites with trace = true or `utilgate run --trace`, Nsight files by nsys = true or ncu = { ... }".into(),
             ),
@@ -297,6 +364,51 @@ impl Error {
             Error::BaselineFile { .. } => Some(
                 "baseline files are written by `utilgate baseline export`; restore it from version control".into(),
             ),
+            _ => self.argument_hint().map(str::to_owned),
+        }
+    }
+
+    /// The fix for a command-line value that parses but cannot be used.
+    fn argument_hint(&self) -> Option<&'static str> {
+        match self {
+            Error::CaseMatch { .. } => Some(
+                "give one whole case name, as `utilgate runs show` prints it (with --gpu where the store holds several GPUs)",
+            ),
+            Error::EmptyRunGroup => Some("name the group, e.g. --run-group \"$GITHUB_RUN_ID\""),
+            Error::ShardWithoutGroup { .. } => Some(
+                "add --run-group ID (the same for every shard; under Actions it defaults to GITHUB_RUN_ID)",
+            ),
+            Error::GroupGpus { .. } => Some(
+                "give each runner's shards a group of their own, e.g. --run-group \"$GITHUB_RUN_ID-<gpu>\"",
+            ),
+            Error::EmptyGroup { .. } => Some(
+                "store the shards with `utilgate run --shard K/N --run-group ID` (under Actions the group defaults to GITHUB_RUN_ID); `utilgate runs list` shows the runs",
+            ),
+            Error::GroupHeads { .. } => Some(
+                "give each workflow run's shards a group of their own (the default, GITHUB_RUN_ID, is one per workflow run)",
+            ),
+            Error::ResumeWhich { .. } => {
+                Some("pass --resume=RUN_ID with one of the run ids above (a prefix will do)")
+            }
+            Error::ResumeNoSuchRun { .. } => {
+                Some("run with --resume alone to list the interrupted runs")
+            }
+            Error::TooFewPairs { .. } => {
+                Some("use --pairs 16 (the default) or more, or raise [ab] pairs")
+            }
+            Error::HistoryRead { .. } => Some("check --nights, --max-pvalue and --permutations"),
+            Error::NsysStatsCsv { .. } => Some(
+                "give the CSV `nsys stats --report cuda_gpu_kern_sum --format csv` printed or wrote, or the .sqlite export",
+            ),
+            Error::EvidenceKinds { .. } => Some(
+                "diff two files of the same kind: two ncu CSVs, two nsys exports or two traces",
+            ),
+            Error::BisectNeedsCase => Some("add --case NAME"),
+            Error::BisectNotMeasured { .. } => Some("pick a good run that measured the case"),
+            Error::BisectNotSlower { .. } => {
+                Some("swap --good and --bad, or pick runs around the slowdown")
+            }
+            Error::BisectUntestable { .. } => Some("git bisect skips this commit"),
             _ => None,
         }
     }

@@ -117,11 +117,7 @@ pub fn ab(args: &AbArgs) -> Result<Outcome, Error> {
         ..config.ab.clone()
     };
     if plan.pairs < 2 {
-        return Err(Error::Argument {
-            arg: format!("--pairs {}", plan.pairs),
-            problem: "the noise of a paired difference needs at least 2 pairs".into(),
-            fix: "use --pairs 16 (the default) or more".into(),
-        });
+        return Err(Error::TooFewPairs { pairs: plan.pairs });
     }
     let store_path = head.store_path(args.config.db.as_deref());
     let gpu = device::device_spec(config.gpu.as_ref(), &store_path, None)?;

@@ -55,19 +55,11 @@ fn find_case(run: &StoredRun, wanted: &str) -> Result<CaseKey, Error> {
         .collect();
     match hits.as_slice() {
         [one] => Ok((**one).clone()),
-        _ => Err(Error::Argument {
-            arg: format!("--case {wanted:?}"),
-            problem: format!(
-                "{} cases of run {} match; its cases: {}",
-                hits.len(),
-                run.summary.id.0,
-                names
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            fix: "give one whole case name, as `utilgate runs show` prints it".into(),
+        _ => Err(Error::CaseMatch {
+            wanted: wanted.to_owned(),
+            within: format!("run {}", run.summary.id.0),
+            matches: hits.iter().map(ToString::to_string).collect(),
+            known: names.iter().map(ToString::to_string).collect(),
         }),
     }
 }
@@ -135,14 +127,7 @@ pub fn bisect(args: &BisectArgs) -> Result<Outcome, Error> {
         let r = report(&good, &bad, case.as_ref(), &[Path::new("."), config_dir]);
         match args.format.format {
             Format::Human => output::emit(&crate::report::bisect::render_human(&r))?,
-            Format::Json => output::emit(&format!(
-                "{}\n",
-                serde_json::to_string_pretty(&r).map_err(|e| Error::Argument {
-                    arg: "--format json".into(),
-                    problem: e.to_string(),
-                    fix: "report this as a bug".into(),
-                })?
-            ))?,
+            Format::Json => output::emit(&format!("{}\n", serde_json::to_string_pretty(&r)?))?,
         }
         return Ok(Outcome::Passed);
     }
@@ -159,11 +144,7 @@ pub fn bisect(args: &BisectArgs) -> Result<Outcome, Error> {
         Err(e) => return Ok(abort(&e)),
     };
     let Some(wanted) = args.case.as_deref() else {
-        return Ok(abort(&Error::Argument {
-            arg: "--run".into(),
-            problem: "re-measuring needs the case".into(),
-            fix: "add --case NAME".into(),
-        }));
+        return Ok(abort(&Error::BisectNeedsCase));
     };
     let key = match find_case(&bad, wanted) {
         Ok(k) => k,
@@ -171,10 +152,9 @@ pub fn bisect(args: &BisectArgs) -> Result<Outcome, Error> {
     };
     let result_of = |run: &StoredRun| run.results.iter().find(|r| r.key == key).cloned();
     let (Some(g), Some(b)) = (result_of(&good), result_of(&bad)) else {
-        return Ok(abort(&Error::Argument {
-            arg: format!("--case {wanted:?}"),
-            problem: format!("run {} did not measure it", args.good),
-            fix: "pick a good run that measured the case".into(),
+        return Ok(abort(&Error::BisectNotMeasured {
+            case: wanted.to_owned(),
+            run: args.good,
         }));
     };
     let now = match measure_case(&args.config.config, &key, args.trusted) {
@@ -185,13 +165,10 @@ pub fn bisect(args: &BisectArgs) -> Result<Outcome, Error> {
         }
     };
     let Some(call) = bisect::call(&g.repeats_ms, &b.repeats_ms, &now, 0.25) else {
-        return Ok(abort(&Error::Argument {
-            arg: format!("--good {} --bad {}", args.good, args.bad),
-            problem: format!(
-                "{key} is not slower in run {} than in run {}",
-                args.bad, args.good
-            ),
-            fix: "swap --good and --bad, or pick runs around the slowdown".into(),
+        return Ok(abort(&Error::BisectNotSlower {
+            case: key.to_string(),
+            good: args.good,
+            bad: args.bad,
         }));
     };
     let sha = crate::pipeline::context::git(Path::new("."), &["rev-parse", "HEAD"]);
@@ -225,13 +202,12 @@ fn measure_case(config: &Path, key: &CaseKey, trusted: bool) -> Result<Vec<Vec<f
     let suites =
         crate::pipeline::context::select_suites(&loaded, std::slice::from_ref(&key.suite))?;
     let Some(suite) = suites.into_iter().find(|s| s.case_keys().contains(key)) else {
-        return Err(Error::Argument {
-            arg: format!("--case {key}"),
-            problem: format!(
+        return Err(Error::BisectUntestable {
+            case: key.to_string(),
+            reason: format!(
                 "the config at this commit has no such case ({})",
                 loaded.path.display()
             ),
-            fix: "this commit cannot be tested; git bisect skips it".into(),
         });
     };
     let precision = crate::catalog::Precision::parse(&key.precision, suite.kv_dtype.as_deref())?;
@@ -258,10 +234,9 @@ fn measure_case(config: &Path, key: &CaseKey, trusted: bool) -> Result<Vec<Vec<f
     let mut measured = Measured::default();
     runner.measure(&plan, 0..suite.repeats, &mut measured)?;
     if let Some(err) = measured.error {
-        return Err(Error::Argument {
-            arg: format!("case {key}"),
-            problem: err,
-            fix: "this commit cannot be tested; git bisect skips it".into(),
+        return Err(Error::BisectUntestable {
+            case: key.to_string(),
+            reason: err,
         });
     }
     Ok(measured.repeats_ms)

@@ -39,25 +39,19 @@ pub fn history(args: &HistoryArgs) -> Result<Outcome, Error> {
                 .take(5)
                 .map(|(k, s)| format!("{k} ({s})"))
                 .collect();
-            return Err(Error::Argument {
-                arg: format!("{:?}", args.case),
-                problem: format!(
-                    "no stored case matches; stored cases include: {}",
-                    if known.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        known.join(", ")
-                    }
-                ),
-                fix: "`utilgate runs show` prints case names".into(),
+            return Err(Error::CaseMatch {
+                wanted: args.case.clone(),
+                within: "the store".into(),
+                matches: Vec::new(),
+                known,
             });
         }
         many => {
-            let names: Vec<String> = many.iter().map(|(k, s)| format!("{k} ({s})")).collect();
-            return Err(Error::Argument {
-                arg: format!("{:?}", args.case),
-                problem: format!("matches {} cases: {}", many.len(), names.join(", ")),
-                fix: "give the whole case name, or --gpu".into(),
+            return Err(Error::CaseMatch {
+                wanted: args.case.clone(),
+                within: "the store".into(),
+                matches: many.iter().map(|(k, s)| format!("{k} ({s})")).collect(),
+                known: Vec::new(),
             });
         }
     };

@@ -188,7 +188,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
 
     // Report.
     let report = report_run(store, run_id, &judgements, &config.gate.fail_on, args)?;
-    if let Some(note) = stores.unpromoted_note(args, &verdicts, config, &meta, run_id.0) {
+    if let Some(note) = stores.unpromoted_note(args, &verdicts, config, &meta, run_id) {
         output::warn(&note);
     }
     if let Some(mut publishing) = publishing {

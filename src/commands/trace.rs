@@ -73,7 +73,7 @@ fn stored_evidence(
     Ok(Some(StoredCase {
         run: run_id,
         case: case.to_owned(),
-        evidence: store.evidence_for(run_id, &key)?,
+        evidence: store.evidence_for(crate::store::RunId(run_id), &key)?,
     }))
 }
 
@@ -199,10 +199,9 @@ fn nsys_of(
 ) -> Result<(crate::evidence::nsys::Summary, Option<NsysSteps>), Error> {
     if let Kind::NsysStats(text) = kind {
         let reports = crate::evidence::nsys_stats::parse(text, path.to_str()).map_err(|e| {
-            Error::Argument {
-                arg: path.display().to_string(),
-                problem: format!("not a readable nsys stats CSV: {e}"),
-                fix: "give the CSV `nsys stats --report cuda_gpu_kern_sum --format csv` printed or wrote, or the .sqlite export".into(),
+            Error::NsysStatsCsv {
+                path: path.to_owned(),
+                problem: e.to_string(),
             }
         })?;
         return Ok((crate::evidence::nsys_stats::summary(&reports), None));
@@ -252,18 +251,11 @@ fn diff_nsight(args: &TraceDiffArgs, then: &Kind, now: &Kind) -> Result<Outcome,
             nsys_diff(&nsys_of(tp, then)?.0.kernels, &nsys_of(np, now)?.0.kernels),
         ),
         _ => {
-            return Err(Error::Argument {
-                arg: format!("{} {}", tp.display(), np.display()),
-                problem: format!(
-                    "{} is {}, {} is {}",
-                    tp.display(),
-                    then.label(),
-                    np.display(),
-                    now.label()
-                ),
-                fix:
-                    "diff two files of the same kind: two ncu CSVs, two nsys exports or two traces"
-                        .into(),
+            return Err(Error::EvidenceKinds {
+                then: tp.clone(),
+                then_kind: then.label().to_string(),
+                now: np.clone(),
+                now_kind: now.label().to_string(),
             });
         }
     };

@@ -15,7 +15,7 @@ use crate::evidence::classify::RuleError;
 use crate::evidence::{Analysis, Category, Classifier, Options, source};
 use crate::report::RunReport;
 use crate::report::evidence::case_evidence;
-use crate::store::{NewEvidence, Store};
+use crate::store::{NewEvidence, RunId, Store};
 
 /// The variable that asks a harness for a trace and says where to write it.
 pub const TRACE_DIR_ENV: &str = "UTILGATE_TRACE_DIR";
@@ -153,11 +153,11 @@ pub fn capture(
 /// The newest Nsight evidence of each kind of a case, diffed against the baseline's.
 fn nsight_of(
     store: &Store,
-    run_id: i64,
+    run_id: RunId,
     case: &crate::report::CaseReport,
 ) -> Vec<crate::report::nsight::NsightCaseEvidence> {
     use crate::evidence::nsight::NsightSummary;
-    let newest = |run: i64, kind: &str| {
+    let newest = |run: RunId, kind: &str| {
         store
             .evidence_for(run, &case.key)
             .ok()?
@@ -175,8 +175,8 @@ fn nsight_of(
         let then = case
             .baseline
             .as_ref()
-            .filter(|b| b.run_id != run_id)
-            .and_then(|b| newest(b.run_id, kind))
+            .filter(|b| b.run_id != run_id.0)
+            .and_then(|b| newest(RunId(b.run_id), kind))
             .as_ref()
             .and_then(summary);
         out.push(crate::report::nsight::case_nsight(
@@ -192,7 +192,7 @@ fn nsight_of(
 
 fn first_analysis(
     store: &Store,
-    run_id: i64,
+    run_id: RunId,
     key: &CaseKey,
 ) -> Option<(String, Option<String>, Option<Analysis>)> {
     let ev = store
@@ -207,7 +207,7 @@ fn first_analysis(
 /// Attaches to every case of `report` the evidence stored with its result, diffed against the
 /// evidence of the case's baseline result.
 pub fn attach(store: &Store, report: &mut RunReport) {
-    let run_id = report.run.id;
+    let run_id = RunId(report.run.id);
     let mut analysed: Vec<(usize, Analysis)> = Vec::new();
     for (i, case) in report.cases.iter_mut().enumerate() {
         case.nsight = nsight_of(store, run_id, case);
@@ -217,8 +217,8 @@ pub fn attach(store: &Store, report: &mut RunReport) {
         let then = case
             .baseline
             .as_ref()
-            .filter(|b| b.run_id != run_id)
-            .and_then(|b| first_analysis(store, b.run_id, &case.key))
+            .filter(|b| b.run_id != run_id.0)
+            .and_then(|b| first_analysis(store, RunId(b.run_id), &case.key))
             .and_then(|(_, _, a)| a);
         case.evidence = Some(case_evidence(
             &name,

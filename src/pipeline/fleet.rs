@@ -14,7 +14,8 @@ use crate::store::{RunGroup, Store};
 /// is refused before anything is measured.
 ///
 /// # Errors
-/// [`Error::Argument`] for `--shard` without a group, or an empty `--run-group`.
+/// [`Error::ShardWithoutGroup`] for `--shard` without a group, [`Error::EmptyRunGroup`] for an
+/// empty `--run-group`.
 pub fn run_group(
     args: &RunArgs,
     env: &dyn Fn(&str) -> Option<String>,
@@ -22,23 +23,15 @@ pub fn run_group(
     let shard = args.shard.map(|s| (s.index, s.count));
     let id = match &args.run_group {
         Some(id) if id.trim().is_empty() => {
-            return Err(Error::Argument {
-                arg: "--run-group \"\"".into(),
-                problem: "a group id cannot be empty".into(),
-                fix: "name the group, e.g. --run-group \"$GITHUB_RUN_ID\"".into(),
-            });
+            return Err(Error::EmptyRunGroup);
         }
         Some(id) => Some(id.trim().to_owned()),
         None if shard.is_some() => env("GITHUB_RUN_ID").filter(|v| !v.trim().is_empty()),
         None => None,
     };
     match (id, args.shard) {
-        (None, Some(s)) => Err(Error::Argument {
-            arg: format!("--shard {s}"),
-            problem: "a shard needs a run group to be merged with the other shards".into(),
-            fix: "add --run-group ID (the same for every shard; under Actions it defaults to \
-                  GITHUB_RUN_ID)"
-                .into(),
+        (None, Some(s)) => Err(Error::ShardWithoutGroup {
+            shard: s.to_string(),
         }),
         (id, _) => Ok(id.map(|id| RunGroup { id, shard })),
     }
@@ -47,7 +40,7 @@ pub fn run_group(
 /// The merged report of a group's runs: each run's stored report, then one table over them.
 ///
 /// # Errors
-/// [`Error::Argument`] when no run belongs to the group or its runs measured different GPUs
+/// [`Error::EmptyGroup`] when no run belongs to the group, [`Error::GroupGpus`] when its runs measured different GPUs
 /// (one report covers one GPU); store and report errors as for one run.
 pub fn group_report(
     store: &Store,
@@ -68,24 +61,14 @@ pub fn group_report(
         });
     }
     if gpus.len() > 1 {
-        return Err(Error::Argument {
-            arg: format!("--group {group}"),
-            problem: format!(
-                "its runs measured different GPUs ({}); one report covers one GPU",
-                gpus.join(", ")
-            ),
-            fix: "give each runner's shards a group of their own, e.g. --run-group \
-                  \"$GITHUB_RUN_ID-<gpu>\""
-                .into(),
+        return Err(Error::GroupGpus {
+            group: group.to_owned(),
+            gpus,
         });
     }
     let notes = shard_notes(&runs);
-    let report = RunReport::merged(group, members).ok_or_else(|| Error::Argument {
-        arg: format!("--group {group}"),
-        problem: "no stored run belongs to this group".into(),
-        fix: "store the shards with `utilgate run --shard K/N --run-group ID` (under Actions \
-              the group defaults to GITHUB_RUN_ID); `utilgate runs list` shows the runs"
-            .into(),
+    let report = RunReport::merged(group, members).ok_or_else(|| Error::EmptyGroup {
+        group: group.to_owned(),
     })?;
     Ok((report, notes))
 }
@@ -114,7 +97,7 @@ fn shard_notes(runs: &[(crate::store::RunId, RunGroup)]) -> Vec<String> {
 /// heads cannot share one status and are refused.
 ///
 /// # Errors
-/// [`Error::Argument`] for runs of different heads; store errors.
+/// [`Error::GroupHeads`] for runs of different heads; store errors.
 pub fn group_facts(
     store: &Store,
     group: &str,
@@ -127,16 +110,10 @@ pub fn group_facts(
         if let Some(m) = &merged
             && m.pr_head_sha != facts.pr_head_sha
         {
-            return Err(Error::Argument {
-                arg: format!("--group {group}"),
-                problem: format!(
-                    "its runs measured different pull-request heads ({} and {})",
-                    m.pr_head_sha.as_deref().unwrap_or("none"),
-                    facts.pr_head_sha.as_deref().unwrap_or("none")
-                ),
-                fix: "give each workflow run's shards a group of their own (the default, \
-                      GITHUB_RUN_ID, is one per workflow run)"
-                    .into(),
+            return Err(Error::GroupHeads {
+                group: group.to_owned(),
+                first: m.pr_head_sha.clone().unwrap_or_else(|| "none".into()),
+                other: facts.pr_head_sha.clone().unwrap_or_else(|| "none".into()),
             });
         }
         let passed = merged.as_ref().is_none_or(|m| m.gate_passed) && facts.gate_passed;

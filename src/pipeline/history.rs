@@ -98,10 +98,10 @@ pub(crate) fn case_report_on(
     let max_drop_pct = threshold(config, key);
     let mut policy = HistoryPolicy::new(max_drop_pct);
     policy.detector = detector;
-    let mut read = read_history(&series, &policy).map_err(|e| Error::Argument {
-        arg: format!("history of {key} on {gpu_sku}"),
+    let mut read = read_history(&series, &policy).map_err(|e| Error::HistoryRead {
+        case: key.to_string(),
+        gpu: gpu_sku.to_owned(),
         problem: e.to_string(),
-        fix: "check --nights, --max-pvalue and --permutations".into(),
     })?;
     // Each change's commits by subject, from the checkout the command runs in: two hashes
     // alone send a reader to git.

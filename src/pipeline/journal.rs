@@ -177,29 +177,15 @@ pub fn open_journal<T: DeserializeOwned>(
                 .filter(|f| which.is_none_or(|w| f.uid().starts_with(w)))
                 .collect();
             if same.len() > 1 {
-                return Err(Error::Argument {
-                    arg: "--resume".into(),
-                    problem: format!(
-                        "{} interrupted runs of this plan have a journal: {}",
-                        same.len(),
-                        same.iter()
-                            .map(Interrupted::describe)
-                            .collect::<Vec<_>>()
-                            .join("; ")
-                    ),
-                    fix: "pass --resume=RUN_ID with one of the run ids above (a prefix will do)"
-                        .into(),
+                return Err(Error::ResumeWhich {
+                    runs: same.iter().map(Interrupted::describe).collect(),
                 });
             }
             if let Some(f) = same.pop() {
                 return resumed(f);
             }
             if let Some(w) = which {
-                return Err(Error::Argument {
-                    arg: format!("--resume={w}"),
-                    problem: "no interrupted run of this plan has that id".into(),
-                    fix: "run with --resume alone to list the interrupted runs".into(),
-                });
+                return Err(Error::ResumeNoSuchRun { id: w.to_owned() });
             }
             output::warn(&format!(
                 "--resume: no interrupted run of this plan beside {} (config, cases and GPU must match); measuring every case",

@@ -68,7 +68,7 @@ impl RunStores {
         verdicts: &[Verdict],
         config: &Config,
         meta: &RunMeta,
-        run_id: i64,
+        run_id: crate::store::RunId,
     ) -> Option<String> {
         if let (Some(files), Some(_)) = (args.baselines.as_deref(), &self.scratch) {
             // Nothing of a `--baselines` run is kept: `accept --run` could not find it.
@@ -85,7 +85,7 @@ impl RunStores {
             meta.branch.as_deref(),
             &config.gate.baseline_branch,
             args.no_promote,
-            run_id,
+            run_id.0,
         )
     }
 }
@@ -182,7 +182,7 @@ pub(crate) fn store_run(
     }
     // Evidence never fails the gate: a store error here is a warning.
     if !evidence.is_empty()
-        && let Err(e) = store.add_evidence(run_id.0, evidence, config.evidence.keep_runs)
+        && let Err(e) = store.add_evidence(run_id, evidence, config.evidence.keep_runs)
     {
         output::warn(&format!("traces were not stored: {e}"));
     }

@@ -12,6 +12,7 @@ use super::sql::{OptionalExtension, params};
 
 use super::db::{Store, parse_json};
 use super::error::StoreError;
+use super::types::RunId;
 use crate::case::CaseKey;
 
 /// One piece of evidence to attach to a stored result.
@@ -61,12 +62,12 @@ fn row_to_evidence(
 }
 
 impl Store {
-    /// Attaches evidence to the results of `run_id` (matched by case key), in one transaction,
+    /// Attaches evidence to the results of `run` (matched by case key), in one transaction,
     /// then prunes raw traces no longer kept: those not referenced by a current baseline's
     /// result or by a result of the latest `keep_runs` runs.
     pub fn add_evidence(
         &mut self,
-        run_id: i64,
+        run: RunId,
         items: &[NewEvidence],
         keep_runs: u32,
     ) -> Result<(), StoreError> {
@@ -86,7 +87,7 @@ impl Store {
                      WHERE r.run_id = ?1 AND s.suite = ?2 AND s.model = ?3 AND s.precision = ?4
                        AND s.phase = ?5 AND s.batch = ?6 AND s.context = ?7 AND s.axes = ?8",
                     params![
-                        run_id,
+                        run.0,
                         item.key.suite,
                         item.key.model,
                         item.key.precision,
@@ -138,7 +139,7 @@ impl Store {
     /// The evidence of one case in one run, newest first.
     pub fn evidence_for(
         &self,
-        run_id: i64,
+        run: RunId,
         key: &CaseKey,
     ) -> Result<Vec<StoredEvidence>, StoreError> {
         let sql = format!(
@@ -155,7 +156,7 @@ impl Store {
         let rows = stmt
             .query_map(
                 params![
-                    run_id,
+                    run.0,
                     key.suite,
                     key.model,
                     key.precision,

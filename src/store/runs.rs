@@ -234,13 +234,14 @@ impl Store {
         if let Some(group) = &run.group {
             write_group(&tx, run_id, group).map_err(fail("write a run's group"))?;
         }
-        super::serve::write_serve_cases(
-            &tx,
-            &path,
-            (run_id, started_ns, &run.gpu_sku),
-            (&run.promote_reason, finished_ns),
-            serve,
-        )?;
+        let row = super::serve::ServeRunRow {
+            id: RunId(run_id),
+            started_ns,
+            gpu_sku: &run.gpu_sku,
+            promote_reason: &run.promote_reason,
+            moved_ns: finished_ns,
+        };
+        super::serve::write_serve_cases(&tx, &path, &row, serve)?;
         tx.commit().map_err(fail("commit a run"))?;
         Ok(RunId(run_id))
     }

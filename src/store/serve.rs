@@ -158,18 +158,27 @@ fn series_id(
     .map_err(fail)
 }
 
-/// Writes the service cases of run `run_id` in the caller's transaction (`Store::write_run`):
-/// each case, its repeats and metric rows, and the baseline move of every case flagged
-/// `promote` (kind `promote`, `reason`, at `moved_ns`).
+/// The run row the service cases of `Store::write_run` belong to, as it was written.
+pub(super) struct ServeRunRow<'a> {
+    pub(super) id: RunId,
+    pub(super) started_ns: i64,
+    pub(super) gpu_sku: &'a str,
+    /// Why a flagged case's baseline moves, and when (the run's end).
+    pub(super) promote_reason: &'a str,
+    pub(super) moved_ns: i64,
+}
+
+/// Writes the service cases of `run` in the caller's transaction (`Store::write_run`): each
+/// case, its repeats and metric rows, and the baseline move of every case flagged `promote`
+/// (kind `promote`).
 pub(super) fn write_serve_cases(
     tx: &Transaction<'_>,
     path: &std::path::Path,
-    run: (i64, i64, &str),
-    promote: (&str, i64),
+    run: &ServeRunRow<'_>,
     cases: &[NewServeCase],
 ) -> Result<(), StoreError> {
-    let (run_id, started_ns, gpu_sku) = run;
-    let (reason, moved_ns) = promote;
+    let (run_id, started_ns, gpu_sku) = (run.id.0, run.started_ns, run.gpu_sku);
+    let (reason, moved_ns) = (run.promote_reason, run.moved_ns);
     let fail = |action| move |e| StoreError::query(path, action, e);
     for case in cases {
         let series = series_id(tx, path, &case.key, gpu_sku)?;

@@ -131,8 +131,13 @@ fn changes_since_a_date_and_bad_input() {
         .expect("runs");
     assert_eq!(none.status.code(), Some(2));
     assert!(
-        stderr(&none).contains("no stored case matches"),
+        stderr(&none).contains("\"prefill\" matches no case of the store"),
         "{}",
+        stderr(&none)
+    );
+    assert!(
+        stderr(&none).contains("hint: give one whole case name"),
+        "the typed error keeps its fix: {}",
         stderr(&none)
     );
 

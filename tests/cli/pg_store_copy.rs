@@ -143,7 +143,7 @@ fn build_store(path: &Path) {
             let sha = format!("{:x}", sha2::Sha256::digest(&data));
             store
                 .add_evidence(
-                    id.0,
+                    id,
                     &[NewEvidence {
                         key: key(1),
                         kind: "trace".into(),
