@@ -114,6 +114,7 @@ pub(crate) fn new_run(
         results: Vec::new(),
         canary_json: None,
         uid: None,
+        budget_night: None,
         group: None,
     }
 }

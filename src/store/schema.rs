@@ -20,11 +20,12 @@ use std::path::Path;
 use super::error::StoreError;
 use super::sql::{Conn, TransactionBehavior};
 
-/// One migration: its number (the version it brings a store to), its name (the files' name
-/// after the number) and its text for each backend.
+/// One migration: its number (the version it brings a store to), its files' name and its
+/// text for each backend.
 pub(crate) struct Migration {
     pub(crate) version: i64,
-    pub(crate) name: &'static str,
+    /// What a failure says it was doing: `apply migration NNNN_name`.
+    pub(crate) action: &'static str,
     pub(crate) sqlite: &'static str,
     pub(crate) postgres: &'static str,
     /// Whether its `SQLite` text rebuilds a table, which `SQLite` runs with foreign keys off.
@@ -38,7 +39,7 @@ macro_rules! migration {
     ($version:literal, $file:literal, $rebuilds:literal) => {
         Migration {
             version: $version,
-            name: $file,
+            action: concat!("apply migration ", $file),
             sqlite: include_str!(concat!("migrations/sqlite/", $file, ".sql")),
             postgres: include_str!(concat!("migrations/postgres/", $file, ".sql")),
             rebuilds: $rebuilds,
@@ -59,6 +60,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(9, "0009_series_axes", true),
     migration!(10, "0010_run_uids"),
     migration!(11, "0011_move_indexes"),
+    migration!(12, "0012_budget_records"),
 ];
 
 /// Run once before the first migration on `PostgreSQL`: the version table (`SQLite` keeps the
@@ -157,7 +159,7 @@ fn migrate_in_transaction(
         .filter(|m| m.version > found && m.version <= target)
     {
         let sql = if pg { m.postgres } else { m.sqlite };
-        tx.execute_batch(sql).map_err(fail("migrate the schema"))?;
+        tx.execute_batch(sql).map_err(fail(m.action))?;
     }
     if check_foreign_keys {
         let broken: i64 = tx
@@ -217,7 +219,11 @@ mod tests {
                 "evidence",
                 "evidence_blobs",
                 "probes",
+                "result_budgets",
+                "result_repeat_costs",
                 "results",
+                "run_budget_unstarted",
+                "run_budgets",
                 "run_canaries",
                 "run_groups",
                 "runs",
@@ -296,12 +302,13 @@ mod tests {
         reason = "the test lists the migration files on disk"
     )]
     fn migrations_are_numbered_in_order_and_every_file_is_listed() {
+        let name = |m: &Migration| m.action.trim_start_matches("apply migration ").to_owned();
         for (i, m) in MIGRATIONS.iter().enumerate() {
-            assert_eq!(usize::try_from(m.version).ok(), Some(i + 1), "{}", m.name);
+            assert_eq!(usize::try_from(m.version).ok(), Some(i + 1), "{}", m.action);
             assert!(
-                m.name.starts_with(&format!("{:04}_", m.version)),
+                name(m).starts_with(&format!("{:04}_", m.version)),
                 "{} is numbered {}",
-                m.name,
+                m.action,
                 m.version
             );
             assert!(!m.sqlite.trim().is_empty() && !m.postgres.trim().is_empty());
@@ -316,7 +323,7 @@ mod tests {
             on_disk.sort();
             let listed: Vec<String> = MIGRATIONS
                 .iter()
-                .map(|m| format!("{}.sql", m.name))
+                .map(|m| format!("{}.sql", name(m)))
                 .collect();
             assert_eq!(
                 on_disk, listed,
