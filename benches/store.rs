@@ -150,6 +150,8 @@ fn new_result(key: &CaseKey, rng: &mut StdRng, promote: bool) -> NewResult {
         })),
         stderr_tail: None,
         promote,
+        budget: None,
+        costs: Vec::new(),
     }
 }
 
@@ -196,6 +198,7 @@ fn new_run(i: usize, keys: &[CaseKey], rng: &mut StdRng) -> NewRun {
         promote_reason: "passed the gate on main".into(),
         canary_json: None,
         uid: None,
+        budget_night: None,
         group: None,
         results: keys.iter().map(|k| new_result(k, rng, on_main)).collect(),
     }

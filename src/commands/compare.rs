@@ -42,8 +42,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
             env: r.env.clone(),
             gpu_guard: None,
             gpu_state: r.gpu_state_json.clone(),
-            first_repeats: crate::pipeline::budget::stored_record(r)
-                .map(|b| b.first_repeats as usize),
+            first_repeats: r.budget.as_ref().map(|b| b.first_repeats as usize),
         })
         .collect();
     let suites: BTreeSet<String> = inputs.iter().map(|c| c.key.suite.clone()).collect();

@@ -21,7 +21,7 @@ use crate::store::meta::MetaFlags;
 
 pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {
     // Read and check the file before touching the store.
-    let rescued: RescuedRun = journal::read_rescue(&args.file)?;
+    let mut rescued: RescuedRun = journal::read_rescue(&args.file)?;
     // A rescue file from before runs carried an id is known by its content: imported twice, it
     // is refused all the same.
     let uid = rescued
@@ -29,6 +29,8 @@ pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {
         .uid
         .clone()
         .unwrap_or_else(|| rescued.content_uid());
+    // After the id: an older file's id is the hash of its content as written.
+    rescued.lift_budget_records();
     let RescuedRun {
         mut run,
         publish,

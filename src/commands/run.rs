@@ -172,10 +172,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
         uid: Some(journal.uid.clone()),
         ..new_run(config, &meta, &gpu, watch.as_ref())
     };
-    new_run.config_json = crate::pipeline::budget::config_with(
-        new_run.config_json.take(),
-        night.as_ref().map(|n| &n.record),
-    );
+    new_run.budget_night = night.as_ref().map(|n| n.record.clone());
     if cancel.load(Ordering::SeqCst) {
         return Err(Error::Interrupted);
     }

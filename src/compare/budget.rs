@@ -38,13 +38,6 @@ use std::time::Duration;
 use serde::Serialize;
 use statrs::distribution::{ContinuousCDF, Normal};
 
-/// The key under which a budgeted run's [`NightRecord`] is kept in the run's stored config.
-pub const NIGHT_KEY: &str = "budget_night";
-/// The key under which a result's [`CaseRecord`] is kept in its stored summary.
-pub const CASE_KEY: &str = "budget";
-/// The key under which a result's per-repeat costs ([`RepeatCost`]) are kept in its summary.
-pub const COST_KEY: &str = "cost";
-
 /// A case's costs, measured by earlier runs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct CaseCost {
@@ -154,6 +147,26 @@ pub enum PlanNote {
     /// Too noisy to resolve tonight: it would need more than `max_repeats`, or its reference
     /// (baseline and history) is itself too noisy for any number of repeats.
     TooNoisy,
+}
+
+impl PlanNote {
+    pub const ALL: [PlanNote; 4] = [
+        PlanNote::Resolved,
+        PlanNote::NoHistory,
+        PlanNote::OverBudget,
+        PlanNote::TooNoisy,
+    ];
+
+    /// Its name as stored (`result_budgets.note`) and serialised.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanNote::Resolved => "resolved",
+            PlanNote::NoHistory => "no_history",
+            PlanNote::OverBudget => "over_budget",
+            PlanNote::TooNoisy => "too_noisy",
+        }
+    }
 }
 
 /// One case's plan.
@@ -572,7 +585,7 @@ pub fn confirm_order(suspects: &[Suspect], policy: &PlanPolicy, cases: usize) ->
     order.into_iter().map(|(_, s)| s.index).collect()
 }
 
-/// The time one repeat took, as the run records it in the result's summary (`"cost"`).
+/// The time one repeat took, as the run records it with the result (`result_repeat_costs`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 pub struct RepeatCost {
     /// Wall time of the harness process, seconds.
@@ -662,7 +675,31 @@ pub enum Stop {
     NotStarted,
 }
 
-/// What a budgeted night did with one case, stored in the result's summary (`"budget"`) so
+impl Stop {
+    pub const ALL: [Stop; 6] = [
+        Stop::Decisive,
+        Stop::Suspect,
+        Stop::Planned,
+        Stop::Budget,
+        Stop::Error,
+        Stop::NotStarted,
+    ];
+
+    /// Its name as stored (`result_budgets.stop`) and serialised.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stop::Decisive => "decisive",
+            Stop::Suspect => "suspect",
+            Stop::Planned => "planned",
+            Stop::Budget => "budget",
+            Stop::Error => "error",
+            Stop::NotStarted => "not_started",
+        }
+    }
+}
+
+/// What a budgeted night did with one case, stored with the result (`result_budgets`) so
 /// reports re-read from the store can say it.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct CaseRecord {
@@ -689,7 +726,7 @@ impl CaseRecord {
     }
 }
 
-/// The night as a whole, kept with the run so reports can state it.
+/// The night as a whole, kept with the run (`run_budgets`) so reports can state it.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct NightRecord {
     pub budget_s: f64,

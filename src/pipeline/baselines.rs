@@ -145,6 +145,8 @@ fn imported_result(b: &ExportedBaseline) -> NewResult {
         gpu_state_json: None,
         stderr_tail: None,
         promote: false,
+        budget: None,
+        costs: Vec::new(),
     }
 }
 
@@ -198,6 +200,7 @@ pub(crate) fn import_into(
                 promote_reason: String::new(),
                 canary_json: None,
                 uid: None,
+                budget_night: None,
                 group: None,
                 results,
             };

@@ -19,8 +19,7 @@ use crate::case::CaseKey;
 use crate::cli::BudgetArg;
 use crate::compare::Decision;
 use crate::compare::budget::{
-    self, CASE_KEY, COST_KEY, CaseCost, CaseInput, CaseRecord, NIGHT_KEY, NightRecord, PlanPolicy,
-    RepeatCost, Stop, Suspect,
+    self, CaseCost, CaseInput, CaseRecord, PlanPolicy, RepeatCost, Stop, Suspect,
 };
 use crate::compare::night::{NightState, Recovered, Repeat, Sampler};
 use crate::config::{Config, SuiteConfig};
@@ -32,23 +31,6 @@ use crate::store::{Store, StoredResult};
 pub(crate) fn budget_s(config: &Config, flag: Option<BudgetArg>) -> Option<f64> {
     flag.map(|b| b.0)
         .or_else(|| config.run.budget_minutes.map(|m| m * 60.0))
-}
-
-/// A case's recorded repeat costs, from a stored result's summary.
-pub(crate) fn stored_costs(r: &StoredResult) -> Vec<RepeatCost> {
-    r.summary_json
-        .as_ref()
-        .and_then(|s| s.get(COST_KEY))
-        .and_then(|c| serde_json::from_value(c.clone()).ok())
-        .unwrap_or_default()
-}
-
-/// A stored result's budget record, when a budgeted run measured it.
-pub(crate) fn stored_record(r: &StoredResult) -> Option<CaseRecord> {
-    r.summary_json
-        .as_ref()
-        .and_then(|s| s.get(CASE_KEY))
-        .and_then(|c| serde_json::from_value(c.clone()).ok())
 }
 
 /// One night under a budget: the state machine (`compare::night`) and the monotonic clock
@@ -72,7 +54,11 @@ impl Night {
         let mut inputs = Vec::with_capacity(cases.len());
         for (key, suite) in cases {
             let history = store.case_history(key, gpu_sku, config.gate.history_runs.max(1))?;
-            inputs.push(case_input(key, suite, &history));
+            let mut costs = Vec::new();
+            for r in &history {
+                costs.extend(store.repeat_costs(r.id)?);
+            }
+            inputs.push(case_input(key, suite, &history, &costs));
         }
         let policy = PlanPolicy::new(budget_s, config.gate.max_drop_pct, config.gate.family_alpha);
         let grace_s = config.run.grace_s(budget_s);
@@ -196,9 +182,14 @@ impl Night {
 }
 
 /// A case as the planner sees it, from its stored history (newest first): costs from every
-/// recorded repeat, noise from the results that could pool into a reference.
-fn case_input(key: &CaseKey, suite: &SuiteConfig, history: &[StoredResult]) -> CaseInput {
-    let costs: Vec<RepeatCost> = history.iter().flat_map(stored_costs).collect();
+/// recorded repeat of those results (`costs`, `Store::repeat_costs`), noise from the results
+/// that could pool into a reference.
+fn case_input(
+    key: &CaseKey,
+    suite: &SuiteConfig,
+    history: &[StoredResult],
+    costs: &[RepeatCost],
+) -> CaseInput {
     let usable: Vec<&StoredResult> = history
         .iter()
         .filter(|r| {
@@ -220,7 +211,7 @@ fn case_input(key: &CaseKey, suite: &SuiteConfig, history: &[StoredResult]) -> C
         .iter()
         .map(|r| r.repeats_ms.len().min(nominal.max(1)))
         .sum();
-    let cost: Option<CaseCost> = budget::cost_from_history(&costs);
+    let cost: Option<CaseCost> = budget::cost_from_history(costs);
     CaseInput {
         name: key.to_string(),
         steps: suite.steps,
@@ -228,43 +219,6 @@ fn case_input(key: &CaseKey, suite: &SuiteConfig, history: &[StoredResult]) -> C
         repeats: suite.repeats,
         noise: cost.and(budget::noise_from_history(&views, reference_repeats.max(1))),
         cost,
-    }
-}
-
-/// A result's summary with its costs and (under a budget) its night's record added.
-pub(crate) fn summary_with(
-    summary: Option<serde_json::Value>,
-    costs: &[RepeatCost],
-    record: Option<&CaseRecord>,
-) -> Option<serde_json::Value> {
-    let mut map = match summary {
-        Some(serde_json::Value::Object(map)) => map,
-        Some(other) => return Some(other),
-        None if costs.is_empty() && record.is_none() => return None,
-        None => serde_json::Map::new(),
-    };
-    if !costs.is_empty()
-        && let Ok(v) = serde_json::to_value(costs)
-    {
-        map.insert(COST_KEY.to_owned(), v);
-    }
-    if let Some(v) = record.and_then(|r| serde_json::to_value(r).ok()) {
-        map.insert(CASE_KEY.to_owned(), v);
-    }
-    Some(serde_json::Value::Object(map))
-}
-
-/// The run's stored config with the night's record added (reports read it back).
-pub(crate) fn config_with(
-    config: Option<serde_json::Value>,
-    night: Option<&NightRecord>,
-) -> Option<serde_json::Value> {
-    match (config, night.and_then(|n| serde_json::to_value(n).ok())) {
-        (Some(serde_json::Value::Object(mut map)), Some(n)) => {
-            map.insert(NIGHT_KEY.to_owned(), n);
-            Some(serde_json::Value::Object(map))
-        }
-        (config, _) => config,
     }
 }
 
@@ -432,7 +386,8 @@ pub(crate) fn add_to_result(
     if let Some(r) = record {
         result.promote &= r.complete();
     }
-    result.summary_json = summary_with(result.summary_json.take(), &measured.costs, record);
+    result.costs.clone_from(&measured.costs);
+    result.budget = record.cloned();
 }
 
 #[cfg(test)]

@@ -269,6 +269,34 @@ impl RescuedRun {
     }
 }
 
+impl RescuedRun {
+    /// A rescue file written before a budgeted night's records had tables of their own (store
+    /// schema 12) keeps them as JSON: the night's in the run's config (`budget_night`), each
+    /// case's and its repeats' costs in the result's summary (`budget`, `cost`). Reads them
+    /// into the typed fields, as migration 0012 does for stored runs; a record that does not
+    /// parse is left out, as the old readers left it out. Typed fields already set win.
+    pub fn lift_budget_records(&mut self) {
+        fn take<T: serde::de::DeserializeOwned>(
+            json: Option<&mut serde_json::Value>,
+            key: &str,
+        ) -> Option<T> {
+            let map = json?.as_object_mut()?;
+            serde_json::from_value(map.remove(key)?).ok()
+        }
+        if self.run.budget_night.is_none() {
+            self.run.budget_night = take(self.run.config_json.as_mut(), "budget_night");
+        }
+        for r in &mut self.run.results {
+            if r.budget.is_none() {
+                r.budget = take(r.summary_json.as_mut(), "budget");
+            }
+            if r.costs.is_empty() {
+                r.costs = take(r.summary_json.as_mut(), "cost").unwrap_or_default();
+            }
+        }
+    }
+}
+
 /// Stores the run; if the store refuses it, writes the complete run to a rescue file beside
 /// the store (else in the temporary directory) and returns an error naming that file.
 /// `run` is the run and its service cases, stored in one transaction and rescued together.

@@ -123,6 +123,8 @@ impl JudgedCase<'_> {
             gpu_state_json: gpu_state(measured, watch),
             stderr_tail: measured.stderr_tail.clone(),
             promote: promote_run && compare::promotable(decision),
+            budget: None,
+            costs: Vec::new(),
         }
     }
 }

@@ -170,6 +170,7 @@ pub fn judge_and_store(
         canary_json: None,
         group: None,
         uid: Some(crate::pipeline::context::new_run_uid()),
+        budget_night: None,
     };
     // Load-generator results read here may live in temporary files: a store that refuses the
     // run gets them in a rescue file (`utilgate import run`), never lost.

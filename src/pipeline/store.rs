@@ -113,6 +113,7 @@ pub(crate) fn new_run(
         results: Vec::new(),
         canary_json: None,
         uid: None,
+        budget_night: None,
         group: None,
     }
 }

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::compare::budget::{CASE_KEY, CaseRecord, NIGHT_KEY, NightRecord, Plan, PlanNote, Stop};
+use crate::compare::budget::{NightRecord, Plan, PlanNote, Stop};
 use crate::report::format::duration;
 use crate::store::StoredRun;
 
@@ -121,20 +121,12 @@ impl BudgetReport {
     /// The section of a stored run, when a budget ran it.
     #[must_use]
     pub fn of_run(run: &StoredRun) -> Option<BudgetReport> {
-        let night: NightRecord = run
-            .config_json
-            .as_ref()
-            .and_then(|c| c.get(NIGHT_KEY))
-            .and_then(|n| serde_json::from_value(n.clone()).ok())?;
+        let night = run.budget_night.as_ref()?;
         let cases: Vec<CaseBudget> = run
             .results
             .iter()
             .filter_map(|r| {
-                let rec: CaseRecord = r
-                    .summary_json
-                    .as_ref()
-                    .and_then(|s| s.get(CASE_KEY))
-                    .and_then(|c| serde_json::from_value(c.clone()).ok())?;
+                let rec = r.budget.as_ref()?;
                 Some(CaseBudget {
                     case: r.key.to_string(),
                     note: rec.note,
@@ -147,13 +139,13 @@ impl BudgetReport {
                 })
             })
             .collect();
-        let lines = lines(&night, &cases);
+        let lines = lines(night, &cases);
         Some(BudgetReport {
             budget_s: night.budget_s,
             grace_s: night.grace_s,
             used_s: night.used_s,
             stopped: night.stopped,
-            not_started: night.not_started,
+            not_started: night.not_started.clone(),
             budget_to_resolve_all_s: night.budget_to_resolve_all_s,
             cases,
             lines,

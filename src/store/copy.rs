@@ -31,6 +31,10 @@ pub(crate) const TABLES: &[(&str, &[&str])] = &[
     ("serve_baseline_moves", &["id"]),
     ("run_canaries", &["run_id"]),
     ("run_groups", &["run_id"]),
+    ("run_budgets", &["run_id"]),
+    ("run_budget_unstarted", &["run_id", "ordinal"]),
+    ("result_budgets", &["result_id"]),
+    ("result_repeat_costs", &["result_id", "repeat"]),
 ];
 
 /// Raw traces are pruned by retention (`Store::add_evidence`): a destination may keep blobs

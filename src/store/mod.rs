@@ -3,6 +3,7 @@
 //! `SQLite` and decides nothing (verdicts and promotions arrive from the caller).
 
 mod baselines;
+mod budgets;
 mod copy;
 mod db;
 mod error;

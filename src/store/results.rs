@@ -6,6 +6,7 @@ use std::path::Path;
 
 use super::sql::{OptionalExtension, Params, Row, params};
 
+use super::budgets::RawCaseRecord;
 use super::db::{Store, i64_to_u64, ns_to_timestamp, parse_json, parse_text, timestamp_to_ns};
 use super::error::StoreError;
 use super::samples;
@@ -17,10 +18,16 @@ pub(crate) const RESULT_SELECT: &str = "\
 SELECT r.id, r.run_id, s.suite, s.model, s.precision, s.phase, s.batch, s.context, s.gpu_sku,
        u.started_at_ns, u.git_sha, u.branch, r.verdict, r.error, r.floor_ms, r.floor_json,
        r.median_ms, r.utilisation, r.mbu, r.mfu, r.summary_json, r.decision_json, r.samples,
-       r.warmup, r.env_json, r.gpu_state_json, r.stderr_tail, s.axes
+       r.warmup, r.env_json, r.gpu_state_json, r.stderr_tail, s.axes,
+       b.note AS budget_note, b.planned_repeats AS budget_planned_repeats,
+       b.steps AS budget_steps, b.first_repeats AS budget_first_repeats,
+       b.confirm_repeats AS budget_confirm_repeats, b.time_s AS budget_time_s,
+       b.stop AS budget_stop, b.needed_repeats AS budget_needed_repeats,
+       b.needed_s AS budget_needed_s
 FROM results r
 JOIN series s ON s.id = r.series_id
-JOIN runs u ON u.id = r.run_id";
+JOIN runs u ON u.id = r.run_id
+LEFT JOIN result_budgets b ON b.result_id = r.id";
 
 /// A result row as `SQLite` returned it, before the checks that need the store's path.
 struct RawResult {
@@ -52,6 +59,7 @@ struct RawResult {
     gpu_state_json: Option<String>,
     stderr_tail: Option<String>,
     axes: String,
+    budget: RawCaseRecord,
 }
 
 impl RawResult {
@@ -85,6 +93,7 @@ impl RawResult {
             gpu_state_json: row.get("gpu_state_json")?,
             stderr_tail: row.get("stderr_tail")?,
             axes: row.get("axes")?,
+            budget: RawCaseRecord::from_row(row)?,
         })
     }
 
@@ -143,6 +152,7 @@ impl RawResult {
             env,
             gpu_state_json: parse_json(path, "gpu_state_json", id, self.gpu_state_json)?,
             stderr_tail: self.stderr_tail,
+            budget: self.budget.decode(path, id)?,
         })
     }
 }

@@ -234,6 +234,10 @@ impl Store {
         if let Some(group) = &run.group {
             write_group(&tx, run_id, group).map_err(fail("write a run's group"))?;
         }
+        if let Some(night) = &run.budget_night {
+            super::budgets::write_night(&tx, run_id, night)
+                .map_err(fail("write a run's budget record"))?;
+        }
         let row = super::serve::ServeRunRow {
             id: RunId(run_id),
             started_ns,
@@ -295,6 +299,7 @@ impl Store {
             utilgate_version: raw.utilgate_version,
             config_json: parse_json(&self.path, "runs.config_json", raw.id, raw.config_json)?,
             results,
+            budget_night: self.budget_night(raw.id)?,
         }))
     }
 
@@ -472,6 +477,8 @@ fn write_results(
             ])
             .map_err(fail("write a result"))?;
         let result_id = tx.last_insert_rowid().map_err(fail("write a result"))?;
+        super::budgets::write_case(tx, result_id, r.budget.as_ref(), &r.costs)
+            .map_err(fail("write a result's budget record"))?;
         if r.promote || !at.plan.only_flagged {
             add_move
                 .execute(params![

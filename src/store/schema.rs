@@ -1,9 +1,12 @@
-//! The store's schema as embedded, ordered migrations, applied by `PRAGMA user_version`. Does
-//! I/O on the connection it is given.
+//! The store's schema as embedded, ordered migrations, applied by number (`PRAGMA user_version`
+//! on `SQLite`, the `utilgate_schema` table on `PostgreSQL`). Does I/O on the connection it is
+//! given.
 //!
-//! Migration `i` (0-based) upgrades a store from version `i` to `i + 1`. Migrations are only
-//! ever appended: a released one is never edited. A store whose version is newer than
-//! [`LATEST`] is refused, never downgraded.
+//! Each migration is one SQL file per backend, `migrations/sqlite/NNNN_name.sql` and
+//! `migrations/postgres/NNNN_name.sql`, each in its own dialect, embedded with `include_str!`:
+//! migration `N` upgrades a store from version `N - 1` to `N`. Migrations are only ever
+//! appended: a released one is never edited. A store whose version is newer than [`LATEST`] is
+//! refused, never downgraded. The two backends end with the same tables and columns (tested).
 //!
 //! Shape: `runs` (one row per `utilgate run`), `series` (a case key on one GPU SKU, so that
 //! results carry one integer instead of seven columns), `results` (one row per case per run, raw
@@ -15,339 +18,54 @@
 use std::path::Path;
 
 use super::error::StoreError;
-use super::sql::{Conn, TransactionBehavior, dialect};
+use super::sql::{Conn, TransactionBehavior};
 
-const V1_TABLES: &str = r"
-CREATE TABLE runs (
-    id               INTEGER PRIMARY KEY,
-    started_at_ns    INTEGER NOT NULL,
-    finished_at_ns   INTEGER NOT NULL,
-    git_sha          TEXT,
-    branch           TEXT,
-    trigger          TEXT,
-    pr_number        INTEGER,
-    gpu_sku          TEXT NOT NULL,
-    gpu_json         TEXT,
-    host             TEXT,
-    utilgate_version TEXT NOT NULL,
-    config_json      TEXT
-) STRICT;
+/// One migration: its number (the version it brings a store to), its files' name and its
+/// text for each backend.
+pub(crate) struct Migration {
+    pub(crate) version: i64,
+    /// What a failure says it was doing: `apply migration NNNN_name`.
+    pub(crate) action: &'static str,
+    pub(crate) sqlite: &'static str,
+    pub(crate) postgres: &'static str,
+    /// Whether its `SQLite` text rebuilds a table, which `SQLite` runs with foreign keys off.
+    pub(crate) rebuilds: bool,
+}
 
-CREATE TABLE series (
-    id        INTEGER PRIMARY KEY,
-    suite     TEXT NOT NULL,
-    model     TEXT NOT NULL,
-    precision TEXT NOT NULL,
-    phase     TEXT NOT NULL CHECK (phase IN ('decode', 'prefill')),
-    batch     INTEGER NOT NULL,
-    context   INTEGER NOT NULL,
-    gpu_sku   TEXT NOT NULL,
-    UNIQUE (suite, model, precision, phase, batch, context, gpu_sku)
-) STRICT;
+macro_rules! migration {
+    ($version:literal, $file:literal) => {
+        migration!($version, $file, false)
+    };
+    ($version:literal, $file:literal, $rebuilds:literal) => {
+        Migration {
+            version: $version,
+            action: concat!("apply migration ", $file),
+            sqlite: include_str!(concat!("migrations/sqlite/", $file, ".sql")),
+            postgres: include_str!(concat!("migrations/postgres/", $file, ".sql")),
+            rebuilds: $rebuilds,
+        }
+    };
+}
 
-CREATE TABLE results (
-    id                INTEGER PRIMARY KEY,
-    run_id            INTEGER NOT NULL REFERENCES runs (id),
-    series_id         INTEGER NOT NULL REFERENCES series (id),
-    -- a copy of runs.started_at_ns, so that a case's history walks one index
-    run_started_at_ns INTEGER NOT NULL,
-    verdict           TEXT CHECK (verdict IN ('pass', 'regressed', 'improved', 'inconclusive',
-                                              'new', 'missing', 'invalid', 'error')),
-    error             TEXT,
-    floor_ms          REAL,
-    floor_json        TEXT,
-    median_ms         REAL,
-    utilisation       REAL,
-    mbu               REAL,
-    mfu               REAL,
-    summary_json      TEXT,
-    decision_json     TEXT,
-    samples           BLOB NOT NULL,
-    warmup            BLOB NOT NULL,
-    env_json          TEXT NOT NULL,
-    gpu_state_json    TEXT,
-    stderr_tail       TEXT,
-    UNIQUE (run_id, series_id)
-) STRICT;
-
-CREATE TABLE baseline_moves (
-    id          INTEGER PRIMARY KEY,
-    series_id   INTEGER NOT NULL REFERENCES series (id),
-    result_id   INTEGER NOT NULL REFERENCES results (id),
-    kind        TEXT NOT NULL CHECK (kind IN ('promote', 'accept', 'import')),
-    reason      TEXT NOT NULL,
-    moved_at_ns INTEGER NOT NULL
-) STRICT;
-
-CREATE TRIGGER runs_append_only_update BEFORE UPDATE ON runs
-    BEGIN SELECT RAISE(ABORT, 'runs are append-only'); END;
-CREATE TRIGGER runs_append_only_delete BEFORE DELETE ON runs
-    BEGIN SELECT RAISE(ABORT, 'runs are append-only'); END;
-CREATE TRIGGER results_append_only_update BEFORE UPDATE ON results
-    BEGIN SELECT RAISE(ABORT, 'results are append-only'); END;
-CREATE TRIGGER results_append_only_delete BEFORE DELETE ON results
-    BEGIN SELECT RAISE(ABORT, 'results are append-only'); END;
-CREATE TRIGGER baseline_moves_append_only_update BEFORE UPDATE ON baseline_moves
-    BEGIN SELECT RAISE(ABORT, 'baseline history is append-only'); END;
-CREATE TRIGGER baseline_moves_append_only_delete BEFORE DELETE ON baseline_moves
-    BEGIN SELECT RAISE(ABORT, 'baseline history is append-only'); END;
-";
-
-/// Indexes for the read paths (newest runs, a case's baseline and history, a run's verdict
-/// counts) and the view of current pointers.
-const V2_INDEXES: &str = r"
-CREATE INDEX runs_by_time ON runs (started_at_ns, id);
-CREATE INDEX runs_by_branch ON runs (branch, started_at_ns, id);
-CREATE INDEX results_by_run_verdict ON results (run_id, verdict);
-CREATE INDEX results_by_series_time ON results (series_id, run_started_at_ns, id);
-CREATE INDEX baseline_moves_by_series ON baseline_moves (series_id, id);
-
-CREATE VIEW current_baselines AS
-    SELECT m.*
-    FROM series s
-    JOIN baseline_moves m
-      ON m.id = (SELECT max(id) FROM baseline_moves WHERE series_id = s.id);
-";
-
-/// Achievable peaks measured by `utilgate probe`, per GPU SKU (see `probes.rs`). Append-only
-/// like the rest of the history; the latest row of each kind is the current figure.
-const V3_PROBES: &str = r"
-CREATE TABLE probes (
-    id             INTEGER PRIMARY KEY,
-    gpu_sku        TEXT NOT NULL,
-    measured_at_ns INTEGER NOT NULL,
-    kind           TEXT NOT NULL,
-    value          REAL NOT NULL,
-    json           TEXT
-) STRICT;
-CREATE INDEX probes_by_sku_kind ON probes (gpu_sku, kind, measured_at_ns, id);
-CREATE TRIGGER probes_append_only_update BEFORE UPDATE ON probes
-    BEGIN SELECT RAISE(ABORT, 'probes are append-only'); END;
-";
-
-/// What `utilgate publish` needs from a run, stored with it (see `publish.rs`): the gate in
-/// force, the pull request's head commit, the status name. NULL for older runs.
-const V4_PUBLISH: &str = r"
-ALTER TABLE runs ADD COLUMN publish_json TEXT;
-";
-
-/// Evidence attached to results (see `evidence.rs`): analyses per result, and raw traces stored
-/// once per content address (pruned by retention, so `evidence.sha256` may outlive its blob).
-const V5_EVIDENCE: &str = r"
-CREATE TABLE evidence_blobs (
-    sha256 TEXT PRIMARY KEY,
-    bytes  INTEGER NOT NULL,
-    data   BLOB NOT NULL
-) STRICT;
-CREATE TABLE evidence (
-    id            INTEGER PRIMARY KEY,
-    result_id     INTEGER NOT NULL REFERENCES results (id),
-    kind          TEXT NOT NULL,
-    name          TEXT NOT NULL,
-    sha256        TEXT,
-    analysis_json TEXT,
-    warning       TEXT
-) STRICT;
-CREATE INDEX evidence_by_result ON evidence (result_id, id);
-";
-
-/// Service cases (DESIGN.md §12; `serve.rs`), after the evidence tables: their own series (a service case is keyed by
-/// offered load and lengths, not by phase, batch and context), one result per case per run,
-/// and per repeat the load generator's result object exactly as it was written (so verdicts can
-/// be recomputed by re-reading it) plus its metrics as rows of a generalised metric table: a
-/// file holds whichever percentiles its generator was asked for (`p50`, `p90`, `p99.9`, ...),
-/// so one row per (result, repeat, metric) holds any set and makes history one indexed query.
-/// Baseline moves of service cases are a table of their own, append-only like the others.
-const V6_SERVE: &str = r"
-CREATE TABLE serve_series (
-    id              INTEGER PRIMARY KEY,
-    suite           TEXT NOT NULL,
-    model           TEXT NOT NULL,
-    request_rate    TEXT NOT NULL,
-    -- 0: not set (no concurrency limit, lengths not fixed)
-    max_concurrency INTEGER NOT NULL,
-    input_len       INTEGER NOT NULL,
-    output_len      INTEGER NOT NULL,
-    gpu_sku         TEXT NOT NULL,
-    UNIQUE (suite, model, request_rate, max_concurrency, input_len, output_len, gpu_sku)
-) STRICT;
-
-CREATE TABLE serve_results (
-    id                INTEGER PRIMARY KEY,
-    run_id            INTEGER NOT NULL REFERENCES runs (id),
-    series_id         INTEGER NOT NULL REFERENCES serve_series (id),
-    run_started_at_ns INTEGER NOT NULL,
-    verdict           TEXT CHECK (verdict IN ('pass', 'regressed', 'improved', 'inconclusive',
-                                              'new', 'missing', 'invalid', 'error')),
-    error             TEXT,
-    settings_json     TEXT,
-    decision_json     TEXT,
-    estimate_json     TEXT,
-    stderr_tail       TEXT,
-    UNIQUE (run_id, series_id)
-) STRICT;
-
-CREATE TABLE serve_repeats (
-    result_id   INTEGER NOT NULL REFERENCES serve_results (id),
-    repeat      INTEGER NOT NULL,
-    source      TEXT NOT NULL,
-    schema_name TEXT NOT NULL,
-    raw_json    TEXT NOT NULL,
-    PRIMARY KEY (result_id, repeat)
-) STRICT, WITHOUT ROWID;
-
-CREATE TABLE serve_metrics (
-    result_id INTEGER NOT NULL REFERENCES serve_results (id),
-    repeat    INTEGER NOT NULL,
-    metric    TEXT NOT NULL,
-    value     REAL NOT NULL,
-    PRIMARY KEY (result_id, repeat, metric)
-) STRICT, WITHOUT ROWID;
-
-CREATE TABLE serve_baseline_moves (
-    id          INTEGER PRIMARY KEY,
-    series_id   INTEGER NOT NULL REFERENCES serve_series (id),
-    result_id   INTEGER NOT NULL REFERENCES serve_results (id),
-    kind        TEXT NOT NULL CHECK (kind IN ('promote', 'accept', 'import')),
-    reason      TEXT NOT NULL,
-    moved_at_ns INTEGER NOT NULL
-) STRICT;
-
-CREATE INDEX serve_results_by_run ON serve_results (run_id);
-CREATE INDEX serve_results_by_series_time ON serve_results (series_id, run_started_at_ns, id);
-CREATE INDEX serve_baseline_moves_by_series ON serve_baseline_moves (series_id, id);
-
-CREATE TRIGGER serve_results_append_only_update BEFORE UPDATE ON serve_results
-    BEGIN SELECT RAISE(ABORT, 'results are append-only'); END;
-CREATE TRIGGER serve_results_append_only_delete BEFORE DELETE ON serve_results
-    BEGIN SELECT RAISE(ABORT, 'results are append-only'); END;
-CREATE TRIGGER serve_repeats_append_only_update BEFORE UPDATE ON serve_repeats
-    BEGIN SELECT RAISE(ABORT, 'results are append-only'); END;
-CREATE TRIGGER serve_repeats_append_only_delete BEFORE DELETE ON serve_repeats
-    BEGIN SELECT RAISE(ABORT, 'results are append-only'); END;
-CREATE TRIGGER serve_metrics_append_only_update BEFORE UPDATE ON serve_metrics
-    BEGIN SELECT RAISE(ABORT, 'results are append-only'); END;
-CREATE TRIGGER serve_metrics_append_only_delete BEFORE DELETE ON serve_metrics
-    BEGIN SELECT RAISE(ABORT, 'results are append-only'); END;
-CREATE TRIGGER serve_baseline_moves_append_only_update BEFORE UPDATE ON serve_baseline_moves
-    BEGIN SELECT RAISE(ABORT, 'baseline history is append-only'); END;
-CREATE TRIGGER serve_baseline_moves_append_only_delete BEFORE DELETE ON serve_baseline_moves
-    BEGIN SELECT RAISE(ABORT, 'baseline history is append-only'); END;
-";
-
-/// The machine canary of each run (`measure::canary`, `compare::canary_shift`): its figures'
-/// readings as JSON, written in the run's transaction. Append-only.
-const V7_RUN_CANARIES: &str = r"
-CREATE TABLE run_canaries (
-    run_id INTEGER PRIMARY KEY REFERENCES runs (id),
-    json   TEXT NOT NULL
-) STRICT;
-CREATE TRIGGER run_canaries_append_only_update BEFORE UPDATE ON run_canaries
-    BEGIN SELECT RAISE(ABORT, 'run canaries are append-only'); END;
-CREATE TRIGGER run_canaries_append_only_delete BEFORE DELETE ON run_canaries
-    BEGIN SELECT RAISE(ABORT, 'run canaries are append-only'); END;
-";
-
-/// The run group of a sharded run (`run --shard K/N --run-group ID`): the shards of one grid
-/// share a group id, and `report --group ID` merges them. Written in the run's transaction.
-/// Append-only.
-const V8_RUN_GROUPS: &str = r"
-CREATE TABLE run_groups (
-    run_id   INTEGER PRIMARY KEY REFERENCES runs (id),
-    group_id TEXT NOT NULL,
-    shard    INTEGER,
-    shards   INTEGER,
-    CHECK ((shard IS NULL) = (shards IS NULL)),
-    CHECK (shard IS NULL OR (shard >= 1 AND shard <= shards))
-) STRICT;
-CREATE INDEX run_groups_by_group ON run_groups (group_id, run_id);
-CREATE TRIGGER run_groups_append_only_update BEFORE UPDATE ON run_groups
-    BEGIN SELECT RAISE(ABORT, 'run groups are append-only'); END;
-CREATE TRIGGER run_groups_append_only_delete BEFORE DELETE ON run_groups
-    BEGIN SELECT RAISE(ABORT, 'run groups are append-only'); END;
-";
-
-/// A suite's free axes in the case key (`axes = { mode = [...] }`): `series.axes` holds them as
-/// the key writes them (`attn=flash/mode=graphs`, names sorted), '' for a case without axes, so
-/// every stored case keeps its key. The case-key constraint gains the column; `SQLite` cannot
-/// change a table's constraint in place, so the table is rebuilt keeping every id (foreign
-/// keys are off for the migration, see [`migrate`]; the view that reads it is recreated).
-const V9_SERIES_AXES: &str = r"
-CREATE TABLE series_v9 (
-    id        INTEGER PRIMARY KEY,
-    suite     TEXT NOT NULL,
-    model     TEXT NOT NULL,
-    precision TEXT NOT NULL,
-    phase     TEXT NOT NULL CHECK (phase IN ('decode', 'prefill')),
-    batch     INTEGER NOT NULL,
-    context   INTEGER NOT NULL,
-    gpu_sku   TEXT NOT NULL,
-    axes      TEXT NOT NULL DEFAULT '',
-    UNIQUE (suite, model, precision, phase, batch, context, axes, gpu_sku)
-) STRICT;
-INSERT INTO series_v9 (id, suite, model, precision, phase, batch, context, gpu_sku, axes)
-    SELECT id, suite, model, precision, phase, batch, context, gpu_sku, '' FROM series;
-DROP VIEW current_baselines;
-DROP TABLE series;
-ALTER TABLE series_v9 RENAME TO series;
-CREATE VIEW current_baselines AS
-    SELECT m.*
-    FROM series s
-    JOIN baseline_moves m
-      ON m.id = (SELECT max(id) FROM baseline_moves WHERE series_id = s.id);
-";
-
-/// [`V9_SERIES_AXES`] on `PostgreSQL`, which changes the constraint in place (its name is the
-/// one `PostgreSQL` gave V1's `UNIQUE`); the column order matches the rebuilt `SQLite` table.
-const V9_SERIES_AXES_PG: &str = r"
-ALTER TABLE series ADD COLUMN axes TEXT NOT NULL DEFAULT '';
-ALTER TABLE series DROP CONSTRAINT series_suite_model_precision_phase_batch_context_gpu_sku_key;
-ALTER TABLE series ADD CONSTRAINT series_case_key
-    UNIQUE (suite, model, precision, phase, batch, context, axes, gpu_sku);
-";
-
-/// A run's unique id (`runs.uid`), drawn when the run starts and kept by its journal and its
-/// rescue file, so that a replay of the same run (`import run` of one rescue file twice, `run
-/// --resume` after its rescue was imported) is refused, never stored twice. NULL for runs
-/// stored before it and for runs that are not replays of anything (imported results files).
-const V10_RUN_UIDS: &str = r"
-ALTER TABLE runs ADD COLUMN uid TEXT;
-CREATE UNIQUE INDEX runs_by_uid ON runs (uid);
-";
-
-/// The baseline as of a time (`Store::baseline_move`: the newest move before it) and where its
-/// lineage began (`Store::lineage_start`: the last accept or import) each in one walk of a
-/// covering index, that stops at the first move that answers: without them every read of a
-/// lineage walked all of the case's moves, one per night on main, reading each row, for every
-/// case of a report. The first replaces V2's `(series_id, id)`, which it extends. The same text
-/// on both backends.
-const V11_MOVE_INDEXES: &str = r"
-CREATE INDEX baseline_moves_by_series_time ON baseline_moves (series_id, id, moved_at_ns);
-CREATE INDEX baseline_moves_by_series_kind ON baseline_moves (series_id, kind, id, moved_at_ns);
-DROP INDEX baseline_moves_by_series;
-";
-
-/// The ordered migrations; the store's version is how many of them it has applied.
-pub(crate) const MIGRATIONS: &[&str] = &[
-    V1_TABLES,
-    V2_INDEXES,
-    V3_PROBES,
-    V4_PUBLISH,
-    V5_EVIDENCE,
-    V6_SERVE,
-    V7_RUN_CANARIES,
-    V8_RUN_GROUPS,
-    V9_SERIES_AXES,
-    V10_RUN_UIDS,
-    V11_MOVE_INDEXES,
+/// The ordered migrations; the store's version is the number of the last one it has applied.
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    migration!(1, "0001_tables"),
+    migration!(2, "0002_indexes"),
+    migration!(3, "0003_probes"),
+    migration!(4, "0004_publish"),
+    migration!(5, "0005_evidence"),
+    migration!(6, "0006_serve"),
+    migration!(7, "0007_run_canaries"),
+    migration!(8, "0008_run_groups"),
+    migration!(9, "0009_series_axes", true),
+    migration!(10, "0010_run_uids"),
+    migration!(11, "0011_move_indexes"),
+    migration!(12, "0012_budget_records"),
 ];
 
-/// Migrations written out for `PostgreSQL` where [`dialect::ddl`] of the `SQLite` text would not
-/// do (a table rebuild): (index in [`MIGRATIONS`], its `PostgreSQL` text).
-const PG_MIGRATIONS: &[(usize, &str)] = &[(8, V9_SERIES_AXES_PG)];
-
-/// The migrations that rebuild a table, which `SQLite` runs with foreign keys off.
-const REBUILDS: &[usize] = &[8];
+/// Run once before the first migration on `PostgreSQL`: the version table (`SQLite` keeps the
+/// version in `PRAGMA user_version`) and the function the append-only triggers call.
+const PG_BOOTSTRAP: &str = include_str!("migrations/postgres/bootstrap.sql");
 
 /// The schema version this build writes and reads.
 #[expect(
@@ -380,15 +98,15 @@ pub(crate) fn version(conn: &Conn) -> super::sql::Result<i64> {
 
 /// Brings the store up to `target` (normally [`LATEST`]) in one writing transaction (`BEGIN
 /// IMMEDIATE`, or `PostgreSQL`'s write lock), so that two processes opening a fresh store at once
-/// apply each migration exactly once. On `PostgreSQL` each migration is its DDL rewritten by
-/// [`dialect::ddl`]: one schema for both backends.
+/// apply each migration exactly once, each in its backend's own text.
 pub(crate) fn migrate(conn: &mut Conn, path: &Path, target: i64) -> Result<(), StoreError> {
     // A table rebuild drops the old table, which foreign keys would refuse; `SQLite` can only
     // switch them outside a transaction. They are checked before the commit and switched back.
     let rebuild = conn.sqlite().is_some()
-        && REBUILDS.iter().any(|&i| {
-            version(conn).is_ok_and(|v| usize::try_from(v).is_ok_and(|v| v <= i))
-                && usize::try_from(target).is_ok_and(|t| t > i)
+        && version(conn).is_ok_and(|found| {
+            MIGRATIONS
+                .iter()
+                .any(|m| m.rebuilds && m.version > found && m.version <= target)
         });
     let foreign_keys = match conn.sqlite() {
         Some(c) if rebuild => {
@@ -433,24 +151,15 @@ fn migrate_in_transaction(
     }
     let pg = tx.is_pg();
     if pg {
-        tx.execute_batch(dialect::PG_BOOTSTRAP)
+        tx.execute_batch(PG_BOOTSTRAP)
             .map_err(fail("create the schema version table"))?;
     }
-    for (i, sql) in MIGRATIONS
+    for m in MIGRATIONS
         .iter()
-        .enumerate()
-        .take(usize::try_from(target).unwrap_or(0))
-        .skip(usize::try_from(found).unwrap_or(0))
+        .filter(|m| m.version > found && m.version <= target)
     {
-        let sql = if pg {
-            PG_MIGRATIONS
-                .iter()
-                .find(|(at, _)| *at == i)
-                .map_or_else(|| dialect::ddl(sql), |(_, pg_sql)| (*pg_sql).to_owned())
-        } else {
-            (*sql).to_owned()
-        };
-        tx.execute_batch(&sql).map_err(fail("migrate the schema"))?;
+        let sql = if pg { m.postgres } else { m.sqlite };
+        tx.execute_batch(sql).map_err(fail(m.action))?;
     }
     if check_foreign_keys {
         let broken: i64 = tx
@@ -510,7 +219,11 @@ mod tests {
                 "evidence",
                 "evidence_blobs",
                 "probes",
+                "result_budgets",
+                "result_repeat_costs",
                 "results",
+                "run_budget_unstarted",
+                "run_budgets",
                 "run_canaries",
                 "run_groups",
                 "runs",
@@ -581,6 +294,74 @@ mod tests {
             })
             .expect("check");
         assert_eq!(orphans, 0);
+    }
+
+    #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the test lists the migration files on disk"
+    )]
+    fn migrations_are_numbered_in_order_and_every_file_is_listed() {
+        let name = |m: &Migration| m.action.trim_start_matches("apply migration ").to_owned();
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(usize::try_from(m.version).ok(), Some(i + 1), "{}", m.action);
+            assert!(
+                name(m).starts_with(&format!("{:04}_", m.version)),
+                "{} is numbered {}",
+                m.action,
+                m.version
+            );
+            assert!(!m.sqlite.trim().is_empty() && !m.postgres.trim().is_empty());
+        }
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store/migrations");
+        for backend in ["sqlite", "postgres"] {
+            let mut on_disk: Vec<String> = std::fs::read_dir(dir.join(backend))
+                .expect("the migrations directory")
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .filter(|n| n != "bootstrap.sql")
+                .collect();
+            on_disk.sort();
+            let listed: Vec<String> = MIGRATIONS
+                .iter()
+                .map(|m| format!("{}.sql", name(m)))
+                .collect();
+            assert_eq!(
+                on_disk, listed,
+                "{backend}: every file is in MIGRATIONS, in order"
+            );
+        }
+    }
+
+    /// What `sqlite_master` says of a store: every table, index, view and trigger with its SQL.
+    fn schema_of(conn: &Connection) -> Vec<(String, String, Option<String>)> {
+        let mut stmt = conn
+            .prepare("SELECT type, name, sql FROM sqlite_master ORDER BY type, name")
+            .expect("prepare");
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows")
+    }
+
+    #[test]
+    #[expect(clippy::disallowed_methods, reason = "the test reads a fixture")]
+    fn a_store_at_v11_from_the_files_is_the_store_utilgate_wrote_before_them() {
+        // tests/fixtures/stores/v11-budget.sql: a store written by utilgate when the
+        // migrations were Rust strings (and PostgreSQL's were translated from SQLite's).
+        let dump = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/stores/v11-budget.sql"),
+        )
+        .expect("fixture");
+        let old = Connection::open_in_memory().expect("open");
+        old.execute_batch(&dump).expect("restore");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.db");
+        let mut conn = Conn::Sqlite(Connection::open(&path).expect("open"));
+        migrate(&mut conn, &path, 11).expect("migrates");
+        let new = conn.sqlite().expect("sqlite");
+        let (old, new) = (schema_of(&old), schema_of(new));
+        assert_eq!(new.len(), 52, "{new:#?}");
+        assert_eq!(old, new);
     }
 
     #[test]

@@ -64,6 +64,8 @@ fn result(key: CaseKey, median_ms: f64, promote: bool) -> NewResult {
         gpu_state_json: Some(json!({"sm_clock_mhz": 1980})),
         stderr_tail: None,
         promote,
+        budget: None,
+        costs: Vec::new(),
     }
 }
 
@@ -83,6 +85,7 @@ fn run(branch: &str, second: i64, results: Vec<NewResult>) -> NewRun {
         promote_reason: "passed the gate on main".into(),
         canary_json: None,
         uid: None,
+        budget_night: None,
         group: None,
         results,
     }
@@ -188,6 +191,37 @@ fn a_run_round_trips_with_every_field(b: Backend) {
     failed.repeats_ms = vec![];
     failed.stderr_tail = Some("Traceback ...\nCUDA error".into());
     new.results.push(failed);
+    // A budgeted night's records (`run_budgets`, `result_budgets`, `result_repeat_costs`).
+    new.budget_night = Some(crate::compare::budget::NightRecord {
+        budget_s: 600.0,
+        grace_s: 3.0,
+        planned_s: 1.0 / 3.0,
+        reserve_s: 90.0,
+        budget_to_resolve_all_s: Some(700.0 + 1.0 / 7.0),
+        not_started: vec!["b/2".into(), "a/1".into()],
+        used_s: 612.5,
+        stopped: true,
+    });
+    new.results[0].budget = Some(crate::compare::budget::CaseRecord {
+        note: crate::compare::budget::PlanNote::OverBudget,
+        planned_repeats: 4,
+        steps: 20,
+        first_repeats: 2,
+        confirm_repeats: 1,
+        time_s: 1.0 / 3.0,
+        stop: crate::compare::budget::Stop::Budget,
+        needed_repeats: None,
+        needed_s: Some(0.1 / 3.0),
+    });
+    new.results[0].costs = (0..3)
+        .map(|r| crate::compare::budget::RepeatCost {
+            wall_s: 0.5 + f64::from(r) / 7.0,
+            steps_s: 0.2,
+            steps: 20,
+            warmup_s: 0.08,
+            warmup_steps: 2,
+        })
+        .collect();
 
     let id = store.insert_run(&new).expect("inserts");
     let stored = store.run(id).expect("reads").expect("exists");
@@ -223,7 +257,11 @@ fn a_run_round_trips_with_every_field(b: Backend) {
         assert_eq!(got.env, want.env);
         assert_eq!(got.gpu_state_json, want.gpu_state_json);
         assert_eq!(got.stderr_tail, want.stderr_tail);
+        assert_eq!(got.budget, want.budget);
+        assert_eq!(store.repeat_costs(got.id).expect("costs"), want.costs);
     }
+    assert_eq!(stored.budget_night, new.budget_night);
+    assert!(stored.results[1].budget.is_none());
     assert_eq!(stored.results[1].utilisation, None, "NaN is stored as NULL");
     assert!(store.run(RunId(id.0 + 1)).expect("reads").is_none());
     let json = serde_json::to_value(&stored).expect("serialises");
@@ -740,4 +778,5 @@ fn publishing_facts_round_trip_and_untrusted_stores_open_defensively() {
 }
 
 mod axes;
+mod both_schemas;
 mod bounded;

@@ -9,6 +9,7 @@ use jiff::Timestamp;
 use serde::{Serialize, Serializer};
 
 use crate::case::{CaseKey, Verdict};
+use crate::compare::budget::{CaseRecord, NightRecord, RepeatCost};
 
 /// The id of a stored run (its row id; increases with every insert).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -63,6 +64,10 @@ pub struct NewRun {
     /// so a replayed rescue file or journal is refused. Absent in older rescue files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uid: Option<String>,
+    /// A budgeted night's record (`run_budgets`), when the run had a budget. Absent in older
+    /// rescue files, whose record sits in `config_json` (see `pipeline::journal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_night: Option<NightRecord>,
 }
 
 /// A run's place in a group of runs: the group's id and, for a shard, which of how many.
@@ -98,6 +103,12 @@ pub struct NewResult {
     /// Move this case's baseline pointer to this result, in the run's own transaction. The
     /// caller decides; the store only records it.
     pub promote: bool,
+    /// What a budgeted night did with this case (`result_budgets`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<CaseRecord>,
+    /// The time each repeat took (`result_repeat_costs`), which later nights plan from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub costs: Vec<RepeatCost>,
 }
 
 /// Timestamps as RFC 3339 text in the rescue file.
@@ -159,6 +170,9 @@ pub struct StoredRun {
     pub utilgate_version: String,
     pub config_json: Option<serde_json::Value>,
     pub results: Vec<StoredResult>,
+    /// The budgeted night's record, when the run had a budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_night: Option<NightRecord>,
 }
 
 /// Which of a case's results a reference may pool: those on `branch` that ran at or after
@@ -205,6 +219,10 @@ pub struct StoredResult {
     pub env: BTreeMap<String, String>,
     pub gpu_state_json: Option<serde_json::Value>,
     pub stderr_tail: Option<String>,
+    /// What a budgeted night did with this case, when one measured it. Its repeats' costs are
+    /// read on their own (`Store::repeat_costs`): only the planner needs them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<CaseRecord>,
 }
 
 /// Why a baseline pointer moved.

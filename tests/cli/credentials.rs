@@ -321,7 +321,8 @@ const INGEST_GRANTS: &str = "
     GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO utilgate_ingest;
     GRANT INSERT ON runs, run_canaries, run_groups, series, results, baseline_moves, probes,
       serve_series, serve_results, serve_repeats, serve_metrics, serve_baseline_moves,
-      evidence, evidence_blobs
+      evidence, evidence_blobs, run_budgets, run_budget_unstarted, result_budgets,
+      result_repeat_costs
       TO utilgate_ingest;
     GRANT DELETE ON evidence_blobs TO utilgate_ingest;";
 

@@ -44,6 +44,7 @@ fn stored_run(i: i64, branch: &str, median_ms: f64) -> NewRun {
         canary_json: None,
         group: None,
         uid: None,
+        budget_night: None,
         results: vec![NewResult {
             key: b1(),
             verdict: Some(Verdict::Pass),
@@ -62,6 +63,8 @@ fn stored_run(i: i64, branch: &str, median_ms: f64) -> NewRun {
             gpu_state_json: None,
             stderr_tail: None,
             promote: on_main,
+            budget: None,
+            costs: Vec::new(),
         }],
     }
 }

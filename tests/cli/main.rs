@@ -13,6 +13,7 @@ mod baselines;
 mod baselines_pr;
 mod bisect;
 mod budget;
+mod budget_upgrade;
 mod canary;
 mod checks;
 mod credentials;

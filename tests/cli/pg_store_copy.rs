@@ -11,6 +11,7 @@ use jiff::Timestamp;
 use serde_json::json;
 use sha2::Digest as _;
 use utilgate::case::{CaseKey, Phase, Verdict};
+use utilgate::compare::budget::{CaseRecord, NightRecord, PlanNote, RepeatCost, Stop};
 use utilgate::serve::ServeKey;
 use utilgate::store::{
     BaselineMove, BaselineMoveKind, NewEvidence, NewProbe, NewResult, NewRun, NewServeCase,
@@ -59,6 +60,27 @@ fn result(batch: u64, i: u32) -> NewResult {
         gpu_state_json: Some(json!({"sm_clock_mhz": 1980 - i})),
         stderr_tail: i.is_multiple_of(17).then(|| "warning: slow\n".to_owned()),
         promote: i % 13 != 5,
+        // A budgeted night's records on every fourth run.
+        budget: i.is_multiple_of(4).then(|| CaseRecord {
+            note: PlanNote::Resolved,
+            planned_repeats: 4,
+            steps: 20,
+            first_repeats: 2,
+            confirm_repeats: i % 3,
+            time_s: 1.0 / 3.0 + f64::from(i),
+            stop: Stop::Decisive,
+            needed_repeats: i.is_multiple_of(8).then_some(3),
+            needed_s: i.is_multiple_of(8).then_some(0.1 / 3.0),
+        }),
+        costs: (0..if i.is_multiple_of(4) { 2 } else { 0 })
+            .map(|r| RepeatCost {
+                wall_s: 0.5 + f64::from(r) / 3.0,
+                steps_s: 0.2 + 1e-12,
+                steps: 20,
+                warmup_s: 0.08,
+                warmup_steps: 2,
+            })
+            .collect(),
     }
 }
 
@@ -124,6 +146,16 @@ fn build_store(path: &Path) {
                 .is_multiple_of(3)
                 .then(|| json!({"stream_gb_s": 20.0 + f64::from(i) / 9.0})),
             uid: None,
+            budget_night: i.is_multiple_of(4).then(|| NightRecord {
+                budget_s: 600.0,
+                grace_s: 3.0,
+                planned_s: 1.0 / 7.0,
+                reserve_s: 90.0,
+                budget_to_resolve_all_s: (i % 8 == 4).then_some(700.0 + 1.0 / 3.0),
+                not_started: (0..i % 3).map(|k| format!("case-{k}")).collect(),
+                used_s: 100.0 / 3.0,
+                stopped: i % 3 != 0,
+            }),
             group: i.is_multiple_of(5).then(|| RunGroup {
                 id: format!("g{}", i / 10),
                 shard: Some((1 + i % 2, 2)),

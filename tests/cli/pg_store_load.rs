@@ -57,6 +57,8 @@ fn new_run(w: u32, i: u32) -> NewRun {
                 gpu_state_json: None,
                 stderr_tail: None,
                 promote: !(u64::from(w + i) + batch).is_multiple_of(3),
+                budget: None,
+                costs: Vec::new(),
             }
         })
         .collect();
@@ -76,6 +78,7 @@ fn new_run(w: u32, i: u32) -> NewRun {
         promote_reason: "passed the gate on main".into(),
         canary_json: None,
         uid: None,
+        budget_night: None,
         group: None,
         results,
     }

@@ -337,3 +337,13 @@ fn a_repeat_fits_only_with_room_for_its_time_to_vary() {
         30.0
     ));
 }
+
+#[test]
+fn stored_names_are_the_serialised_names() {
+    for note in PlanNote::ALL {
+        assert_eq!(serde_json::json!(note), note.as_str());
+    }
+    for stop in Stop::ALL {
+        assert_eq!(serde_json::json!(stop), stop.as_str());
+    }
+}

@@ -86,6 +86,7 @@ fn result(id: i64, key: &CaseKey, median_ms: Option<f64>, error: Option<&str>) -
         env: BTreeMap::new(),
         gpu_state_json: None,
         stderr_tail: None,
+        budget: None,
     }
 }
 
@@ -134,6 +135,7 @@ pub(crate) fn sample_report() -> RunReport {
             result(4, &prefill_a, Some(2.5), None),
             result(5, &prefill_b, Some(2.6), None),
         ],
+        budget_night: None,
     };
     let baseline = |util: f64| BaselineRef {
         run_id: 5,
