@@ -103,7 +103,8 @@ pub fn pinned_or_measured(
 }
 
 /// The figure pinned in `cache` for `host`, if a usable one is there.
-fn pinned(cache: &Path, host: &str) -> Option<HostBandwidth> {
+#[must_use]
+pub fn pinned(cache: &Path, host: &str) -> Option<HostBandwidth> {
     std::fs::read_to_string(cache)
         .ok()
         .and_then(|text| serde_json::from_str::<HostBandwidth>(&text).ok())
@@ -111,7 +112,7 @@ fn pinned(cache: &Path, host: &str) -> Option<HostBandwidth> {
 }
 
 /// Pins `fresh` unless a figure for the same host is already pinned, which wins.
-fn keep_pinned(cache: &Path, fresh: HostBandwidth) -> Result<HostBandwidth, std::io::Error> {
+pub fn keep_pinned(cache: &Path, fresh: HostBandwidth) -> Result<HostBandwidth, std::io::Error> {
     if let Some(pinned) = pinned(cache, &fresh.host) {
         return Ok(pinned);
     }

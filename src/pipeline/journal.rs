@@ -3,6 +3,7 @@
 //! and the rescue file when the final store write fails. Sequences I/O only.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::Serialize;
@@ -19,61 +20,103 @@ use crate::store::{NewRun, PublishFacts, RunId, Store};
 /// its own `[limits] max_cases`.
 pub const DEFAULT_MAX_CASES: usize = 1000;
 
+/// What [`check_grid`] weighs besides the grid itself.
+pub struct GridLimits {
+    /// `[limits] max_cases` (the built-in threshold applies outside CI without it).
+    pub max_cases: Option<usize>,
+    /// `--yes`: start a grid above the limit.
+    pub yes: bool,
+    pub in_ci: bool,
+    /// `[gate] confirm_repeats`: the fresh processes each suspect may take after the grid.
+    pub confirm_repeats: u32,
+    /// The run's budget in seconds, when it has one: the budget's plan, printed next, is
+    /// what the night will take.
+    pub budget_s: Option<f64>,
+}
+
 /// Says how many cases the run has and what they will cost, and refuses a grid above the
 /// limit without `--yes`: the config's `max_cases` everywhere, the default only outside CI.
 pub fn check_grid(
     store: &Store,
     suites: &[&SuiteConfig],
     count: usize,
-    max_cases: Option<usize>,
-    yes: bool,
-    in_ci: bool,
+    limits: &GridLimits,
 ) -> Result<(), Error> {
-    let estimate = estimate(store, suites)?;
-    let limit = max_cases.unwrap_or(DEFAULT_MAX_CASES);
-    let enforced = max_cases.is_some() || !in_ci;
-    if count > limit && enforced && !yes {
+    let estimate = estimate(store, suites, limits.confirm_repeats)?;
+    let limit = limits.max_cases.unwrap_or(DEFAULT_MAX_CASES);
+    let enforced = limits.max_cases.is_some() || !limits.in_ci;
+    if count > limit && enforced && !limits.yes {
         return Err(Error::TooManyCases {
             count,
             estimate,
             limit,
-            configured: max_cases.is_some(),
+            configured: limits.max_cases.is_some(),
         });
     }
-    output::note(&format!("{count} cases to measure ({estimate})"));
+    let line = match limits.budget_s {
+        // Under a budget the plan decides the night's length: one figure, the plan's.
+        Some(budget) => format!(
+            "{count} cases to measure within the budget of {} (its plan follows)",
+            crate::report::format::duration(budget)
+        ),
+        None => format!("{count} cases to measure ({estimate})"),
+    };
+    output::note(&line);
     Ok(())
 }
 
-/// The run's cost: from the store's history of each suite (seconds per case in its last
-/// run), else in steps (cases x repeats x steps).
-fn estimate(store: &Store, suites: &[&SuiteConfig]) -> Result<String, Error> {
+/// The run's cost without a budget: from the store's history of each suite (the last run's
+/// wall seconds per harness process, times the processes this run starts), else in steps
+/// (cases x repeats x steps); with the most the confirm step can add when every case is a
+/// suspect (`confirm_repeats` more processes each).
+fn estimate(store: &Store, suites: &[&SuiteConfig], confirm_repeats: u32) -> Result<String, Error> {
     let mut timed = Vec::new();
-    let mut seconds = 0.0;
-    let mut untimed_steps = 0u64;
+    let (mut seconds, mut confirm_seconds) = (0.0, 0.0);
+    let (mut untimed_steps, mut confirm_steps) = (0u64, 0u64);
     let mut untimed = Vec::new();
     for suite in suites {
         let cases = suite.case_keys().len() as u64;
-        if let Some(per_case) = store.suite_seconds_per_case(&suite.name)? {
-            seconds += per_case * cases as f64;
+        if let Some(per_process) = store.suite_seconds_per_process(&suite.name)? {
+            seconds += per_process * (cases * u64::from(suite.repeats)) as f64;
+            confirm_seconds += per_process * (cases * u64::from(confirm_repeats)) as f64;
             timed.push(suite.name.as_str());
         } else {
-            untimed_steps += cases * u64::from(suite.repeats) * (suite.steps + suite.warmup_steps);
+            let steps = suite.steps + suite.warmup_steps;
+            untimed_steps += cases * u64::from(suite.repeats) * steps;
+            confirm_steps += cases * u64::from(confirm_repeats) * steps;
             untimed.push(suite.name.as_str());
         }
     }
     let mut parts = Vec::new();
     if !timed.is_empty() {
-        parts.push(format!(
+        let mut part = format!(
             "about {}, from the last run of suite {}",
             crate::report::format::duration(seconds),
             timed.join(", ")
-        ));
+        );
+        if confirm_seconds > 0.0 {
+            let _ = write!(
+                part,
+                "; up to {} if every case needs the confirm step ({confirm_repeats} more \
+                 processes each)",
+                crate::report::format::duration(seconds + confirm_seconds)
+            );
+        }
+        parts.push(part);
     }
     if !untimed.is_empty() {
-        parts.push(format!(
+        let mut part = format!(
             "{untimed_steps} harness steps in all (cases x repeats x steps) for suite {}, which has no earlier run to time it",
             untimed.join(", ")
-        ));
+        );
+        if confirm_steps > 0 {
+            let _ = write!(
+                part,
+                "; up to {} if every case needs the confirm step",
+                untimed_steps + confirm_steps
+            );
+        }
+        parts.push(part);
     }
     Ok(parts.join("; "))
 }

@@ -131,6 +131,12 @@ pub(crate) fn check_grid(
     let in_ci = ["CI", "GITHUB_ACTIONS"]
         .iter()
         .any(|v| env(v).is_some_and(|x| x == "true" || x == "1"));
-    let max_cases = config.limits.max_cases;
-    crate::pipeline::journal::check_grid(store, suites, cases, max_cases, args.yes, in_ci)
+    let limits = crate::pipeline::journal::GridLimits {
+        max_cases: config.limits.max_cases,
+        yes: args.yes,
+        in_ci,
+        confirm_repeats: config.gate.confirm_repeats,
+        budget_s: crate::pipeline::budget::budget_s(config, args.budget),
+    };
+    crate::pipeline::journal::check_grid(store, suites, cases, &limits)
 }

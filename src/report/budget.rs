@@ -203,7 +203,10 @@ fn lines(night: &NightRecord, cases: &[CaseBudget]) -> Vec<String> {
     }
     let unresolved: Vec<&str> = cases
         .iter()
+        // The plan's word, kept only where the night bore it out: a case the plan could not
+        // resolve that was decisive (or a confirmed suspect) after all was resolved.
         .filter(|c| matches!(c.note, PlanNote::OverBudget | PlanNote::TooNoisy))
+        .filter(|c| !matches!(c.stop, Stop::Decisive | Stop::Suspect))
         .map(|c| c.case.as_str())
         .collect();
     if !unresolved.is_empty() {
@@ -269,5 +272,40 @@ mod tests {
             "budget 10 min 00 s: 2 min 00 s used, 8 min 00 s left, ETA 5 min 00 s"
         );
         assert!(progress_line(&night, 610.0, 0.0).contains("10.0 s over (grace 30.0 s)"));
+    }
+
+    #[test]
+    fn a_case_the_plan_could_not_resolve_that_was_decisive_is_not_listed_unresolved() {
+        let night = NightRecord {
+            budget_s: 120.0,
+            grace_s: 10.0,
+            planned_s: 100.0,
+            reserve_s: 20.0,
+            budget_to_resolve_all_s: None,
+            not_started: Vec::new(),
+            used_s: 90.0,
+            stopped: false,
+        };
+        let case = |name: &str, note, stop| CaseBudget {
+            case: name.into(),
+            note,
+            stop,
+            planned_repeats: 3,
+            repeats: 3,
+            confirm_repeats: 0,
+            time_s: 10.0,
+            needed_s: None,
+        };
+        let cases = [
+            case("a", PlanNote::OverBudget, Stop::Decisive),
+            case("b", PlanNote::TooNoisy, Stop::Planned),
+            case("c", PlanNote::TooNoisy, Stop::Suspect),
+        ];
+        let text = lines(&night, &cases).join("\n");
+        assert!(text.contains("1 case(s) were decisive"), "{text}");
+        assert!(
+            text.contains("Unresolved within the budget (named in the plan): b."),
+            "only the case still unresolved: {text}"
+        );
     }
 }

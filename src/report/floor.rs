@@ -177,6 +177,8 @@ pub fn render_human(report: &FloorReport) -> String {
         "  weights {}, KV cache {}, compute peak {}",
         i.weight_dtype, i.kv_dtype, i.compute_dtype
     );
+    // Where the peaks came from: a datasheet, a declaration, or a measurement pinned in a file.
+    let _ = writeln!(out, "  figures: {}", i.gpu_source);
     let _ = writeln!(out);
     let _ = writeln!(
         out,

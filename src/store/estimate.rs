@@ -7,18 +7,15 @@ use super::db::Store;
 use super::error::StoreError;
 
 impl Store {
-    /// Wall seconds per case of the last run that measured `suite` here (the run's whole
-    /// duration over all its cases), or `None` when no run did. Imported runs (baselines
-    /// measured elsewhere, stored with no duration) time nothing and are skipped. Walks the runs newest first to the last
-    /// one with a result of the suite (the newest, for a suite that runs every night), never
-    /// every result the suite ever stored.
-    pub fn suite_seconds_per_case(&self, suite: &str) -> Result<Option<f64>, StoreError> {
-        let row: Option<(i64, i64, i64)> = self
+    /// Wall seconds per harness process of the last run that measured `suite` here: the run's
+    /// whole duration over every process it started (each result's repeats, confirm steps
+    /// included), or `None` when no timed run did. Imported runs (stored with no duration)
+    /// time nothing and are skipped. Reads one run's results, never the suite's history.
+    pub fn suite_seconds_per_process(&self, suite: &str) -> Result<Option<f64>, StoreError> {
+        let run: Option<(i64, i64, i64)> = self
             .conn
             .query_row(
-                "SELECT r.started_at_ns, r.finished_at_ns, \
-                        (SELECT count(*) FROM results a WHERE a.run_id = r.id) \
-                 FROM runs r \
+                "SELECT r.id, r.started_at_ns, r.finished_at_ns FROM runs r \
                  WHERE r.id = (SELECT u.id FROM runs u \
                                WHERE u.finished_at_ns > u.started_at_ns \
                                  AND EXISTS (SELECT 1 FROM results x \
@@ -30,8 +27,22 @@ impl Store {
             )
             .optional()
             .map_err(self.fail("read the last run of a suite"))?;
-        Ok(row.and_then(|(start, end, cases)| {
-            (cases > 0 && end >= start).then(|| (end - start) as f64 / 1e9 / cases as f64)
-        }))
+        let Some((id, start, end)) = run else {
+            return Ok(None);
+        };
+        let blobs: Vec<Vec<u8>> = self
+            .conn
+            .prepare_cached("SELECT samples FROM results WHERE run_id = ?1")
+            .and_then(|mut stmt| {
+                stmt.query_map(super::sql::params![id], |r| r.get(0))?
+                    .collect()
+            })
+            .map_err(self.fail("read the last run of a suite"))?;
+        // A blob that does not decode counts no process: the estimate only errs long.
+        let processes: usize = blobs
+            .iter()
+            .filter_map(|b| super::samples::repeat_count(b).ok())
+            .sum();
+        Ok((processes > 0 && end > start).then(|| (end - start) as f64 / 1e9 / processes as f64))
     }
 }

@@ -72,6 +72,16 @@ pub fn encode(repeats: &[Vec<f64>]) -> Vec<u8> {
     out
 }
 
+/// The number of repeats a blob written by [`encode`] holds, read from its header alone.
+pub fn repeat_count(blob: &[u8]) -> Result<usize, SampleError> {
+    let mut r = Reader { blob, at: 0 };
+    let version = r.byte()?;
+    if version != VERSION {
+        return Err(SampleError::Version(version));
+    }
+    r.count(3)
+}
+
 /// Decodes a blob written by [`encode`].
 pub fn decode(blob: &[u8]) -> Result<Vec<Vec<f64>>, SampleError> {
     let mut r = Reader { blob, at: 0 };

@@ -60,8 +60,12 @@ fn example_measures_real_work_below_the_floor_bound() {
     // and the steps see the same quiet memory system.
     assert!(util > 0.02 && util <= 1.0, "utilisation {util}");
     assert_eq!(case["bound"], "memory");
-    // The measured bandwidth is cached beside the store and reused.
-    assert!(env.path().join(".utilgate/host-bandwidth.json").exists());
+    // The measured bandwidth is pinned for the host (the user's cache) and reused.
+    assert!(
+        env.path()
+            .join(".cache/utilgate/host-bandwidth.json")
+            .exists()
+    );
 }
 
 #[test]

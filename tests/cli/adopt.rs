@@ -165,8 +165,8 @@ fn floor_reads_the_default_config_and_resolves_the_device_as_run_does() {
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(json["inputs"]["gpu"], "host-cpu", "{json}");
     let cache: Value = serde_json::from_str(
-        &std::fs::read_to_string(env.path().join(".utilgate/host-bandwidth.json"))
-            .expect("the measured figure is cached beside the store"),
+        &std::fs::read_to_string(env.path().join(".cache/utilgate/host-bandwidth.json"))
+            .expect("the measured figure is pinned for the host"),
     )
     .expect("json");
     let measured = cache["bytes_per_s"].as_f64().expect("bytes_per_s");
@@ -176,6 +176,94 @@ fn floor_reads_the_default_config_and_resolves_the_device_as_run_does() {
     assert!(
         (used - measured).abs() <= 1e-6 * measured,
         "{used} vs {measured}"
+    );
+}
+
+/// One host, one pinned bandwidth: two stores in two directories floor the same case against
+/// the same figure (before, each directory pinned its own measurement: 17.0 ms against
+/// 15.9 ms on one machine), a figure an older utilgate pinned beside a store is adopted, and
+/// two pins that disagree are named.
+#[test]
+fn one_host_floors_every_store_against_one_pinned_bandwidth_and_says_where_it_came_from() {
+    let env = TestEnv::new();
+    let config =
+        config_with_gpu("[gpu]\nmeasure_host_bandwidth = true\ndense_tflops = { bf16 = 1.0 }\n");
+    // Two projects on one machine, each with its store under its own directory.
+    for dir in ["a", "b"] {
+        std::fs::create_dir_all(env.path().join(dir).join(".utilgate")).expect("mkdir");
+        std::fs::write(env.path().join(dir).join("utilgate.toml"), &config).expect("config");
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .expect("hostname")
+        .trim()
+        .to_owned();
+    // A figure pinned beside the first store by an older utilgate, far from any real one.
+    let pin = |bytes_per_s: f64, at: &str| {
+        serde_json::json!({
+            "host": host, "bytes_per_s": bytes_per_s, "probe_bytes": 4_194_304, "passes": 256,
+            "measured_at": at
+        })
+        .to_string()
+    };
+    std::fs::write(
+        env.path().join("a/.utilgate/host-bandwidth.json"),
+        pin(12.345e9, "2026-01-02T03:04:05Z"),
+    )
+    .expect("pin");
+    let peak = |json: &Value| {
+        json["floor"]["peak_bandwidth_bytes_per_s"]
+            .as_f64()
+            .expect("peak")
+    };
+    let (code, a, err) = floor_json(&env, &["--config", "a/utilgate.toml"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        (peak(&a) - 12.345e9).abs() < 1.0,
+        "the old pin is adopted: {a}"
+    );
+    let (code, b, err) = floor_json(&env, &["--config", "b/utilgate.toml"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(a["floor"], b["floor"], "two directories, one figure");
+    assert!(
+        !env.path().join("b/.utilgate/host-bandwidth.json").exists(),
+        "nothing pinned per directory any more"
+    );
+    // Where the figure came from, in the terminal output.
+    let out = env
+        .cmd()
+        .args([
+            "floor",
+            "--model",
+            "seed-8b",
+            "--phase",
+            "decode",
+            "--context",
+            "4096",
+            "--config",
+            "b/utilgate.toml",
+        ])
+        .output()
+        .expect("runs");
+    let text = crate::env::stdout(&out);
+    let said = format!(
+        "figures: bandwidth measured on host {host} at 2026-01-02T03:04:05Z, pinned in {}",
+        env.path()
+            .join(".cache/utilgate/host-bandwidth.json")
+            .display()
+    );
+    assert!(text.contains(&said), "{text}");
+    // A stale pin beside a store that disagrees with the host's is named, never used.
+    std::fs::write(
+        env.path().join("b/.utilgate/host-bandwidth.json"),
+        pin(20.0e9, "2026-02-02T00:00:00Z"),
+    )
+    .expect("pin");
+    let (code, again, err) = floor_json(&env, &["--config", "b/utilgate.toml"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(again["floor"], a["floor"], "the host's pin wins");
+    assert!(
+        err.contains("two pins of") && err.contains("12.35 GB/s") && err.contains("20.00 GB/s"),
+        "{err}"
     );
 }
 

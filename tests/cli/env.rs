@@ -141,6 +141,8 @@ timeout_s = 20
             cmd.env_remove(var);
         }
         cmd.env("NO_COLOR", "1");
+        // The host's pinned bandwidth lives in the user's cache: this test's own.
+        cmd.env("XDG_CACHE_HOME", self.path().join(".cache"));
         cmd
     }
 
@@ -153,6 +155,8 @@ timeout_s = 20
             cmd.env_remove(var);
         }
         cmd.env("NO_COLOR", "1");
+        // The host's pinned bandwidth lives in the user's cache: this test's own.
+        cmd.env("XDG_CACHE_HOME", self.path().join(".cache"));
         cmd
     }
 

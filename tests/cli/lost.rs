@@ -463,6 +463,49 @@ fn the_estimate_comes_from_the_suites_history() {
         err.contains("2 cases") && err.contains("from the last run of suite decode"),
         "{err}"
     );
+    // The confirm step is counted: each suspect may take 12 more processes beside its 3, at the
+    // last run's cost per process, so the most is five times the plain estimate.
+    let seconds = |after: &str| -> f64 {
+        let at = err
+            .find(after)
+            .unwrap_or_else(|| panic!("{after:?} in {err}"))
+            + after.len();
+        let text = &err[at..];
+        let (num, rest) = text.split_once(' ').expect("a figure");
+        let figure: f64 = num.parse().unwrap_or_else(|_| panic!("a number in {text}"));
+        if rest.starts_with("min") {
+            let secs: f64 = rest[4..].split(' ').next().expect("s").parse().expect("s");
+            figure * 60.0 + secs
+        } else {
+            figure
+        }
+    };
+    assert!(
+        err.contains("if every case needs the confirm step (12 more processes each)"),
+        "{err}"
+    );
+    let (about, most) = (seconds("(about "), seconds("; up to "));
+    // Each figure is printed to 0.1 s.
+    assert!(
+        about > 0.0 && most >= 5.0 * (about - 0.05) - 0.05 && most <= 5.0 * (about + 0.05) + 0.05,
+        "about {about} s, up to {most} s: {err}"
+    );
+
+    // Under a budget the first line names the budget, and the plan (printed next) its length.
+    let out = env
+        .cmd()
+        .args(["run", "--branch", "main", "--budget", "2m"])
+        .output()
+        .expect("runs");
+    let err = stderr(&out);
+    assert!(
+        err.contains("2 cases to measure within the budget of 2 min 00 s (its plan follows)"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("(about "),
+        "one figure for the night's length: {err}"
+    );
 }
 
 #[test]

@@ -156,11 +156,8 @@ fn the_readme_tour_shows_what_the_example_prints() {
     // The floors shown are this example's bytes over the bandwidth the README names: the bytes
     // of a step do not depend on the host, so they must match the real run's.
     let pinned: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            env.path()
-                .join("examples/cpu-decode/.utilgate/host-bandwidth.json"),
-        )
-        .expect("the example pins the host's bandwidth"),
+        &std::fs::read_to_string(env.path().join(".cache/utilgate/host-bandwidth.json"))
+            .expect("the example pins the host's bandwidth"),
     )
     .expect("json");
     let real_bandwidth = pinned["bytes_per_s"].as_f64().expect("bytes_per_s");
