@@ -17,7 +17,7 @@ use crate::pipeline::plan::meta_of;
 use crate::pipeline::serve::{ServeCaseInput, ServeRunPlan, emit_report, judge_and_store};
 use crate::serve::{self, ServeKey};
 use crate::store::journal;
-use crate::store::meta::MetaFlags;
+use crate::store::meta::{MetaFlags, is_pull_request_run};
 
 pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {
     // Read and check the file before touching the store.
@@ -35,6 +35,18 @@ pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {
         mut serve,
     } = rescued;
     run.uid = Some(uid);
+    // A pull request's run is advice: it never moves a baseline (its moves would not count).
+    if args.promote && is_pull_request_run(run.trigger.as_deref(), run.pr_number) {
+        return Err(Error::Argument {
+            arg: format!("--promote {}", args.file.display()),
+            problem: format!(
+                "the run was measured for a pull request (trigger {}, pull request {}), and a pull request's run never moves a baseline",
+                run.trigger.as_deref().unwrap_or("unknown"),
+                run.pr_number.map_or_else(|| "unknown".to_owned(), |n| format!("#{n}"))
+            ),
+            fix: "import it without --promote; to make one of its results a baseline, `utilgate baseline accept FILTER --run ID --reason \"...\"`".into(),
+        });
+    }
     let (mut store, _) = store_with(&args.config, StoreMode::Create)?;
     let promoted = run.results.iter().filter(|r| r.promote).count()
         + serve.iter().filter(|c| c.promote).count();

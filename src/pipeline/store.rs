@@ -148,15 +148,17 @@ pub(crate) fn publish_facts(
     }
 }
 
-/// Whether the run moves baselines: it passed the gate on the baseline branch and nothing
-/// (`--no-promote`, a `--baselines` run) holds it back.
+/// Whether the run moves baselines: it passed the gate on the baseline branch, was not measured
+/// for a pull request (a fork may name its branch `main`), and nothing (`--no-promote`, a
+/// `--baselines` run) holds it back.
 pub(crate) fn promotes(
     config: &Config,
     meta: &RunMeta,
     verdicts: &[Verdict],
     no_promote: bool,
 ) -> bool {
-    let on_baseline_branch = meta.branch.as_deref() == Some(config.gate.baseline_branch.as_str());
+    let on_baseline_branch = meta.branch.as_deref() == Some(config.gate.baseline_branch.as_str())
+        && !meta.for_pull_request();
     compare::run_promotes(
         verdicts,
         &config.gate.fail_on,

@@ -741,3 +741,4 @@ fn publishing_facts_round_trip_and_untrusted_stores_open_defensively() {
 
 mod axes;
 mod bounded;
+mod pull_requests;
