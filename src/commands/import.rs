@@ -11,7 +11,10 @@ use crate::config::GateConfig;
 use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::output;
-use crate::pipeline::context::{StoreMode, open_store, store_with};
+use crate::pipeline::context::{
+    MEASURE_LOCALLY, SharedWrite, StoreMode, open_store, refuse_shared_store_in_pull_request,
+    store_origin, store_with,
+};
 use crate::pipeline::journal::RescuedRun;
 use crate::pipeline::plan::meta_of;
 use crate::pipeline::serve::{ServeCaseInput, ServeRunPlan, emit_report, judge_and_store};
@@ -140,6 +143,16 @@ pub fn import_serve(args: &ImportServeArgs) -> Result<Outcome, Error> {
     let busy = loaded
         .as_ref()
         .map_or(10.0, |l| l.config.store.busy_timeout_s);
+    let origin = match &loaded {
+        Some(l) => store_origin(args.db.is_some(), &l.path),
+        None => store_origin(true, Path::new("")),
+    };
+    let write = SharedWrite {
+        verb: "import serve",
+        origin: &origin,
+        fix: MEASURE_LOCALLY,
+    };
+    refuse_shared_store_in_pull_request(&store_path, write)?;
     let mut store = open_store(&store_path, busy)?;
     let dir = loaded
         .as_ref()

@@ -236,6 +236,7 @@ pub fn run_serve_suites(
     let store_path = loaded.store_path(args.config.db.as_deref());
     let meta = crate::pipeline::plan::run_meta(args, loaded, pr_event);
     let config = &loaded.config;
+    crate::pipeline::store::refuse_in_pull_request(&store_path, args, loaded)?;
     let mut store = if args.init {
         crate::store::Store::open_init(
             &store_path,

@@ -206,4 +206,129 @@ fn a_pull_requests_rescued_run_imported_never_moves_or_joins_mains_reference() {
         "the pull request's processes were pooled into main's reference"
     );
     assert_eq!(verdict, "pass");
+
+    // The ingest belongs in a job without pull-request code: in the pull request's own job,
+    // a shared store is refused before the file is stored anywhere.
+    let out = env
+        .cmd()
+        .args(["import", "run", "--db", NOWHERE])
+        .arg(&rescue)
+        .env("GITHUB_EVENT_NAME", "pull_request")
+        .output()
+        .expect("imports");
+    assert_no_shared_write(&out, "--db (or UTILGATE_DB)", "import");
+}
+
+/// A store URL that nothing listens on: a refusal must come before any connection.
+const NOWHERE: &str = "postgres://gate@127.0.0.1:9/gate";
+
+/// Asserts `out` is the refusal to write a shared store from a pull request's job: exit 2,
+/// naming where the store came from, the verb and the fix, never the URL.
+fn assert_no_shared_write(out: &Output, origin: &str, verb: &str) {
+    let err = stderr(out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "error: {origin}: `utilgate {verb}` in a job started by a pull_request event (GITHUB_EVENT_NAME) would write a PostgreSQL store"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("hint: "), "{err}");
+    assert!(
+        !err.contains("127.0.0.1:9"),
+        "the store's URL was printed: {err}"
+    );
+}
+
+/// `run --trusted` in a pull request's job writes only a local file: a PostgreSQL store, by
+/// `--db` or by the config's `[store] url`, is refused before anything is measured or opened.
+#[test]
+fn a_trusted_run_in_a_pull_requests_job_refuses_a_shared_store() {
+    let env = TestEnv::new();
+    env.write_config(&logging_config());
+    let event = fork_event(&env);
+    let pr_cmd = || {
+        let mut cmd = env.cmd();
+        cmd.env("GITHUB_EVENT_NAME", "pull_request")
+            .env("GITHUB_EVENT_PATH", &event);
+        cmd
+    };
+    let out = pr_cmd()
+        .args(["run", "--trusted", "--branch", "feature", "--db", NOWHERE])
+        .output()
+        .expect("runs");
+    assert_no_shared_write(&out, "--db (or UTILGATE_DB)", "run");
+    assert!(
+        stderr(&out).contains("hint: in a pull request's job write the job's own SQLite file"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !env.path().join("started.log").exists(),
+        "a harness started"
+    );
+
+    env.write_config(&format!(
+        "{}\n[store]\nurl = \"{NOWHERE}\"\n",
+        TestEnv::config_with("")
+    ));
+    let out = pr_cmd()
+        .args(["run", "--trusted", "--branch", "feature"])
+        .output()
+        .expect("runs");
+    assert_no_shared_write(&out, "[store] url in utilgate.toml", "run");
+
+    // The same run outside a pull request's job gets as far as the server.
+    let out = env
+        .cmd()
+        .args(["run", "--trusted", "--branch", "main", "--db", NOWHERE])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        !stderr(&out).contains("pull_request event"),
+        "{}",
+        stderr(&out)
+    );
+    // And in a pull request's job, its own file takes the run.
+    env.write_config(&TestEnv::config_with(""));
+    let out = pr_cmd()
+        .args(["run", "--branch", "feature", "--db", "pr.db"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// The ingest verbs refuse a shared store in a pull request's job, as `run` does.
+#[test]
+fn store_copy_and_import_in_a_pull_requests_job_refuse_a_shared_store() {
+    let env = TestEnv::new();
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = env
+        .cmd()
+        .args(["store", "copy", "--from"])
+        .arg(env.db())
+        .args(["--to", NOWHERE])
+        .env("GITHUB_EVENT_NAME", "pull_request_target")
+        .output()
+        .expect("copies");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "error: --to: `utilgate store copy` in a job started by a pull_request_target event"
+        ),
+        "{err}"
+    );
+    let serve = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/vllm_bench/vllm_bench_serve_v0.11plus_qwen2.5vl3b_rate1.json");
+    let out = env
+        .cmd()
+        .args(["import", "serve", "--suite", "chat", "--db", NOWHERE])
+        .arg(&serve)
+        .env("GITHUB_EVENT_NAME", "pull_request")
+        .output()
+        .expect("imports");
+    assert_no_shared_write(&out, "--db (or UTILGATE_DB)", "import serve");
 }
