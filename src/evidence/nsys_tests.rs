@@ -274,25 +274,25 @@ fn the_export_read_is_the_file_checked_whatever_the_path_becomes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("case.sqlite");
     std::fs::copy(export_file().path(), &path).expect("copy");
-    let swaps: [(&str, &dyn Fn(&std::path::Path)); 2] = [
-        ("a FIFO", &|p| {
+    // What the harness puts at the path.
+    let swap = |what: &str, p: &std::path::Path| {
+        if what == "a FIFO" {
             let made = std::process::Command::new("mkfifo")
                 .arg(p)
                 .status()
                 .expect("mkfifo runs");
             assert!(made.success());
-        }),
-        ("a link to /dev/zero", &|p| {
+        } else {
             std::os::unix::fs::symlink("/dev/zero", p).expect("symlink");
-        }),
-    ];
-    for (what, swap) in swaps {
+        }
+    };
+    for what in ["a FIFO", "a link to /dev/zero"] {
         let checked =
             crate::evidence::nsys_sqlite::open_export(&path).expect("a regular SQLite export");
         // The harness swaps the path between the check and the read.
         let kept = dir.path().join("kept.sqlite");
         std::fs::rename(&path, &kept).expect("moved away");
-        swap(&path);
+        swap(what, &path);
         let (tx, rx) = mpsc::channel();
         let named = path.clone();
         std::thread::spawn(move || {

@@ -240,7 +240,7 @@ fn assert_no_shared_write(out: &Output, origin: &str, verb: &str) {
     );
 }
 
-/// `run --trusted` in a pull request's job writes only a local file: a PostgreSQL store, by
+/// `run --trusted` in a pull request's job writes only a local file: a `PostgreSQL` store, by
 /// `--db` or by the config's `[store] url`, is refused before anything is measured or opened.
 #[test]
 fn a_trusted_run_in_a_pull_requests_job_refuses_a_shared_store() {
