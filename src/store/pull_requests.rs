@@ -25,8 +25,17 @@ pub(crate) fn not_for_a_pull_request(alias: &str) -> String {
 /// promotion onto a result of a pull request's run (which a pull request's own store could
 /// hold, and `store copy` would carry over). Moves by hand (`accept`, `import`) stay.
 pub(crate) fn a_move_that_counts(alias: &str) -> String {
+    a_move_onto("results", alias)
+}
+
+/// [`a_move_that_counts`] for `serve_baseline_moves` (the service results' table).
+pub(crate) fn a_serve_move_that_counts(alias: &str) -> String {
+    a_move_onto("serve_results", alias)
+}
+
+fn a_move_onto(results: &str, alias: &str) -> String {
     format!(
-        "NOT ({alias}.kind = 'promote' AND EXISTS (SELECT 1 FROM results pr_r \
+        "NOT ({alias}.kind = 'promote' AND EXISTS (SELECT 1 FROM {results} pr_r \
            JOIN runs pr_u ON pr_u.id = pr_r.run_id \
            WHERE pr_r.id = {alias}.result_id AND {}))",
         for_a_pull_request("pr_u")
