@@ -238,6 +238,24 @@ pub enum Error {
         now: PathBuf,
         now_kind: String,
     },
+    #[error(
+        "--promote {}: the run was measured for a pull request (trigger {trigger}, pull request {pr}), and a pull request's run never moves a baseline",
+        file.display()
+    )]
+    PromotePullRequestRun {
+        file: PathBuf,
+        trigger: String,
+        pr: String,
+    },
+    #[error(
+        "{origin}: `utilgate {verb}` in a job started by a {event} event (GITHUB_EVENT_NAME) would write a PostgreSQL store, and a job that runs pull-request code writes nothing shared"
+    )]
+    SharedStoreInPullRequest {
+        origin: String,
+        verb: String,
+        event: String,
+        fix: String,
+    },
     #[error("--run: re-measuring needs the case")]
     BisectNeedsCase,
     #[error("--case {case}: run {run} did not measure it")]
@@ -364,6 +382,7 @@ impl Error {
             Error::BaselineFile { .. } => Some(
                 "baseline files are written by `utilgate baseline export`; restore it from version control".into(),
             ),
+            Error::SharedStoreInPullRequest { fix, .. } => Some(fix.clone()),
             _ => self.argument_hint().map(str::to_owned),
         }
     }
@@ -371,6 +390,9 @@ impl Error {
     /// The fix for a command-line value that parses but cannot be used.
     fn argument_hint(&self) -> Option<&'static str> {
         match self {
+            Error::PromotePullRequestRun { .. } => Some(
+                "import it without --promote; to make one of its results a baseline, `utilgate baseline accept FILTER --run ID --reason \"...\"`",
+            ),
             Error::CaseMatch { .. } => Some(
                 "give one whole case name, as `utilgate runs show` prints it (with --gpu where the store holds several GPUs)",
             ),

@@ -11,13 +11,16 @@ use crate::config::GateConfig;
 use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::output;
-use crate::pipeline::context::{StoreMode, open_store, store_with};
+use crate::pipeline::context::{
+    MEASURE_LOCALLY, SharedWrite, StoreMode, open_store, refuse_shared_store_in_pull_request,
+    store_origin, store_with,
+};
 use crate::pipeline::journal::RescuedRun;
 use crate::pipeline::plan::meta_of;
 use crate::pipeline::serve::{ServeCaseInput, ServeRunPlan, judge_and_store};
 use crate::serve::{self, ServeKey};
 use crate::store::journal;
-use crate::store::meta::MetaFlags;
+use crate::store::meta::{MetaFlags, is_pull_request_run};
 
 pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {
     // Read and check the file before touching the store.
@@ -37,6 +40,16 @@ pub fn import_run(args: &ImportRunArgs) -> Result<Outcome, Error> {
         mut serve,
     } = rescued;
     run.uid = Some(uid);
+    // A pull request's run is advice: it never moves a baseline (its moves would not count).
+    if args.promote && is_pull_request_run(run.trigger.as_deref(), run.pr_number) {
+        return Err(Error::PromotePullRequestRun {
+            file: args.file.clone(),
+            trigger: run.trigger.as_deref().unwrap_or("unknown").to_owned(),
+            pr: run
+                .pr_number
+                .map_or_else(|| "unknown".to_owned(), |n| format!("#{n}")),
+        });
+    }
     let (mut store, _) = store_with(&args.config, StoreMode::Create)?;
     let promoted = run.results.iter().filter(|r| r.promote).count()
         + serve.iter().filter(|c| c.promote).count();
@@ -130,6 +143,16 @@ pub fn import_serve(args: &ImportServeArgs) -> Result<Outcome, Error> {
     let busy = loaded
         .as_ref()
         .map_or(10.0, |l| l.config.store.busy_timeout_s);
+    let origin = match &loaded {
+        Some(l) => store_origin(args.db.is_some(), &l.path),
+        None => store_origin(true, Path::new("")),
+    };
+    let write = SharedWrite {
+        verb: "import serve",
+        origin: &origin,
+        fix: MEASURE_LOCALLY,
+    };
+    refuse_shared_store_in_pull_request(&store_path, write)?;
     let mut store = open_store(&store_path, busy)?;
     let dir = loaded
         .as_ref()

@@ -17,6 +17,14 @@ use crate::store::{CopyReport, Store};
 
 pub fn copy(args: &StoreCopyArgs) -> Result<Outcome, Error> {
     let timeout = Duration::from_secs_f64(args.busy_timeout_s);
+    crate::pipeline::context::refuse_shared_store_in_pull_request(
+        &args.to,
+        crate::pipeline::context::SharedWrite {
+            verb: "store copy",
+            origin: "--to",
+            fix: "copy into the shared store from a job that runs no pull-request code (a `workflow_run` workflow, docs/github.md); in the pull request's job copy only to a local SQLite file",
+        },
+    )?;
     let mut from = Store::open_existing_read_only(&args.from, timeout)?;
     let mut to = Store::open(&args.to, timeout)?;
     let copied = from.copy_history_to(&mut to)?;

@@ -3,7 +3,12 @@
 //! CUDA runtime calls, synchronisation and NVTX ranges. A table nsys did not write (it writes
 //! none for an activity it did not see) is noted and read as empty; a file that is not `SQLite`,
 //! is cut short, or lacks the columns this reader needs is an error naming the file and a fix.
+//! The path is a harness's to choose: it is opened once, checked on the open file, and `SQLite`
+//! reads that open file, never the path again (#28 item 9).
 
+use std::fs::File;
+use std::io::Read as _;
+use std::os::fd::AsRawFd as _;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
@@ -128,31 +133,49 @@ fn query_error(path: &Path, table: &'static str, source: rusqlite::Error) -> Nsy
     }
 }
 
-/// Reads the export at `path`.
+/// Reads the export at `path`: opened once ([`open_export`]), then read through that open
+/// file ([`read_open`]), never looked up by name again.
 pub fn read(path: &Path) -> Result<Export, NsysError> {
+    let file = open_export(path)?;
+    read_open(&file, path)
+}
+
+/// The export at `path`, opened once without blocking and kept only when the open file is a
+/// regular file that begins as `SQLite` does ([`super::file::open_regular`]).
+pub(crate) fn open_export(path: &Path) -> Result<File, NsysError> {
+    let file = super::file::open_regular(path).map_err(|source| NsysError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
     let mut head = Vec::with_capacity(64);
-    let read_head = super::file::open_regular(path).and_then(|f| {
-        use std::io::Read;
-        f.take(64).read_to_end(&mut head)
-    });
-    match read_head {
-        Ok(_) if head.starts_with(SQLITE_MAGIC) => {}
-        Err(e) => {
-            return Err(NsysError::Io {
-                path: path.to_owned(),
-                source: e,
-            });
-        }
-        Ok(_) => {
-            return Err(NsysError::NotSqlite {
-                path: path.to_owned(),
-                found: what_is(&head),
-            });
-        }
+    (&file)
+        .take(64)
+        .read_to_end(&mut head)
+        .map_err(|source| NsysError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+    if !head.starts_with(SQLITE_MAGIC) {
+        return Err(NsysError::NotSqlite {
+            path: path.to_owned(),
+            found: what_is(&head),
+        });
     }
+    Ok(file)
+}
+
+/// `SQLite` opens the checked file through `/proc/self/fd/N`: the kernel resolves that to the
+/// open file itself, so a harness that swaps `path` for a FIFO (a hang) or a link to
+/// `/dev/zero` after the check changes nothing that is read. `immutable=1`: the export is
+/// read as it is, with no locks and no journal or WAL looked up beside it (those would be
+/// lookups by name). `path` names the file in errors only.
+pub(crate) fn read_open(file: &File, path: &Path) -> Result<Export, NsysError> {
+    let uri = format!("file:/proc/self/fd/{}?immutable=1", file.as_raw_fd());
     let db = Connection::open_with_flags(
-        path,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        &uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_URI,
     )
     .map_err(|source| NsysError::Open {
         path: path.to_owned(),

@@ -262,3 +262,66 @@ fn bad_files_are_errors_with_a_fix_never_panics() {
     );
     assert!(e.hint().is_some_and(|h| h.contains("nsys")));
 }
+
+/// #28 item 9: the path a harness reported is opened and checked once; what `SQLite` then reads
+/// is that open file. Swapped after the check for a FIFO (whose open would block for ever) or
+/// a link to `/dev/zero`, the path changes nothing: the export read is the one checked, and
+/// the read ends.
+#[test]
+fn the_export_read_is_the_file_checked_whatever_the_path_becomes() {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("case.sqlite");
+    std::fs::copy(export_file().path(), &path).expect("copy");
+    // What the harness puts at the path.
+    let swap = |what: &str, p: &std::path::Path| {
+        if what == "a FIFO" {
+            let made = std::process::Command::new("mkfifo")
+                .arg(p)
+                .status()
+                .expect("mkfifo runs");
+            assert!(made.success());
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", p).expect("symlink");
+        }
+    };
+    for what in ["a FIFO", "a link to /dev/zero"] {
+        let checked =
+            crate::evidence::nsys_sqlite::open_export(&path).expect("a regular SQLite export");
+        // The harness swaps the path between the check and the read.
+        let kept = dir.path().join("kept.sqlite");
+        std::fs::rename(&path, &kept).expect("moved away");
+        swap(what, &path);
+        let (tx, rx) = mpsc::channel();
+        let named = path.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(
+                crate::evidence::nsys_sqlite::read_open(&checked, &named).map(|e| e.kernels.len()),
+            );
+        });
+        let read = rx
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("the read hung on {what}"));
+        assert_eq!(read.expect("the checked export reads"), 1312, "{what}");
+        // And read by name now, the path is refused at once.
+        let refused = read_nonblocking(&path);
+        assert!(refused.contains("not a regular file"), "{what}: {refused}");
+        std::fs::remove_file(&path).expect("unswap");
+        std::fs::rename(&kept, &path).expect("put back");
+    }
+}
+
+/// The error of `read(path)`, in words, from a thread that must finish within 20 s.
+fn read_nonblocking(path: &std::path::Path) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = path.to_owned();
+    std::thread::spawn(move || {
+        let _ = tx.send(read(&path).map(|_| ()).map_err(|e| e.to_string()));
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(20)) {
+        Ok(Err(e)) => e,
+        Ok(Ok(())) => "read".to_owned(),
+        Err(_) => "hung".to_owned(),
+    }
+}

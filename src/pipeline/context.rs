@@ -70,6 +70,51 @@ pub fn select_suites<'a>(
         .collect())
 }
 
+/// What a command that writes the store `location` does, for [`refuse_shared_store_in_pull_request`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SharedWrite<'a> {
+    /// The verb (`run`, `import run`, `store copy`).
+    pub(crate) verb: &'a str,
+    /// Where the location came from: `--db`, `--to`, or the config's `[store] url`.
+    pub(crate) origin: &'a str,
+    /// The fix for this verb.
+    pub(crate) fix: &'a str,
+}
+
+/// The fix for `run` and `import` in a pull request's job.
+pub(crate) const MEASURE_LOCALLY: &str = "in a pull request's job write the job's own SQLite file (`--db .utilgate/pr.db`, or `run --baselines baselines/`) and upload it; a job that runs no pull-request code (a `workflow_run` workflow) stores it in the shared store with `utilgate store copy` or `utilgate import run` (docs/github.md, the one pattern)";
+
+/// Where the store of `--db`/`UTILGATE_DB`, else the config at `config`, comes from.
+pub(crate) fn store_origin(db_flag: bool, config: &Path) -> String {
+    if db_flag {
+        "--db (or UTILGATE_DB)".to_owned()
+    } else {
+        format!("[store] url in {}", config.display())
+    }
+}
+
+/// Refuses to write a `PostgreSQL` store from a job that a `pull_request*` event started: such
+/// a job runs the pull request's code (its checkout, its build, its harness), so nothing it
+/// holds may write the shared store, `--trusted` or not (#28 item 3, docs/github.md's threat
+/// model). A local `SQLite` file is the job's own. Never prints the location (it may hold a
+/// password): names where it came from.
+pub(crate) fn refuse_shared_store_in_pull_request(
+    location: &Path,
+    write: SharedWrite<'_>,
+) -> Result<(), Error> {
+    let event = env_lookup()(crate::pipeline::publish::env::GITHUB_EVENT_NAME)
+        .filter(|e| e.starts_with(crate::store::meta::PULL_REQUEST_TRIGGER));
+    match event {
+        Some(event) if is_pg_url(location) => Err(Error::SharedStoreInPullRequest {
+            origin: write.origin.to_owned(),
+            verb: write.verb.to_owned(),
+            event,
+            fix: write.fix.to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 pub fn open_store(path: &Path, busy_timeout_s: f64) -> Result<Store, Error> {
     Ok(Store::open(path, Duration::from_secs_f64(busy_timeout_s))?)
 }
@@ -115,6 +160,25 @@ pub fn store_with(args: &ConfigArgs, mode: StoreMode) -> Result<(Store, Option<C
         (None, None) => Path::new(DEFAULT_STORE_PATH).to_path_buf(),
     };
     let timeout = std::time::Duration::from_secs_f64(timeout);
+    if mode != StoreMode::Read {
+        let origin = store_origin(args.db.is_some(), &args.config);
+        refuse_shared_store_in_pull_request(
+            &path,
+            SharedWrite {
+                verb: if mode == StoreMode::Write {
+                    "baseline"
+                } else {
+                    "import"
+                },
+                origin: &origin,
+                fix: if mode == StoreMode::Write {
+                    "move baselines from a job that runs no pull-request code (a scheduled or `workflow_run` workflow, or your own machine)"
+                } else {
+                    MEASURE_LOCALLY
+                },
+            },
+        )?;
+    }
     let store = match mode {
         StoreMode::Read => Store::open_existing_read_only(&path, timeout)?,
         // A `postgres://` store is a server's database, never a file here.

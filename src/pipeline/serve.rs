@@ -148,7 +148,9 @@ pub fn judge_and_store(
     let decided = decide_all(store, inputs, plan)?;
     let verdicts: Vec<Verdict> = decided.iter().map(|d| d.verdict).collect();
     let gate_failed = compare::gate_failed(verdicts.iter().copied(), &plan.gate.fail_on);
-    let on_branch = plan.meta.branch.as_deref() == Some(plan.gate.baseline_branch.as_str());
+    // A pull request's run is advice: it never moves a baseline, whatever its branch is called.
+    let on_branch = plan.meta.branch.as_deref() == Some(plan.gate.baseline_branch.as_str())
+        && !plan.meta.for_pull_request();
     let any_error = verdicts.contains(&Verdict::Error);
     let promote_run =
         compare::run_promotes(&verdicts, &plan.gate.fail_on, on_branch, plan.no_promote);

@@ -45,9 +45,11 @@ impl RunStores {
                 crate::pipeline::baselines::seeded_store(files, config.store.busy_timeout_s)?;
             (store, Some(scratch))
         } else if args.init {
+            refuse_in_pull_request(&configured, args, loaded)?;
             let timeout = Duration::from_secs_f64(config.store.busy_timeout_s);
             (crate::store::Store::open_init(&configured, timeout)?, None)
         } else {
+            refuse_in_pull_request(&configured, args, loaded)?;
             (open_store(&configured, config.store.busy_timeout_s)?, None)
         };
         let path = scratch
@@ -88,6 +90,23 @@ impl RunStores {
             run_id.0,
         )
     }
+}
+
+/// A run in a pull request's job writes only a local `SQLite` file, `--trusted` or not.
+pub(crate) fn refuse_in_pull_request(
+    store: &std::path::Path,
+    args: &RunArgs,
+    loaded: &LoadedConfig,
+) -> Result<(), Error> {
+    let origin = crate::pipeline::context::store_origin(args.config.db.is_some(), &loaded.path);
+    crate::pipeline::context::refuse_shared_store_in_pull_request(
+        store,
+        crate::pipeline::context::SharedWrite {
+            verb: "run",
+            origin: &origin,
+            fix: crate::pipeline::context::MEASURE_LOCALLY,
+        },
+    )
 }
 
 /// The run's row apart from its cases, canary and group: when, where, what, and on what.
@@ -148,15 +167,17 @@ pub(crate) fn publish_facts(
     }
 }
 
-/// Whether the run moves baselines: it passed the gate on the baseline branch and nothing
-/// (`--no-promote`, a `--baselines` run) holds it back.
+/// Whether the run moves baselines: it passed the gate on the baseline branch, was not measured
+/// for a pull request (a fork may name its branch `main`), and nothing (`--no-promote`, a
+/// `--baselines` run) holds it back.
 pub(crate) fn promotes(
     config: &Config,
     meta: &RunMeta,
     verdicts: &[Verdict],
     no_promote: bool,
 ) -> bool {
-    let on_baseline_branch = meta.branch.as_deref() == Some(config.gate.baseline_branch.as_str());
+    let on_baseline_branch = meta.branch.as_deref() == Some(config.gate.baseline_branch.as_str())
+        && !meta.for_pull_request();
     compare::run_promotes(
         verdicts,
         &config.gate.fail_on,

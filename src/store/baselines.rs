@@ -1,10 +1,13 @@
 //! Baseline pointers: reading the current one per case and GPU SKU, moving them (accept,
-//! import), and the history of every move, which is never deleted. Does I/O on the store.
+//! import), and the history of every move, which is never deleted. A promotion onto a pull
+//! request's run never counts as a baseline (a pull request's store, copied in, may hold one).
+//! Does I/O on the store.
 
 use super::sql::{OptionalExtension, Row, TransactionBehavior, params};
 
 use super::db::{Store, i64_to_u64, ns_to_timestamp, parse_text, timestamp_to_ns};
 use super::error::StoreError;
+use super::pull_requests::a_move_that_counts;
 use super::types::{BaselineEntry, BaselineEvent, BaselineMove, CaseFilter, RunId, StoredResult};
 use crate::case::CaseKey;
 
@@ -117,7 +120,8 @@ fn sku_value(gpu_sku: Option<&str>) -> super::sql::Value {
 }
 
 impl Store {
-    /// The result the baseline of `key` on `gpu_sku` points at now (its latest move), if any.
+    /// The result the baseline of `key` on `gpu_sku` points at now (its latest move that counts:
+    /// never a promotion onto a pull request's run), if any.
     pub fn baseline_for(
         &self,
         key: &CaseKey,
@@ -128,9 +132,11 @@ impl Store {
         };
         let result_id: Option<i64> = self
             .conn
-            .prepare_cached(
-                "SELECT result_id FROM baseline_moves WHERE series_id = ?1 ORDER BY id DESC LIMIT 1",
-            )
+            .prepare_cached(&format!(
+                "SELECT result_id FROM baseline_moves bm WHERE series_id = ?1 AND {}
+                 ORDER BY id DESC LIMIT 1",
+                a_move_that_counts("bm")
+            ))
             .and_then(|mut stmt| stmt.query_row([series], |r| r.get(0)).optional())
             .map_err(self.fail("read a baseline"))?;
         let Some(result_id) = result_id else {
@@ -146,10 +152,12 @@ impl Store {
     pub fn baselines(&self, gpu_sku: Option<&str>) -> Result<Vec<BaselineEntry>, StoreError> {
         let sql = format!(
             "{MOVE_SELECT}
-             WHERE m.id = (SELECT max(id) FROM baseline_moves WHERE series_id = s.id)
+             WHERE m.id = (SELECT max(id) FROM baseline_moves bm
+                           WHERE bm.series_id = s.id AND {})
                AND (?1 IS NULL OR s.gpu_sku = ?1)
              ORDER BY s.gpu_sku, s.suite, s.model, s.precision, s.phase, s.batch, s.context,
-                      s.axes"
+                      s.axes",
+            a_move_that_counts("bm")
         );
         let events = self.query_moves(&sql, vec![sku_value(gpu_sku)], "list baselines")?;
         Ok(events
@@ -278,8 +286,9 @@ impl Store {
         let id: Option<i64> = self
             .conn
             .prepare_cached(&format!(
-                "SELECT id FROM baseline_moves WHERE series_id = ?1 AND moved_at_ns < ?2
-                 {condition} ORDER BY id {order} LIMIT 1"
+                "SELECT id FROM baseline_moves bm WHERE series_id = ?1 AND moved_at_ns < ?2
+                 {condition} AND {} ORDER BY id {order} LIMIT 1",
+                a_move_that_counts("bm")
             ))
             .and_then(|mut stmt| {
                 stmt.query_row(params![series, before], |r| r.get(0))

@@ -23,6 +23,28 @@ pub struct RunMeta {
     pub head_sha: Option<String>,
 }
 
+/// Whether a run with this trigger and pull-request number was measured for a pull request:
+/// it carries a pull request's number, or a `pull_request*` event started it. Such a run is
+/// advice to its pull request: it never moves a baseline and never enters a branch's reference
+/// or history, whatever its branch is called (a fork may name its branch `main`). The store's
+/// queries say the same in SQL (`store::pull_requests`).
+#[must_use]
+pub fn is_pull_request_run(trigger: Option<&str>, pr_number: Option<u64>) -> bool {
+    pr_number.is_some() || trigger.is_some_and(|t| t.starts_with(PULL_REQUEST_TRIGGER))
+}
+
+/// The prefix of the triggers of a pull request's runs (`pull_request`, `pull_request_target`):
+/// GitHub's event names.
+pub const PULL_REQUEST_TRIGGER: &str = "pull_request";
+
+impl RunMeta {
+    /// Whether this run is measured for a pull request ([`is_pull_request_run`]).
+    #[must_use]
+    pub fn for_pull_request(&self) -> bool {
+        is_pull_request_run(Some(&self.trigger), self.pr_number)
+    }
+}
+
 /// Resolve run metadata: flags first, then GitHub Actions' variables, then git. Pure: the
 /// environment and git's two answers arrive as lookup functions; git is asked only for what
 /// the flags and the environment leave open.

@@ -15,6 +15,7 @@ pub mod meta;
 mod pg_open;
 mod probes;
 mod publish;
+mod pull_requests;
 mod results;
 mod runs;
 pub mod samples;

@@ -9,6 +9,7 @@ use super::sql::{OptionalExtension, Params, Row, params};
 use super::budgets::RawCaseRecord;
 use super::db::{Store, i64_to_u64, ns_to_timestamp, parse_json, parse_text, timestamp_to_ns};
 use super::error::StoreError;
+use super::pull_requests::not_for_a_pull_request;
 use super::samples;
 use super::types::{BranchWindow, RunId, StoredResult, Take};
 use crate::case::CaseKey;
@@ -210,7 +211,7 @@ impl Store {
     }
 
     /// A case's results on one GPU SKU, newest run first, at most `limit` of them (for trend
-    /// lines and history-based noise).
+    /// lines and history-based noise), none of a pull request's runs.
     pub fn case_history(
         &self,
         key: &CaseKey,
@@ -221,7 +222,11 @@ impl Store {
             return Ok(Vec::new());
         };
         self.query_results(
-            "WHERE r.series_id = ?1 ORDER BY r.run_started_at_ns DESC, r.id DESC LIMIT ?2",
+            &format!(
+                "WHERE r.series_id = ?1 AND {} \
+                 ORDER BY r.run_started_at_ns DESC, r.id DESC LIMIT ?2",
+                not_for_a_pull_request("u")
+            ),
             params![series, i64::try_from(limit).unwrap_or(i64::MAX)],
             "read a case's history",
         )
@@ -229,8 +234,9 @@ impl Store {
 
     /// A case's results on one GPU SKU and one branch that ran in `[from, before)` (no upper
     /// bound without `before`) and did not error: the newest or the oldest few (newest or
-    /// oldest first). The candidates a reference pools, and the nights a lineage began with. Bounded in SQL, so results on other branches (pull
-    /// requests) never crowd the baseline branch's out of the window.
+    /// oldest first). The candidates a reference pools, and the nights a lineage began with.
+    /// Bounded in SQL, so results on other branches never crowd the baseline branch's out of
+    /// the window, and a pull request's run never enters it, whatever its branch is called.
     pub fn branch_history(
         &self,
         key: &CaseKey,
@@ -254,8 +260,9 @@ impl Store {
         self.query_results(
             &format!(
                 "WHERE r.series_id = ?1 AND u.branch = ?2 AND r.run_started_at_ns >= ?3 \
-                   AND r.run_started_at_ns < ?4 AND r.error IS NULL \
-                 ORDER BY r.run_started_at_ns {order}, r.id {order} LIMIT ?5"
+                   AND r.run_started_at_ns < ?4 AND r.error IS NULL AND {} \
+                 ORDER BY r.run_started_at_ns {order}, r.id {order} LIMIT ?5",
+                not_for_a_pull_request("u")
             ),
             params![
                 series,

@@ -250,7 +250,8 @@ impl Store {
     /// moves the baseline of every case flagged `promote` (kind `promote`, `run.promote_reason`),
     /// in one transaction: if anything fails, nothing of the run is visible.
     /// The baseline of a service case on `gpu_sku` and its lineage: the results earlier
-    /// promotions pointed at, back to the last accept or import, at most `limit` of them.
+    /// promotions pointed at, back to the last accept or import, at most `limit` of them; a
+    /// promotion onto a pull request's run never counts.
     pub fn serve_lineage(
         &self,
         key: &ServeKey,
@@ -266,14 +267,15 @@ impl Store {
         };
         let moves: Vec<(i64, String)> = self
             .conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT m.result_id, m.kind FROM serve_baseline_moves m
                  JOIN serve_series s ON s.id = m.series_id
                  WHERE s.suite = ?1 AND s.model = ?2 AND s.request_rate = ?3
                    AND s.max_concurrency = ?4 AND s.input_len = ?5 AND s.output_len = ?6
-                   AND s.gpu_sku = ?7
+                   AND s.gpu_sku = ?7 AND {}
                  ORDER BY m.id DESC",
-            )
+                super::pull_requests::a_serve_move_that_counts("m")
+            ))
             .and_then(|mut stmt| {
                 stmt.query_map(
                     params![

@@ -127,7 +127,7 @@ impl Store {
     }
 
     /// A case's measured nights (a positive utilisation) on one GPU SKU and `branch`, from
-    /// `since` on, oldest first.
+    /// `since` on, oldest first; none of a pull request's runs.
     pub fn site_points(
         &self,
         key: &CaseKey,
@@ -145,14 +145,15 @@ impl Store {
         let action = "read a case's nights for the site";
         let raw: Vec<RawPoint> = self
             .conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT r.id, r.run_id, u.started_at_ns, u.git_sha, r.verdict, r.median_ms,
                         r.utilisation, r.decision_json
                  FROM results r JOIN runs u ON u.id = r.run_id
                  WHERE r.series_id = ?1 AND u.branch = ?2 AND r.run_started_at_ns >= ?3
-                   AND r.utilisation > 0
+                   AND r.utilisation > 0 AND {}
                  ORDER BY r.run_started_at_ns, r.id",
-            )
+                super::pull_requests::not_for_a_pull_request("u")
+            ))
             .and_then(|mut stmt| {
                 stmt.query_map(params![series, branch, from], |r| {
                     Ok((

@@ -9,6 +9,7 @@ use jiff::Timestamp;
 
 use super::db::{Store, ns_to_timestamp, parse_text, timestamp_to_ns};
 use super::error::StoreError;
+use super::pull_requests::not_for_a_pull_request;
 use super::sql::params;
 use super::types::RunId;
 use crate::case::{CaseKey, Verdict};
@@ -50,7 +51,8 @@ type RawSummary = (
 
 impl Store {
     /// A case's nights on one GPU SKU and `branch`: measured (a positive utilisation) and
-    /// judged (not `error` or `invalid`), newest first, at most `limit` of them.
+    /// judged (not `error` or `invalid`), none of a pull request's runs, newest first, at most
+    /// `limit` of them.
     pub fn case_nights(
         &self,
         key: &CaseKey,
@@ -62,9 +64,12 @@ impl Store {
             return Ok(Vec::new());
         };
         self.query_summaries(
-            "WHERE r.series_id = ?1 AND u.branch = ?2 AND r.utilisation > 0
-               AND (r.verdict IS NULL OR r.verdict NOT IN ('error', 'invalid'))
-             ORDER BY r.run_started_at_ns DESC, r.id DESC LIMIT ?3",
+            &format!(
+                "WHERE r.series_id = ?1 AND u.branch = ?2 AND r.utilisation > 0
+                   AND (r.verdict IS NULL OR r.verdict NOT IN ('error', 'invalid')) AND {}
+                 ORDER BY r.run_started_at_ns DESC, r.id DESC LIMIT ?3",
+                not_for_a_pull_request("u")
+            ),
             params![series, branch, limit_value(limit)],
             "read a case's nightly history",
         )
@@ -72,7 +77,8 @@ impl Store {
 
     /// A case's trend on one GPU SKU up to run `run_id` (started at `until`, when known): that
     /// run's result
-    /// and the measured results before it on `branch` (any branch without one), newest first,
+    /// and the measured results before it on `branch` (any branch without one), none of a pull
+    /// request's runs, newest first,
     /// at most `limit` of them.
     pub fn case_trend(
         &self,
@@ -92,10 +98,14 @@ impl Store {
         self.query_summaries(
             // A result that errored (a harness that died after some repeats) has a figure,
             // but not one of a finished measurement: it is no point of the trend.
-            "WHERE r.series_id = ?1 AND r.run_started_at_ns <= ?2 AND r.median_ms IS NOT NULL
-               AND r.error IS NULL AND (r.verdict IS NULL OR r.verdict <> 'error')
-               AND (r.run_id = ?3 OR (r.run_id < ?3 AND (?4 IS NULL OR u.branch = ?4)))
-             ORDER BY r.run_started_at_ns DESC, r.id DESC LIMIT ?5",
+            &format!(
+                "WHERE r.series_id = ?1 AND r.run_started_at_ns <= ?2 AND r.median_ms IS NOT NULL
+                   AND r.error IS NULL AND (r.verdict IS NULL OR r.verdict <> 'error')
+                   AND (r.run_id = ?3
+                        OR (r.run_id < ?3 AND (?4 IS NULL OR u.branch = ?4) AND {}))
+                 ORDER BY r.run_started_at_ns DESC, r.id DESC LIMIT ?5",
+                not_for_a_pull_request("u")
+            ),
             params![series, until, run_id.0, branch, limit_value(limit)],
             "read a case's trend",
         )

@@ -780,3 +780,4 @@ fn publishing_facts_round_trip_and_untrusted_stores_open_defensively() {
 mod axes;
 mod both_schemas;
 mod bounded;
+mod pull_requests;

@@ -42,6 +42,7 @@ mod pg_store;
 mod pg_store_copy;
 mod pg_store_load;
 mod pg_store_tls;
+mod pr_reference;
 mod processes;
 mod python;
 mod readme;

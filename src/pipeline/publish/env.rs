@@ -16,7 +16,7 @@ use crate::trust;
 const GITHUB_TOKEN: &str = "GITHUB_TOKEN";
 const GITHUB_API_URL: &str = "GITHUB_API_URL";
 const GITHUB_REPOSITORY: &str = "GITHUB_REPOSITORY";
-const GITHUB_EVENT_NAME: &str = "GITHUB_EVENT_NAME";
+pub(crate) const GITHUB_EVENT_NAME: &str = "GITHUB_EVENT_NAME";
 const GITHUB_EVENT_PATH: &str = "GITHUB_EVENT_PATH";
 const GITHUB_SHA: &str = "GITHUB_SHA";
 const GITHUB_STEP_SUMMARY: &str = "GITHUB_STEP_SUMMARY";

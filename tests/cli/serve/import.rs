@@ -233,3 +233,38 @@ fn a_missing_required_key_names_the_file_and_key_and_stores_nothing() {
         "validated before the store was opened"
     );
 }
+
+/// #28 item 3: a service run recorded for a pull request (`--pr`) on a branch named `main` is
+/// not promoted; and a promotion onto it that a pull request's own store holds (copied in)
+/// never becomes the baseline: main's next import is judged against main's.
+#[test]
+fn a_pull_requests_service_run_on_a_branch_named_main_never_becomes_the_baseline() {
+    let env = bare();
+    let base = stub_run(&env, "base", &["--noise-offset", "0"]);
+    assert_eq!(import(&env, &base, &[]).status.code(), Some(0));
+    let fast = stub_run(&env, "fast", &["--noise-offset", "1", "--ttft-ms", "20"]);
+    let out = import(&env, &fast, &["--pr", "5", "--format", "json"]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    assert_eq!(json(&out)["promoted"], false, "{}", stdout(&out));
+    // The promotion a pull request's store would hold, as `store copy` carries it in.
+    let db = rusqlite::Connection::open(env.path().join("serve.db")).expect("open");
+    let moved = db
+        .execute(
+            "INSERT INTO serve_baseline_moves (series_id, result_id, kind, reason, moved_at_ns)
+             SELECT r.series_id, r.id, 'promote', 'run passed the gate on main', 1
+             FROM serve_results r JOIN runs u ON u.id = r.run_id WHERE u.pr_number = 5",
+            [],
+        )
+        .expect("a promotion onto the pull request's result");
+    assert_eq!(moved, 1);
+    drop(db);
+    let same = stub_run(&env, "same", &["--noise-offset", "2"]);
+    let out = import(&env, &same, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "judged against the fast pull request: {}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains(" pass "), "{}", stdout(&out));
+}
