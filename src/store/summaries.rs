@@ -49,7 +49,8 @@ type RawSummary = (
 );
 
 impl Store {
-    /// A case's nights on one GPU SKU and `branch`: measured (a positive utilisation) and
+    /// A case's nights on one GPU SKU and `branch`: measured (a positive utilisation, or a step
+    /// time where the night has no floor) and
     /// judged (not `error` or `invalid`), newest first, at most `limit` of them.
     pub fn case_nights(
         &self,
@@ -62,7 +63,9 @@ impl Store {
             return Ok(Vec::new());
         };
         self.query_summaries(
-            "WHERE r.series_id = ?1 AND u.branch = ?2 AND r.utilisation > 0
+            // A night without a floor (an imported history) is read by its step time.
+            "WHERE r.series_id = ?1 AND u.branch = ?2
+               AND (r.utilisation > 0 OR (r.utilisation IS NULL AND r.median_ms > 0))
                AND (r.verdict IS NULL OR r.verdict NOT IN ('error', 'invalid'))
              ORDER BY r.run_started_at_ns DESC, r.id DESC LIMIT ?3",
             params![series, branch, limit_value(limit)],
