@@ -5,6 +5,7 @@
 //! refused. Pure: the text and its origin arrive as arguments (docs/import.md).
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use jiff::Timestamp;
 use serde::Deserialize;
@@ -38,8 +39,10 @@ impl HistoryFormat {
                 },
             );
         }
-        let lower = name.to_ascii_lowercase();
-        (lower.ends_with(".csv") || head.starts_with("date")).then_some(HistoryFormat::Csv)
+        let csv = std::path::Path::new(name)
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("csv"));
+        (csv || head.starts_with("date")).then_some(HistoryFormat::Csv)
     }
 }
 
@@ -206,6 +209,7 @@ fn positive_ms(value: f64, factor: f64) -> Option<f64> {
     (ms.is_finite() && ms > 0.0).then_some(ms)
 }
 
+#[must_use]
 /// A date: RFC 3339, or a day (`2026-11-01`, read as midnight UTC).
 pub fn parse_date(text: &str) -> Option<Timestamp> {
     let t = text.trim();
@@ -250,42 +254,7 @@ fn read_csv(
         .iter()
         .map(str::to_owned)
         .collect();
-    let columns_hint = format!(
-        "write a header of date,commit,branch,case,median_ms (case may be given as \
-         suite,model,precision,phase,batch,context), optionally utilisation,floor_ms,samples_ms; \
-         known columns: {}",
-        CSV_COLUMNS.join(", ")
-    );
-    for name in &header {
-        if !CSV_COLUMNS.contains(&name.as_str()) {
-            return Err(bad(
-                origin,
-                "line 1",
-                format!("unknown column {name:?}"),
-                columns_hint.clone(),
-            ));
-        }
-    }
-    for required in ["date", "median_ms"] {
-        if !header.iter().any(|h| h == required) {
-            return Err(bad(
-                origin,
-                "line 1",
-                format!("no `{required}` column"),
-                columns_hint.clone(),
-            ));
-        }
-    }
-    let has_case = header.iter().any(|h| h == "case");
-    let coords = ["suite", "model", "precision", "phase", "batch", "context"];
-    if !has_case && !coords.iter().all(|c| header.iter().any(|h| h == c)) {
-        return Err(bad(
-            origin,
-            "line 1",
-            "no `case` column and not all of suite,model,precision,phase,batch,context".to_owned(),
-            columns_hint,
-        ));
-    }
+    let has_case = check_csv_header(&header, origin)?;
     let mut nights: Vec<ImportedNight> = Vec::new();
     for (i, record) in reader.records().enumerate() {
         let line = format!("line {}", i + 2);
@@ -350,19 +319,14 @@ fn read_csv(
         })?;
         let repeats_ms = match get("samples_ms") {
             None => Vec::new(),
-            Some(v) => v
-                .split([';', ' '])
-                .filter(|s| !s.is_empty())
-                .map(|s| s.parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0))
-                .collect::<Option<Vec<f64>>>()
-                .ok_or_else(|| {
-                    bad(
-                        origin,
-                        &line,
-                        format!("samples_ms {v:?} is not a list of positive numbers"),
-                        "write samples_ms as numbers separated by ';' (e.g. 10.1;10.3;9.9)",
-                    )
-                })?,
+            Some(v) => parse_samples(v).ok_or_else(|| {
+                bad(
+                    origin,
+                    &line,
+                    format!("samples_ms {v:?} is not a list of positive numbers"),
+                    "write samples_ms as numbers separated by ';' (e.g. 10.1;10.3;9.9)",
+                )
+            })?,
         };
         let case = ImportedCase {
             key,
@@ -377,6 +341,56 @@ fn read_csv(
         push_case(&mut nights, started_at, git_sha, branch, case, origin)?;
     }
     Ok(nights)
+}
+
+/// The header's columns are known ones, with a date, a median and a case (or its coordinates);
+/// whether the case is one `case` column.
+fn check_csv_header(header: &[String], origin: &str) -> Result<bool, HistoryFileError> {
+    let columns_hint = format!(
+        "write a header of date,commit,branch,case,median_ms (case may be given as \
+         suite,model,precision,phase,batch,context), optionally utilisation,floor_ms,samples_ms; \
+         known columns: {}",
+        CSV_COLUMNS.join(", ")
+    );
+    for name in header {
+        if !CSV_COLUMNS.contains(&name.as_str()) {
+            return Err(bad(
+                origin,
+                "line 1",
+                format!("unknown column {name:?}"),
+                columns_hint.clone(),
+            ));
+        }
+    }
+    for required in ["date", "median_ms"] {
+        if !header.iter().any(|h| h == required) {
+            return Err(bad(
+                origin,
+                "line 1",
+                format!("no `{required}` column"),
+                columns_hint.clone(),
+            ));
+        }
+    }
+    let has_case = header.iter().any(|h| h == "case");
+    let coords = ["suite", "model", "precision", "phase", "batch", "context"];
+    if !has_case && !coords.iter().all(|c| header.iter().any(|h| h == c)) {
+        return Err(bad(
+            origin,
+            "line 1",
+            "no `case` column and not all of suite,model,precision,phase,batch,context".to_owned(),
+            columns_hint,
+        ));
+    }
+    Ok(has_case)
+}
+
+/// `10.1;10.3;9.9` as positive numbers.
+fn parse_samples(v: &str) -> Option<Vec<f64>> {
+    v.split([';', ' '])
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0))
+        .collect()
 }
 
 /// Add a case to its night (same date, commit and branch), refusing a case twice in a night.
@@ -663,12 +677,14 @@ pub fn night_uid(night: &ImportedNight, gpu_sku: &str) -> String {
         h.update(part.as_bytes());
         h.update([0]);
     }
-    let hex: String = h
+    let hex = h
         .finalize()
         .iter()
         .take(16)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+        .fold(String::new(), |mut acc, b| {
+            let _ = write!(acc, "{b:02x}");
+            acc
+        });
     format!("import-{hex}")
 }
 

@@ -2,6 +2,8 @@
 //! data.js, Bencher Metric Format) stored through the real binary into a real `SQLite` file, one
 //! run per night with the night's own date and commit; `changes --since` reads it.
 
+use std::fmt::Write as _;
+
 use crate::env::{TestEnv, stderr, stdout};
 
 const CASE: &str = "decode/seed-8b/bf16/decode/b1/c4096";
@@ -18,10 +20,11 @@ fn history_csv() -> String {
     ];
     let mut csv = String::from("date,commit,branch,case,median_ms\n");
     for (i, step) in steps.iter().enumerate() {
-        csv.push_str(&format!(
-            "2026-10-{:02},c{i:02}aaaaaaaa,main,{CASE},{step}\n",
+        let _ = writeln!(
+            csv,
+            "2026-10-{:02},c{i:02}aaaaaaaa,main,{CASE},{step}",
             i + 1
-        ));
+        );
     }
     csv
 }
@@ -142,11 +145,10 @@ fn github_action_benchmark_data_js_keeps_its_night_and_commit() {
         "shard_session",
         "session_id_creation",
     ];
-    let map: String = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| format!("\"{n}\" = \"orch/m/bf16/decode/b{}/c1\"\n", i + 1))
-        .collect();
+    let mut map = String::new();
+    for (i, n) in names.iter().enumerate() {
+        let _ = writeln!(map, "\"{n}\" = \"orch/m/bf16/decode/b{}/c1\"", i + 1);
+    }
     let map_file = env.write("cases.toml", &map);
     let out = import(
         &env,
@@ -191,7 +193,7 @@ fn bmf_files_take_their_night_from_the_name() {
     );
     let b = env.write(
         "bmf/2026-11-02_def5678.json",
-        &format!(r#"{{"seed-8b/bf16/decode/b1/c4096": {{"step_ms": {{"value": 10.5}}}}}}"#),
+        r#"{"seed-8b/bf16/decode/b1/c4096": {"step_ms": {"value": 10.5}}}"#,
     );
     let out = import(
         &env,
