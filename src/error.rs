@@ -132,6 +132,8 @@ pub enum Error {
     #[error(transparent)]
     Serve(#[from] ServeError),
     #[error(transparent)]
+    HistoryFile(#[from] crate::store::history_file::HistoryFileError),
+    #[error(transparent)]
     Trace(#[from] TraceFileError),
     #[error(transparent)]
     Nsys(#[from] crate::evidence::nsys_sqlite::NsysError),
@@ -311,6 +313,7 @@ impl Error {
                 file.display()
             )),
             Error::Serve(e) => e.hint(),
+            Error::HistoryFile(e) => e.hint(),
             Error::Trace(e) => e.hint(),
             Error::Nsys(e) => e.hint(),
             Error::NsightFile(e) => e.hint(),

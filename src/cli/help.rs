@@ -168,6 +168,13 @@ pub const IMPORT_RUN: &str = plain!(
   utilgate import run rescue.json --promote"
 );
 
+pub const IMPORT_HISTORY: &str = plain!(
+    "  utilgate import history nightly.csv --gpu h100-sxm
+  utilgate import history gh-pages/dev/bench/data.js --gpu h100-sxm --case-map cases.toml
+  utilgate import history bmf/2026-11-01_abc1234.json bmf/2026-11-02_def5678.json --suite decode
+  utilgate store copy --from old.db --to .utilgate/utilgate.db   # another utilgate store"
+);
+
 pub const PROBE: &str = plain!(
     "  utilgate probe                               # needs an NVIDIA GPU
   utilgate probe --gpu h100-sxm --no-store --format json"

@@ -20,6 +20,65 @@ pub enum ImportCommand {
     /// Store a run that `utilgate run` could not write, from the rescue file it printed.
     #[command(after_help = help::IMPORT_RUN)]
     Run(ImportRunArgs),
+    /// Load an existing benchmark history (CSV, github-action-benchmark data.js, Bencher
+    /// Metric Format) as one stored run per night, each with its own date, commit and branch.
+    ///
+    /// Runs are stamped with the night's date (never now) and trigger "import", so `history`,
+    /// `changes` and `changes --since` read them from the first night. Imported nights never
+    /// move baselines; a night already imported (same GPU, date and commit) is skipped. Another
+    /// utilgate store is copied with `utilgate store copy`, which keeps every run's timestamps.
+    /// Formats, columns and the naming rule: docs/import.md.
+    #[command(after_help = help::IMPORT_HISTORY)]
+    History(ImportHistoryArgs),
+}
+
+/// The formats `import history` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum HistoryFormatArg {
+    /// By content: `window.BENCHMARK_DATA` or `entries` is github-action-benchmark, other
+    /// JSON is BMF, a `.csv` or a header starting `date` is CSV.
+    Auto,
+    /// A CSV with the header of docs/import.md.
+    Csv,
+    /// Bencher Metric Format: one night per file.
+    Bmf,
+    /// github-action-benchmark's data.js or its JSON.
+    Gab,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportHistoryArgs {
+    /// History files, read in full before the store is touched.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub config: ConfigArgs,
+    /// The files' format.
+    #[arg(long, value_enum, default_value_t = HistoryFormatArg::Auto)]
+    pub format: HistoryFormatArg,
+    /// GPU SKU the history was measured on (results are compared within one SKU).
+    #[arg(long, default_value = "unknown")]
+    pub gpu: String,
+    /// Suite for benchmark names of the form MODEL/PRECISION/PHASE/bB/cC.
+    #[arg(long)]
+    pub suite: Option<String>,
+    /// Branch of nights whose file gives none (default: the config's baseline branch, else
+    /// main).
+    #[arg(long)]
+    pub branch: Option<String>,
+    /// A TOML file mapping benchmark names to case keys: `"fib_10" = "decode/m/bf16/decode/b1/c8"`.
+    #[arg(long, value_name = "FILE")]
+    pub case_map: Option<PathBuf>,
+    /// Read only this github-action-benchmark entry (the benchmark group, e.g. "Rust
+    /// Benchmark"); repeat it for several. Default: every entry.
+    #[arg(long = "entry", value_name = "NAME")]
+    pub entries: Vec<String>,
+    /// The night of a BMF file whose name carries no date (`DATE[_COMMIT].json`).
+    #[arg(long, value_name = "DATE")]
+    pub date: Option<String>,
+    /// The commit of a BMF file whose name carries none.
+    #[arg(long)]
+    pub commit: Option<String>,
 }
 
 #[derive(Debug, Args)]

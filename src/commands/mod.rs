@@ -12,6 +12,7 @@ pub mod floor;
 pub mod gpus;
 pub mod history;
 pub mod import;
+pub mod import_history;
 pub mod man;
 pub mod probe;
 pub mod publish;
@@ -82,6 +83,7 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => man::man(args),
         Command::Import(ImportCommand::Serve(args)) => import::import_serve(args),
+        Command::Import(ImportCommand::History(args)) => import_history::import_history(args),
         Command::History(args) => history::history(args),
         Command::Changes(args) => changes::changes(args),
         Command::Site(args) => site::site(args),

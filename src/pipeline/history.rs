@@ -11,7 +11,7 @@ use crate::compare::{Detector, Significance};
 use crate::config::{Config, GateConfig};
 use crate::error::Error;
 use crate::pipeline::context::CommitLog;
-use crate::report::history::CaseHistoryReport;
+use crate::report::history::{CaseHistoryReport, HistoryMeasure};
 use crate::store::{Store, StoredSummary};
 
 /// The change-point detector the flags ask for (their ranges are checked when they are parsed).
@@ -41,9 +41,17 @@ pub(crate) fn baseline_branch(config: Option<&Config>) -> String {
 }
 
 /// A stored result's summary as a night of history (the store picked measured, judged results
-/// on the baseline branch).
-fn night(r: &StoredSummary) -> Option<Night> {
-    let util = r.utilisation.filter(|u| u.is_finite() && *u > 0.0)?;
+/// on the baseline branch), its value on the history's measure.
+fn night(r: &StoredSummary, measure: HistoryMeasure, first_ms: Option<f64>) -> Option<Night> {
+    let value = match measure {
+        HistoryMeasure::Utilisation => r.utilisation.filter(|u| u.is_finite() && *u > 0.0)?,
+        // No floor on any night: the speed against the first night's step (the same relative
+        // changes utilisation would show, since the floor is one figure per case).
+        HistoryMeasure::SpeedVsFirstNight => {
+            let m = r.median_ms.filter(|m| m.is_finite() && *m > 0.0)?;
+            first_ms? / m
+        }
+    };
     if matches!(r.verdict, Some(Verdict::Error | Verdict::Invalid)) {
         return None;
     }
@@ -53,7 +61,7 @@ fn night(r: &StoredSummary) -> Option<Night> {
         run_id: r.run_id.0,
         started_at: r.started_at.to_string(),
         git_sha: r.git_sha.clone(),
-        utilisation: util,
+        utilisation: value,
         median_ms: r.median_ms,
         env,
     })
@@ -93,7 +101,22 @@ pub(crate) fn case_report_on(
     let branch = branch.to_owned();
     // The branch's nights only, bounded in SQL: pull requests never crowd them out.
     let stored = store.case_nights(key, gpu_sku, &branch, nights)?;
-    let mut series: Vec<Night> = stored.iter().filter_map(night).take(nights).collect();
+    // Utilisation where the case has a floor; a history with none (imported nights without a
+    // floor) is read by its step times.
+    let measure = if stored
+        .iter()
+        .any(|r| r.utilisation.is_some_and(|u| u.is_finite() && u > 0.0))
+    {
+        HistoryMeasure::Utilisation
+    } else {
+        HistoryMeasure::SpeedVsFirstNight
+    };
+    let first_ms = stored.last().and_then(|r| r.median_ms);
+    let mut series: Vec<Night> = stored
+        .iter()
+        .filter_map(|r| night(r, measure, first_ms))
+        .take(nights)
+        .collect();
     series.reverse();
     let max_drop_pct = threshold(config, key);
     let mut policy = HistoryPolicy::new(max_drop_pct);
@@ -115,6 +138,7 @@ pub(crate) fn case_report_on(
         gpu_sku: gpu_sku.to_owned(),
         baseline_branch: branch,
         max_drop_pct,
+        measure,
         first_night: series.first().map(|n| n.started_at.clone()),
         last_night: series.last().map(|n| n.started_at.clone()),
         read,

@@ -413,7 +413,7 @@ fn change_rows(
                 &c.night.started_at,
                 Some(c.night.run_id),
                 c.regression,
-                change_lines(c, max_drop),
+                change_lines(c, max_drop, report.measure),
             )
         })
         .collect();
@@ -425,7 +425,7 @@ fn change_rows(
         .map(|c| ChartChange {
             run_id: c.night.run_id,
             change_pct: c.change.magnitude.change_pct,
-            title: change_lines(c, max_drop).join("\n"),
+            title: change_lines(c, max_drop, report.measure).join("\n"),
         })
         .collect();
     let slide = report.read.slide.as_ref().map(|s| {

@@ -16,10 +16,33 @@ pub struct CaseHistoryReport {
     pub gpu_sku: String,
     pub baseline_branch: String,
     pub max_drop_pct: f64,
+    /// What the nights' values are: utilisation, or (no night with a floor) speed against the
+    /// first night.
+    pub measure: HistoryMeasure,
     pub first_night: Option<String>,
     pub last_night: Option<String>,
     #[serde(flatten)]
     pub read: HistoryRead,
+}
+
+/// The series a history is read on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HistoryMeasure {
+    /// floor / step, where the case has a floor.
+    Utilisation,
+    /// first night's step / step, for a history without a floor (an imported one).
+    SpeedVsFirstNight,
+}
+
+impl HistoryMeasure {
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            HistoryMeasure::Utilisation => "utilisation",
+            HistoryMeasure::SpeedVsFirstNight => "speed vs the first night (no floor)",
+        }
+    }
 }
 
 /// The most commit subjects a change lists.
@@ -47,7 +70,7 @@ pub fn detector_line(d: &Detector) -> String {
 
 /// One change point as lines of text (the first unindented).
 #[must_use]
-pub fn change_lines(c: &NightChange, max_drop_pct: f64) -> Vec<String> {
+pub fn change_lines(c: &NightChange, max_drop_pct: f64, measure: HistoryMeasure) -> Vec<String> {
     let m = &c.change.magnitude;
     let interval = m
         .ci_pct
@@ -62,9 +85,10 @@ pub fn change_lines(c: &NightChange, max_drop_pct: f64) -> Vec<String> {
         ""
     };
     let mut lines = vec![format!(
-        "{} run {}: utilisation {:+.1}%{interval} ({:.1}% -> {:.1}%, {} -> {} nights), p = {:.3}{label}",
+        "{} run {}: {} {:+.1}%{interval} ({:.1}% -> {:.1}%, {} -> {} nights), p = {:.3}{label}",
         day(&c.night.started_at),
         c.night.run_id,
+        measure.label(),
         m.change_pct,
         100.0 * m.before_mean,
         100.0 * m.after_mean,
@@ -137,7 +161,7 @@ pub fn render_history(r: &CaseHistoryReport, detector: &Detector) -> String {
         out.push_str("  none\n");
     }
     for c in &r.read.changes {
-        for line in change_lines(c, r.max_drop_pct) {
+        for line in change_lines(c, r.max_drop_pct, r.measure) {
             let _ = writeln!(out, "  {line}");
         }
     }
@@ -180,7 +204,7 @@ pub fn render_changes(
         any = true;
         let _ = writeln!(out, "\n{} on {}", r.case, r.gpu_sku);
         for c in &r.read.changes {
-            for line in change_lines(c, r.max_drop_pct) {
+            for line in change_lines(c, r.max_drop_pct, r.measure) {
                 let _ = writeln!(out, "  {line}");
             }
         }

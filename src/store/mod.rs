@@ -10,6 +10,7 @@ mod error;
 mod estimate;
 mod evidence;
 pub mod export;
+pub mod history_file;
 pub mod journal;
 pub mod meta;
 mod pg_open;

@@ -50,9 +50,9 @@ type RawSummary = (
 );
 
 impl Store {
-    /// A case's nights on one GPU SKU and `branch`: measured (a positive utilisation) and
-    /// judged (not `error` or `invalid`), none of a pull request's runs, newest first, at most
-    /// `limit` of them.
+    /// A case's nights on one GPU SKU and `branch`: measured (a positive utilisation, or a step
+    /// time where the night has no floor) and judged (not `error` or `invalid`), none of a pull
+    /// request's runs, newest first, at most `limit` of them.
     pub fn case_nights(
         &self,
         key: &CaseKey,
@@ -64,8 +64,10 @@ impl Store {
             return Ok(Vec::new());
         };
         self.query_summaries(
+            // A night without a floor (an imported history) is read by its step time.
             &format!(
-                "WHERE r.series_id = ?1 AND u.branch = ?2 AND r.utilisation > 0
+                "WHERE r.series_id = ?1 AND u.branch = ?2
+                   AND (r.utilisation > 0 OR (r.utilisation IS NULL AND r.median_ms > 0))
                    AND (r.verdict IS NULL OR r.verdict NOT IN ('error', 'invalid')) AND {}
                  ORDER BY r.run_started_at_ns DESC, r.id DESC LIMIT ?3",
                 not_for_a_pull_request("u")

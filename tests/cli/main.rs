@@ -29,6 +29,7 @@ mod github;
 mod gpu;
 mod help;
 mod history;
+mod import_history;
 mod inject;
 mod long_history;
 mod lost;
