@@ -91,7 +91,12 @@ pub fn service_history(
 ) -> Result<BTreeMap<ServeKey, Vec<ServeHistoryPoint>>, Error> {
     let mut out = BTreeMap::new();
     for case in &report.service {
-        let mut history = store.serve_case_history(&case.key, &report.run.gpu_sku, limit + 1)?;
+        let mut history = store.serve_case_history(
+            &case.key,
+            &report.run.gpu_sku,
+            RunId(report.run.id),
+            limit + 1,
+        )?;
         history.retain(|h| h.run_id.0 <= report.run.id && h.error.is_none());
         let points = history
             .iter()

@@ -338,14 +338,15 @@ impl Store {
         let before = super::db::timestamp_to_ns(&self.path, as_of)?;
         let id: Option<i64> = self
             .conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT m.result_id FROM serve_baseline_moves m
                  JOIN serve_series s ON s.id = m.series_id
                  WHERE s.suite = ?1 AND s.model = ?2 AND s.request_rate = ?3
                    AND s.max_concurrency = ?4 AND s.input_len = ?5 AND s.output_len = ?6
-                   AND s.gpu_sku = ?7 AND m.moved_at_ns < ?8
+                   AND s.gpu_sku = ?7 AND m.moved_at_ns < ?8 AND {}
                  ORDER BY m.id DESC LIMIT 1",
-            )
+                super::pull_requests::a_serve_move_that_counts("m")
+            ))
             .and_then(|mut stmt| {
                 stmt.query_row(
                     params![
@@ -373,12 +374,15 @@ impl Store {
     pub fn serve_run_is_baseline(&self, run: RunId) -> Result<bool, StoreError> {
         let n: i64 = self
             .conn
-            .prepare_cached(
+            .prepare_cached(&format!(
                 "SELECT COUNT(*) FROM serve_results r
                  JOIN serve_baseline_moves m ON m.result_id = r.id
-                 WHERE r.run_id = ?1 AND m.id = (
-                     SELECT MAX(n.id) FROM serve_baseline_moves n WHERE n.series_id = m.series_id)",
-            )
+                 WHERE r.run_id = ?1 AND {} AND m.id = (
+                     SELECT MAX(n.id) FROM serve_baseline_moves n
+                     WHERE n.series_id = m.series_id AND {})",
+                super::pull_requests::a_serve_move_that_counts("m"),
+                super::pull_requests::a_serve_move_that_counts("n")
+            ))
             .and_then(|mut stmt| stmt.query_row(params![run.0], |r| r.get(0)))
             .map_err(self.fail("read whether a run holds a service baseline"))?;
         Ok(n > 0)
@@ -395,13 +399,17 @@ impl Store {
         &self,
         key: &ServeKey,
         gpu_sku: &str,
+        current: RunId,
         limit: usize,
     ) -> Result<Vec<StoredServeCase>, StoreError> {
+        // The run being reported, and no other run measured for a pull request.
         let sql = format!(
             "{CASE_SELECT} WHERE s.suite = ?1 AND s.model = ?2 AND s.request_rate = ?3
                AND s.max_concurrency = ?4 AND s.input_len = ?5 AND s.output_len = ?6
                AND s.gpu_sku = ?7
-             ORDER BY r.run_started_at_ns DESC, r.id DESC LIMIT ?8"
+               AND (r.run_id = ?9 OR EXISTS (SELECT 1 FROM runs u WHERE u.id = r.run_id AND {}))
+             ORDER BY r.run_started_at_ns DESC, r.id DESC LIMIT ?8",
+            super::pull_requests::not_for_a_pull_request("u")
         );
         let path = self.path.clone();
         let raw: Vec<RawCase> = self
@@ -417,7 +425,8 @@ impl Store {
                         zero(&path, "input length", key.input_len).unwrap_or(-1),
                         zero(&path, "output length", key.output_len).unwrap_or(-1),
                         gpu_sku,
-                        i64::try_from(limit).unwrap_or(i64::MAX)
+                        i64::try_from(limit).unwrap_or(i64::MAX),
+                        current.0
                     ],
                     RawCase::from_row,
                 )?

@@ -92,7 +92,25 @@ fn assert_same_budget_reports(env: &TestEnv, db: Option<&str>) {
         let out = cmd.output().expect("runs");
         assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
         let json: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("json");
-        assert_eq!(&json["budget"], section, "run {run}");
+        // Every record as the older utilgate printed it; its closing lines too, except the one
+        // defect fixed since (#27 item 17): a case the plan could not resolve that was
+        // decisive after all is no longer listed as unresolved.
+        let mut old = section.clone();
+        let decisive: Vec<String> = old["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .filter(|c| c["stop"] == "decisive")
+            .map(|c| c["case"].as_str().expect("case").to_owned())
+            .collect();
+        if let Some(lines) = old["lines"].as_array_mut() {
+            lines.retain(|l| {
+                let l = l.as_str().unwrap_or("");
+                !(l.starts_with("Unresolved within the budget")
+                    && decisive.iter().any(|d| l.contains(d.as_str())))
+            });
+        }
+        assert_eq!(json["budget"], old, "run {run}");
     }
     // The run whose budget ran out still names what it cut and what it never started.
     let lines = before["4"]["lines"].to_string();

@@ -245,7 +245,12 @@ fn a_pull_requests_service_run_on_a_branch_named_main_never_becomes_the_baseline
     let fast = stub_run(&env, "fast", &["--noise-offset", "1", "--ttft-ms", "20"]);
     let out = import(&env, &fast, &["--pr", "5", "--format", "json"]);
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
-    assert_eq!(json(&out)["promoted"], false, "{}", stdout(&out));
+    assert_eq!(
+        json(&out)["gate"]["baselines_promoted"],
+        false,
+        "{}",
+        stdout(&out)
+    );
     // The promotion a pull request's store would hold, as `store copy` carries it in.
     let db = rusqlite::Connection::open(env.path().join("serve.db")).expect("open");
     let moved = db
