@@ -184,35 +184,89 @@ fn export_command(program: &str, rep: &Path, out: &Path) -> String {
     )
 }
 
+/// How long a profiler's helper command (`nsys export`, `ncu --import`) may take, and how much
+/// it may print: it reads a report the harness wrote, checked to be a regular file moments
+/// before, and a report swapped meanwhile for a FIFO or `/dev/zero` must end in an error, never
+/// a run that waits forever or reads until memory runs out.
+const TOOL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+const TOOL_MAX_STDOUT: u64 = 1 << 30;
+
 /// Runs a profiler's helper command and returns its stdout.
 fn tool(program: &Path, args: &[&std::ffi::OsStr]) -> Result<Vec<u8>, NsightFileError> {
+    tool_within(program, args, TOOL_TIMEOUT, TOOL_MAX_STDOUT)
+}
+
+/// [`tool`] with its limits: killed past `timeout`, its stdout refused past `max_stdout` bytes.
+fn tool_within(
+    program: &Path,
+    args: &[&std::ffi::OsStr],
+    timeout: std::time::Duration,
+    max_stdout: u64,
+) -> Result<Vec<u8>, NsightFileError> {
+    use std::io::Read as _;
     let command = std::iter::once(program.as_os_str())
         .chain(args.iter().copied())
         .map(|a| a.to_string_lossy().into_owned())
         .collect::<Vec<_>>()
         .join(" ");
+    let failed = |message: String| NsightFileError::Tool {
+        command: command.clone(),
+        message,
+    };
     #[expect(
         clippy::disallowed_methods,
         reason = "edge: nsys export / ncu --import on a report the harness wrote"
     )]
-    let out = std::process::Command::new(program)
+    let mut child = std::process::Command::new(program)
         .args(args)
         .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| NsightFileError::Tool {
-            command: command.clone(),
-            message: e.to_string(),
-        })?;
-    if !out.status.success() {
-        let stderr = crate::measure::protocol::sanitize(&String::from_utf8_lossy(&out.stderr));
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| failed(e.to_string()))?;
+    // Both pipes drain on their own threads (a full pipe would stall the tool); stdout stops
+    // one byte past its cap.
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = (&mut stdout).take(max_stdout + 1).read_to_end(&mut bytes);
+        bytes
+    });
+    let err = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = (&mut stderr).take(64 * 1024).read_to_end(&mut bytes);
+        bytes
+    });
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| failed(e.to_string()))? {
+            break status;
+        }
+        if started.elapsed() >= timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(failed(format!(
+                "still running after {}: stopped (the report it reads may not be a report)",
+                crate::report::format::duration(timeout.as_secs_f64())
+            )));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    if stdout.len() as u64 > max_stdout {
+        return Err(failed(format!(
+            "printed more than {max_stdout} bytes: not read"
+        )));
+    }
+    if !status.success() {
+        let stderr = crate::measure::protocol::sanitize(&String::from_utf8_lossy(&stderr));
         let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
-        return Err(NsightFileError::Tool {
-            command,
-            message: format!("{}: {}", out.status, tail.join(" / ")),
-        });
+        return Err(failed(format!("{status}: {}", tail.join(" / "))));
     }
-    Ok(out.stdout)
+    Ok(stdout)
 }
 
 /// Whether `path` is an nsys report (`.nsys-rep`, the older `.qdrep`) rather than an export.
@@ -321,6 +375,42 @@ pub fn summarise_nsys(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_helper_command_that_never_ends_is_stopped_and_one_that_floods_is_refused() {
+        // A profiler reading a FIFO swapped in for its report would block for ever.
+        let started = std::time::Instant::now();
+        let err = tool_within(
+            Path::new("sleep"),
+            &["30".as_ref()],
+            std::time::Duration::from_millis(200),
+            1024,
+        )
+        .expect_err("stopped");
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+        assert!(
+            err.to_string().contains("still running after 0.2 s"),
+            "{err}"
+        );
+        // One reading /dev/zero would print until memory ran out.
+        let err = tool_within(
+            Path::new("head"),
+            &["-c".as_ref(), "1000000".as_ref(), "/dev/zero".as_ref()],
+            std::time::Duration::from_secs(10),
+            1000,
+        )
+        .expect_err("refused");
+        assert!(err.to_string().contains("printed more than"), "{err}");
+        // A well-behaved one is read whole.
+        let out = tool_within(
+            Path::new("printf"),
+            &["a,b\\n1,2".as_ref()],
+            std::time::Duration::from_secs(10),
+            1000,
+        )
+        .expect("runs");
+        assert_eq!(out, b"a,b\n1,2");
+    }
 
     #[test]
     fn the_profiled_command_keeps_the_harness_command_as_one_word() {
