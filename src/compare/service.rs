@@ -442,5 +442,4 @@ fn combine(has_baseline: bool, metrics: &[MetricDecision]) -> Verdict {
 }
 
 #[cfg(test)]
-#[path = "service_tests.rs"]
 mod tests;

@@ -115,5 +115,4 @@ fn check_overrides(
 }
 
 #[cfg(test)]
-#[path = "axes_tests.rs"]
 mod tests;

@@ -235,5 +235,4 @@ pub fn render_openmetrics(report: &RunReport) -> String {
 }
 
 #[cfg(test)]
-#[path = "export_tests.rs"]
 mod tests;

@@ -460,5 +460,4 @@ fn samples(f: &Fields<'_>) -> Result<Option<Samples>, ServeError> {
     clippy::float_cmp,
     reason = "the values must reach the model unchanged, bit for bit"
 )]
-#[path = "parse_tests.rs"]
 mod tests;

@@ -401,5 +401,4 @@ fn check_figures(baselines: &[ExportedBaseline], origin: &Path) -> Result<(), Er
 }
 
 #[cfg(test)]
-#[path = "export_tests.rs"]
 mod tests;

@@ -32,13 +32,13 @@ enum GabRange {
 
 const GAB_SAMPLES: [&str; 3] = [
     include_str!(
-        "../../tests/fixtures/bench_formats/github-action-benchmark__customSmallerIsBetter_output.json"
+        "../../../tests/fixtures/bench_formats/github-action-benchmark__customSmallerIsBetter_output.json"
     ),
     include_str!(
-        "../../tests/fixtures/bench_formats/github-action-benchmark__customSmallerIsBetter_output2.json"
+        "../../../tests/fixtures/bench_formats/github-action-benchmark__customSmallerIsBetter_output2.json"
     ),
     include_str!(
-        "../../tests/fixtures/bench_formats/github-action-benchmark__customBiggerIsBetter_output.json"
+        "../../../tests/fixtures/bench_formats/github-action-benchmark__customBiggerIsBetter_output.json"
     ),
 ];
 

@@ -15,26 +15,26 @@ use crate::report::RenderError;
 
 /// The site's own files besides its pages: written as they are, nothing fetched elsewhere.
 pub const ASSETS: [(&str, &str); 2] = [
-    ("site.css", include_str!("../../../templates/site/site.css")),
-    ("site.js", include_str!("../../../templates/site/site.js")),
+    ("site.css", include_str!("../../templates/site/site.css")),
+    ("site.js", include_str!("../../templates/site/site.js")),
 ];
 
 const TEMPLATES: [(&str, &str); 4] = [
     (
         "layout.html",
-        include_str!("../../../templates/site/layout.html.j2"),
+        include_str!("../../templates/site/layout.html.j2"),
     ),
     (
         "index.html",
-        include_str!("../../../templates/site/index.html.j2"),
+        include_str!("../../templates/site/index.html.j2"),
     ),
     (
         "case.html",
-        include_str!("../../../templates/site/case.html.j2"),
+        include_str!("../../templates/site/case.html.j2"),
     ),
     (
         "changes.html",
-        include_str!("../../../templates/site/changes.html.j2"),
+        include_str!("../../templates/site/changes.html.j2"),
     ),
 ];
 

@@ -7,18 +7,19 @@ use crate::serve::direction_of;
 use crate::serve::model::Direction;
 
 const CURRENT: &str = include_str!(
-    "../../tests/fixtures/vllm_bench/vllm_bench_serve_v0.11plus_qwen2.5vl3b_rate1.json"
+    "../../../tests/fixtures/vllm_bench/vllm_bench_serve_v0.11plus_qwen2.5vl3b_rate1.json"
 );
 const LEGACY_INF: &str = include_str!(
-    "../../tests/fixtures/vllm_bench/llm-k8s__llama33-70b_tp8_pp1__serving_sharegpt_qps_inf.json"
+    "../../../tests/fixtures/vllm_bench/llm-k8s__llama33-70b_tp8_pp1__serving_sharegpt_qps_inf.json"
 );
 const LEGACY_4: &str = include_str!(
-    "../../tests/fixtures/vllm_bench/llm-k8s__deepseek-v2.5_tp8_pp2_ib__serving_sharegpt_qps_04.json"
+    "../../../tests/fixtures/vllm_bench/llm-k8s__deepseek-v2.5_tp8_pp2_ib__serving_sharegpt_qps_04.json"
 );
-const SGLANG_70B: &str =
-    include_str!("../../tests/fixtures/sglang_bench/datacrunch__llama_3_3_70b_online_output.jsonl");
+const SGLANG_70B: &str = include_str!(
+    "../../../tests/fixtures/sglang_bench/datacrunch__llama_3_3_70b_online_output.jsonl"
+);
 const SGLANG_INF: &str =
-    include_str!("../../tests/fixtures/sglang_bench/datacrunch__deepseek_dp_mla_output.jsonl");
+    include_str!("../../../tests/fixtures/sglang_bench/datacrunch__deepseek_dp_mla_output.jsonl");
 
 fn one(text: &str) -> ServeResult {
     let mut all = parse(text, "f.json").expect("parses");
