@@ -176,11 +176,11 @@ pub(crate) fn build(
         cards.push(card);
     }
     built.cases = cards.len();
-    let pages: BTreeSet<String> = cards.iter().map(|c| c.page.clone()).collect();
+    let case_pages: BTreeSet<String> = cards.iter().map(|c| c.page.clone()).collect();
     for (id, nav, fingerprint) in run_navs(&runs) {
         let page = out.join("runs").join(format!("{}.html", id.0));
         if old.runs.get(&id.0) != Some(&fingerprint) || !page.is_file() {
-            let html = run_page(store, config, reports, id, &nav, &pages)?;
+            let html = run_page(store, config, reports, id, &nav, &case_pages)?;
             write_atomically(&page, &html)?;
             built.runs_written += 1;
         }
