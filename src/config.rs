@@ -26,7 +26,7 @@ pub(crate) use policy::policy_for;
 pub use types::{
     CanaryConfig, CaseOverride, ClassifyRule, Config, DEFAULT_CONFIG, DEFAULT_CONFIG_PATH,
     DEFAULT_STATUS_CONTEXT, DEFAULT_STORE_PATH, EvidenceConfig, GateConfig, GithubConfig,
-    GpuConfig, LimitsConfig, ModelConfig, ReportConfig, RunConfig, StoreConfig, SuiteConfig,
-    SuiteKind, Workload,
+    GpuConfig, LimitsConfig, ModelConfig, ReportConfig, RunConfig, SiteConfig, StoreConfig,
+    SuiteConfig, SuiteKind, Workload,
 };
 pub use validate::{ValidationContext, validate};

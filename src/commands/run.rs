@@ -184,7 +184,7 @@ pub fn run(args: &RunArgs) -> Result<Outcome, Error> {
     let run_id = store_run(store, to_store, &facts, journal.journal, &evidence, config)?;
 
     // Report.
-    let report = report_run(store, run_id, &judgements, &config.gate.fail_on, args)?;
+    let report = report_run(store, run_id, &judgements, config, args)?;
     if let Some(note) = stores.unpromoted_note(args, &verdicts, config, &meta, run_id) {
         output::warn(&note);
     }

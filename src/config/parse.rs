@@ -40,6 +40,8 @@ struct RawConfig {
     evidence: super::EvidenceConfig,
     #[serde(default)]
     run: super::RunConfig,
+    #[serde(default)]
+    site: super::SiteConfig,
 }
 
 /// The keys that make a table a model description rather than a level of a dotted name.
@@ -177,6 +179,7 @@ pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
         suites: raw.suites,
         evidence: raw.evidence,
         run: raw.run,
+        site: raw.site,
     })
 }
 

@@ -37,6 +37,18 @@ pub struct Config {
     pub evidence: EvidenceConfig,
     /// `[run]`: the night's time budget (docs/nightly.md).
     pub run: RunConfig,
+    /// `[site]`: where `utilgate site`'s pages are published (docs/site.md).
+    pub site: SiteConfig,
+}
+
+/// `[site]`: the published site of `utilgate site` (docs/site.md). With `url` set, the pull
+/// request's comment and the nightly's issue link each case that needs a look to its page there.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteConfig {
+    /// The address the site is published at (`https://org.github.io/repo/`).
+    #[serde(default)]
+    pub url: Option<String>,
 }
 
 /// `[run]`: how long a run may take. With a budget, `utilgate run` plans each case's steps and

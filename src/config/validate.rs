@@ -41,6 +41,13 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
         );
     }
     check_drop_pct(config.gate.max_drop_pct, "gate.max_drop_pct", &mut push);
+    if let Some(url) = config.site.url.as_deref().filter(|u| !site_url_ok(u)) {
+        push(
+            "site.url".into(),
+            format!("{url:?} is not the http(s) address of a published site"),
+            "write url = \"https://org.github.io/repo/\" (where `utilgate site --out DIR` is published)",
+        );
+    }
     for (key, value) in [
         ("run.budget_minutes", config.run.budget_minutes),
         ("run.grace_minutes", config.run.grace_minutes),
@@ -440,4 +447,16 @@ fn check_status_context(config: &Config, push: &mut impl FnMut(String, String, &
             "put {suite} in it: status_context = \"utilgate/{suite}\"",
         );
     }
+}
+
+/// Whether `url` can begin a link to a page of the site: an http(s) address with a host, with
+/// nothing a Markdown link or an HTML attribute would end at.
+fn site_url_ok(url: &str) -> bool {
+    let host = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    host.is_some_and(|h| !h.is_empty() && !h.starts_with('/'))
+        && !url
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || "\"'<>()[]`".contains(c))
 }

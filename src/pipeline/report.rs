@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::case::{CaseKey, Verdict};
+use crate::case::CaseKey;
 use crate::cli::{Format, RunArgs};
 use crate::compare;
 use crate::config::{Config, GateConfig, ReportConfig};
@@ -87,9 +87,10 @@ pub(crate) fn report_run(
     store: &Store,
     run_id: crate::store::RunId,
     judgements: &[Judgement],
-    fail_on: &[Verdict],
+    config: &Config,
     args: &RunArgs,
 ) -> Result<report::RunReport, Error> {
+    let fail_on = &config.gate.fail_on;
     let stored = store.run(run_id)?.ok_or(Error::NoSuchRun(run_id.0))?;
     // What moved, not what the run was allowed to move: a run on the baseline branch whose
     // cases could not be trusted (the host moved) may promote and still move nothing.
@@ -97,6 +98,7 @@ pub(crate) fn report_run(
     let mut report = report::RunReport::build(&stored, judgements, fail_on, promoted);
     crate::pipeline::evidence::attach(store, &mut report);
     let report = crate::pipeline::serve_stored::with_stored_service(store, report)?;
+    let report = with_site(report, Some(config));
     print_report(&report, args.format.format)?;
     Ok(report)
 }
@@ -154,6 +156,17 @@ pub fn stored_report(
     run: &StoredRun,
     config: Option<&Config>,
 ) -> Result<RunReport, Error> {
+    stored_report_with(store, run, config, true)
+}
+
+/// [`stored_report`], reading each case's trend only when `with_trends` (a summary page draws
+/// no per-case chart, and a 500-case run's trends are 500 reads).
+pub(crate) fn stored_report_with(
+    store: &Store,
+    run: &StoredRun,
+    config: Option<&Config>,
+    with_trends: bool,
+) -> Result<RunReport, Error> {
     let facts = store.publish_facts(run.summary.id)?;
     let mut judgements = stored_judgements(store, run, config)?;
     if let Some(facts) = &facts {
@@ -198,9 +211,24 @@ pub fn stored_report(
         },
         |f| f.baseline_branch.clone(),
     );
-    let trends = trends(store, &report, report_config.trend_runs, Some(&branch))?;
+    let trends = if with_trends {
+        trends(store, &report, report_config.trend_runs, Some(&branch))?
+    } else {
+        BTreeMap::new()
+    };
     let report = crate::pipeline::serve_stored::with_stored_service(store, report)?;
     let history =
         crate::pipeline::serve_stored::service_history(store, &report, report_config.trend_runs)?;
-    Ok(report.with_trends(&trends).with_service_history(&history))
+    Ok(with_site(
+        report.with_trends(&trends).with_service_history(&history),
+        config,
+    ))
+}
+
+/// The report linked to the published site where `[site] url` is set.
+fn with_site(report: RunReport, config: Option<&Config>) -> RunReport {
+    match config.and_then(|c| c.site.url.as_deref()) {
+        Some(url) => report.with_site_url(url),
+        None => report,
+    }
 }

@@ -25,8 +25,8 @@ use crate::pipeline::history;
 use crate::report::history::{CaseHistoryReport, change_lines, slide_line};
 use crate::report::site::chart::{self, Guides, Scale};
 use crate::report::site::{
-    ASSETS, BaselineRow, CaseCard, CasePage, ChangeRow, ChartChange, ChartPoint, RunNav, SiteFacts,
-    SiteRenderer,
+    ASSETS, BaselineRow, CaseCard, CasePage, ChangeRow, ChartChange, ChartPoint, RunNav,
+    SUMMARY_FROM_CASES, SiteFacts, SiteRenderer,
 };
 use crate::report::{Renderer, ReportFormat};
 use crate::store::{CaseFilter, RunFilter, RunId, SeriesMarks, SitePoint, Store};
@@ -176,10 +176,11 @@ pub(crate) fn build(
         cards.push(card);
     }
     built.cases = cards.len();
+    let case_pages: BTreeSet<String> = cards.iter().map(|c| c.page.clone()).collect();
     for (id, nav, fingerprint) in run_navs(&runs) {
         let page = out.join("runs").join(format!("{}.html", id.0));
         if old.runs.get(&id.0) != Some(&fingerprint) || !page.is_file() {
-            let html = run_page(store, config, reports, id, &nav)?;
+            let html = run_page(store, config, reports, id, &nav, &case_pages)?;
             write_atomically(&page, &html)?;
             built.runs_written += 1;
         }
@@ -266,6 +267,8 @@ fn run_navs(runs: &[(RunId, String)]) -> Vec<(RunId, RunNav, String)> {
                 changes: "../changes.html".into(),
                 previous: i.checked_sub(1).map(|p| ids[p].0),
                 next: ids.get(i + 1).map(|n| n.0),
+                summary: false,
+                cases: BTreeMap::new(),
             };
             let fingerprint = format!("{:?}:{:?}", nav.previous, nav.next);
             out.push((*id, nav, fingerprint));
@@ -274,17 +277,35 @@ fn run_navs(runs: &[(RunId, String)]) -> Vec<(RunId, RunNav, String)> {
     out
 }
 
-/// A run's page: its HTML report with the site's links.
+/// A run's page: its HTML report with the site's links (each case's page among them), or for
+/// a run of more than [`SUMMARY_FROM_CASES`] cases its summary (no per-case chart, so its
+/// trends are not read).
 fn run_page(
     store: &Store,
     config: Option<&Config>,
     reports: &Renderer,
     id: RunId,
     nav: &RunNav,
+    pages: &BTreeSet<String>,
 ) -> Result<String, Error> {
     let run = store.run(id)?.ok_or(Error::NoSuchRun(id.0))?;
-    let report = crate::pipeline::report::stored_report(store, &run, config)?;
-    Ok(reports.render_in_site(ReportFormat::Html, &report, nav)?)
+    let summary = run.results.len() > SUMMARY_FROM_CASES;
+    let report = crate::pipeline::report::stored_report_with(store, &run, config, !summary)?;
+    let mut nav = nav.clone();
+    nav.summary = summary;
+    nav.cases = report
+        .cases
+        .iter()
+        .map(|c| {
+            (
+                c.case.clone(),
+                CaseCard::of(&c.key, &report.run.gpu_sku).page,
+            )
+        })
+        .filter(|(_, page)| pages.contains(page))
+        .map(|(case, page)| (case, format!("../{page}")))
+        .collect();
+    Ok(reports.render_in_site(ReportFormat::Html, &report, &nav)?)
 }
 
 /// A night as the charts draw it; `href` is empty when its run has no page.

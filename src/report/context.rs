@@ -288,6 +288,9 @@ pub struct CaseReport {
     /// baseline's file of the same kind (empty without one).
     #[serde(default)]
     pub nsight: Vec<super::nsight::NsightCaseEvidence>,
+    /// The case's page on the published site (`[site] url`): absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page_url: Option<String>,
 }
 
 /// One point of a case's history, for trend lines and charts.
@@ -346,6 +349,9 @@ pub struct RunReport {
     /// The time budget of a budgeted run (`run --budget`): absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<super::budget::BudgetReport>,
+    /// The index of the published site (`[site] url`): absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub site_url: Option<String>,
 }
 
 /// What a case's drop is of when it is not `1 - util_now / util_then` (see
@@ -571,6 +577,7 @@ impl RunReport {
                     trend: Vec::new(),
                     evidence: None,
                     nsight: Vec::new(),
+                    page_url: None,
                 }
             })
             .collect();
@@ -610,9 +617,27 @@ impl RunReport {
             service_readings: Vec::new(),
             service_charts: Vec::new(),
             budget: super::budget::BudgetReport::of_run(run),
+            site_url: None,
         };
         report.refresh_summaries();
         report
+    }
+
+    /// Link the report to the site published at `url` (`[site] url`, docs/site.md): the index,
+    /// and each case's page (the page `utilgate site` writes for it).
+    #[must_use]
+    pub fn with_site_url(mut self, url: &str) -> RunReport {
+        let root = if url.ends_with('/') {
+            url.to_owned()
+        } else {
+            format!("{url}/")
+        };
+        for case in &mut self.cases {
+            let page = super::site::case_page(&case.key, &self.run.gpu_sku);
+            case.page_url = Some(format!("{root}{page}"));
+        }
+        self.site_url = Some(format!("{root}index.html"));
+        self
     }
 
     /// Attach each case's history (oldest first, as the command read it from the store). The
@@ -673,6 +698,7 @@ impl RunReport {
             service_readings,
             service_charts,
             budget: self.budget.clone(),
+            site_url: self.site_url.clone(),
         };
         report.refresh_summaries();
         report

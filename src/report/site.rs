@@ -133,7 +133,7 @@ impl CaseCard {
     #[must_use]
     pub fn of(key: &CaseKey, gpu_sku: &str) -> CaseCard {
         CaseCard {
-            page: format!("cases/{}.html", slug(key, gpu_sku)),
+            page: case_page(key, gpu_sku),
             name: key.to_string(),
             suite: key.suite.clone(),
             gpu_sku: gpu_sku.to_owned(),
@@ -202,6 +202,23 @@ pub struct RunNav {
     pub changes: String,
     pub previous: Option<i64>,
     pub next: Option<i64>,
+    /// The page is a summary (a run of more than [`SUMMARY_FROM_CASES`] cases): the table
+    /// of every case, a section only for the cases that need a reader or carry evidence, and
+    /// no per-case chart (each case's page has its history).
+    pub summary: bool,
+    /// Each case of the run (its name) -> its case page, relative to the run's page.
+    pub cases: std::collections::BTreeMap<String, String>,
+}
+
+/// A run with more cases than this gets a summary page on the site instead of its whole
+/// report: at about 3.8 kB a case (the chart, the figures, the reasons), the whole report of
+/// a 500-case run is 1.9 MB, and a page should stay under 500 kB.
+pub const SUMMARY_FROM_CASES: usize = 100;
+
+/// A case's page, relative to the site's root (`cases/....html`).
+#[must_use]
+pub fn case_page(key: &CaseKey, gpu_sku: &str) -> String {
+    format!("cases/{}.html", slug(key, gpu_sku))
 }
 
 /// The short form of a commit.

@@ -288,3 +288,29 @@ fn an_issue_with_the_marker_planted_by_another_user_is_never_edited_or_closed() 
     assert_eq!(all[1]["state"], "closed");
     assert!(matching(&gh.requests(), "PATCH", "/issues/1").is_empty());
 }
+
+#[test]
+fn with_a_site_url_the_issue_links_each_regressed_case_to_its_page() {
+    let env = regressed_night();
+    env.write_config(&format!(
+        "{}\n[site]\nurl = \"https://org.github.io/repo\"\n",
+        TestEnv::config_with("")
+    ));
+    let issues = Issues::default();
+    let gh = github(&issues);
+    let out = publish_nightly(&env, &gh.uri());
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let all = issues.0.lock().expect("lock");
+    let body = all[0]["body"].as_str().expect("body");
+    // The url without its trailing slash still joins as a directory.
+    let link = "[this case's page on the site](https://org.github.io/repo/cases/h100-sxm_decode_seed-8b_bf16_decode_b";
+    assert_eq!(
+        body.matches(link).count(),
+        2,
+        "both regressed cases: {body}"
+    );
+    assert!(
+        body.contains("(https://org.github.io/repo/index.html)"),
+        "{body}"
+    );
+}

@@ -274,3 +274,238 @@ fn only_the_newest_nights_get_run_pages_and_older_marks_keep_their_figures() {
     );
     assert!(!read(&site.join("runs/9.html")).contains(r#"rel="prev""#));
 }
+
+/// One case of a large run: decode of `seed-8b` at batch `batch`.
+fn large_key(batch: u64) -> utilgate::case::CaseKey {
+    utilgate::case::CaseKey {
+        suite: "decode".into(),
+        model: "seed-8b".into(),
+        precision: "bf16".into(),
+        phase: utilgate::case::Phase::Decode,
+        batch,
+        context: 4096,
+        axes: utilgate::case::Axes::default(),
+    }
+}
+
+/// A nightly on main of `cases` cases, each judged as `verdict_of(batch)` says, stored through
+/// the library's store API (500 cases through `run` would take minutes), as the store bench
+/// stores them: 3 repeats of 100 samples, a stored decision.
+fn large_night(
+    night: i64,
+    cases: u64,
+    verdict_of: impl Fn(u64) -> utilgate::case::Verdict,
+) -> utilgate::store::NewRun {
+    use utilgate::store::{NewResult, NewRun};
+    let t = jiff::Timestamp::from_second(1_700_000_000 + night * 86_400).expect("in range");
+    let results = (1..=cases)
+        .map(|batch| {
+            let verdict = verdict_of(batch);
+            let median = 10.0 + batch as f64 / 100.0;
+            let (drop, reason) = if verdict == utilgate::case::Verdict::Regressed {
+                (4.0, "4.0% slower, beyond the 3.0% threshold.")
+            } else {
+                (0.4, "Within the noise: 0.4% slower, the threshold is 3.0%.")
+            };
+            let then = 1.0 - drop / 100.0;
+            let decision = serde_json::json!({
+                "verdict": verdict, "util_now": 4.5 / median * then, "util_then": 4.5 / median,
+                "step_now_ms": median / then, "step_then_ms": median, "drop_pct": drop,
+                "interval_pct": [drop - 1.0, drop + 1.0], "p_value": 0.21, "n_now": 300,
+                "n_then": 300, "repeats_now": 3, "repeats_then": 12, "floor_changed": false,
+                "noise_pct": 0.5, "resolution_pct": 1.1, "reasons": [reason]
+            });
+            NewResult {
+                key: large_key(batch),
+                verdict: Some(verdict),
+                error: None,
+                floor_ms: Some(4.5),
+                floor_json: None,
+                median_ms: Some(median),
+                utilisation: Some(4.5 / median),
+                mbu: None,
+                mfu: None,
+                summary_json: Some(serde_json::json!({
+                    "median_ms": median, "p95_ms": median * 1.01, "min_ms": median * 0.99,
+                    "spread_pct": 0.6, "n": 300, "repeat_medians_ms": [median, median, median]
+                })),
+                decision_json: Some(decision),
+                repeats_ms: vec![vec![median; 100]; 3],
+                warmup_ms: vec![],
+                env: std::collections::BTreeMap::from([("torch".to_owned(), "2.5.1".to_owned())]),
+                gpu_state_json: None,
+                stderr_tail: None,
+                promote: true,
+                budget: None,
+                costs: Vec::new(),
+            }
+        })
+        .collect();
+    NewRun {
+        started_at: t,
+        finished_at: t + jiff::SignedDuration::from_mins(50),
+        git_sha: Some(format!("{night:02}bbbbbbbbbbbbbbbb")),
+        branch: Some("main".into()),
+        trigger: Some("schedule".into()),
+        pr_number: None,
+        gpu_sku: "h100-sxm".into(),
+        gpu_json: None,
+        host: Some("ci-1".into()),
+        utilgate_version: "0.1.0".into(),
+        config_json: None,
+        promote_reason: "passed the gate on main".into(),
+        canary_json: None,
+        group: None,
+        uid: None,
+        budget_night: None,
+        results,
+    }
+}
+
+#[test]
+fn a_large_runs_page_is_a_summary_under_500_kb_that_links_every_case() {
+    use utilgate::case::Verdict;
+    let env = TestEnv::new();
+    std::fs::create_dir_all(env.db().parent().expect("dir")).expect("mkdir");
+    let mut store = utilgate::store::Store::open(&env.db(), std::time::Duration::from_secs(5))
+        .expect("opens the store");
+    store
+        .insert_run(&large_night(0, 500, |_| Verdict::Pass))
+        .expect("stores night 1");
+    // Night 2: three regressions among 500 passes.
+    store
+        .insert_run(&large_night(1, 500, |b| {
+            if b % 200 == 7 {
+                Verdict::Regressed
+            } else {
+                Verdict::Pass
+            }
+        }))
+        .expect("stores night 2");
+    drop(store);
+    let text = build(&env);
+    assert!(
+        text.starts_with("site: 500 case pages (500 rewritten), 2 run pages (2 rewritten)"),
+        "{text}"
+    );
+    let site = env.path().join("site");
+    let page = read(&site.join("runs/2.html"));
+    assert!(page.len() < 500_000, "the run page is {} bytes", page.len());
+    assert!(
+        page.contains("utilgate run 2 on h100-sxm"),
+        "the run's header"
+    );
+    assert!(page.contains(r#"rel="prev" href="1.html""#));
+    assert!(
+        page.contains("A summary: each case"),
+        "it says it is a summary"
+    );
+    // Every case's row links its own page, and that page exists (the template escapes `/`).
+    let page = page.replace("&#x2f;", "/");
+    let marker = r#"<a class="history" href="../"#;
+    let linked: std::collections::BTreeSet<&str> = page
+        .match_indices(marker)
+        .map(|(at, _)| {
+            let rest = &page[at + marker.len()..];
+            &rest[..rest.find('"').expect("closed")]
+        })
+        .collect();
+    assert_eq!(linked.len(), 500, "every case linked once: {linked:?}");
+    for batch in 1..=500 {
+        let tag = format!("_b{batch}_c4096-");
+        let to = linked
+            .iter()
+            .find(|l| l.contains(&tag))
+            .unwrap_or_else(|| panic!("case b{batch} is linked"));
+        assert!(site.join(to).is_file(), "{to}");
+    }
+    // The three regressions have a section (the rows link it); the passes have none.
+    assert_eq!(
+        page.matches(r#"<section class="case""#).count(),
+        3,
+        "{page}"
+    );
+    assert!(page.contains(r#"<h3><span class="v-regressed">regressed</span> decode/seed-8b/bf16/decode/b207/c4096"#), "{page}");
+    assert!(!page.contains("<svg"), "no per-case chart on a summary");
+    assert_self_contained(&page);
+}
+
+const SITE_URL: &str = "https://org.github.io/repo/";
+
+/// The sticky comment of a pull request 10% slower than main's baseline, published with the
+/// config's `[site]` table as `site` is given.
+fn pr_comment(env: &TestEnv, site: &str) -> String {
+    use crate::github::{Actions, Github, baseline_then_pr, matching, publish};
+    env.write_config(&format!("{}\n{site}", TestEnv::config_with("")));
+    baseline_then_pr(env, "11.0");
+    let gh = Github::happy();
+    let actions = Actions::new(env, &gh.uri(), false);
+    let out = publish(env, &actions, &[]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let requests = gh.requests();
+    let created = matching(&requests, "POST", "/issues/2/comments");
+    assert_eq!(created.len(), 1, "{}", stderr(&out));
+    let body: serde_json::Value = created[0].body_json().expect("json body");
+    body["body"].as_str().expect("body").to_owned()
+}
+
+#[test]
+fn with_a_site_url_the_comment_links_each_regressed_case_to_its_page_and_the_index() {
+    let env = TestEnv::new();
+    let text = pr_comment(&env, &format!("[site]\nurl = \"{SITE_URL}\"\n"));
+    assert!(text.contains("regressed"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "[Every case's history on the site]({SITE_URL}index.html)"
+        )),
+        "{text}"
+    );
+    // Both cases regressed: each links its page, and the page is the one `site` writes.
+    build(&env);
+    let prefix = format!("[this case's page on the site]({SITE_URL}");
+    let pages: Vec<&str> = text
+        .match_indices(&prefix)
+        .map(|(at, _)| {
+            let rest = &text[at + prefix.len()..];
+            &rest[..rest.find(')').expect("closed")]
+        })
+        .collect();
+    assert_eq!(pages.len(), 2, "{text}");
+    for page in pages {
+        assert!(page.starts_with("cases/h100-sxm_decode_seed-8b"), "{page}");
+        assert!(env.path().join("site").join(page).is_file(), "{page}");
+    }
+}
+
+#[test]
+fn without_a_site_url_the_comment_links_no_site() {
+    let env = TestEnv::new();
+    let text = pr_comment(&env, "");
+    assert!(text.contains("regressed"), "{text}");
+    assert!(!text.contains("on the site"), "{text}");
+    assert!(!text.contains("cases/"), "{text}");
+}
+
+#[test]
+fn a_site_url_that_is_no_address_names_the_key_and_the_fix() {
+    let env = TestEnv::new();
+    env.write_config(&format!(
+        "{}\n[site]\nurl = \"org.github.io/repo\"\n",
+        TestEnv::config_with("")
+    ));
+    let out = env
+        .cmd()
+        .args(["site", "--out", "site"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("utilgate.toml") && err.contains("site.url"),
+        "{err}"
+    );
+    assert!(
+        err.contains("url = \"https://org.github.io/repo/\""),
+        "{err}"
+    );
+}
