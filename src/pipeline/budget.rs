@@ -269,6 +269,15 @@ impl<'a> NightRun<'a> {
         }))
     }
 
+    fn judging(&self) -> JudgeWith<'a> {
+        JudgeWith {
+            store: self.store,
+            gpu_sku: self.gpu_sku,
+            config: self.config,
+            grid: self.grid,
+        }
+    }
+
     /// Measures plan `i` sequentially; `None` when the budget was spent before it started.
     pub(crate) fn measure(
         &mut self,
@@ -290,7 +299,7 @@ impl<'a> NightRun<'a> {
             runner,
             plan,
             measured: &mut measured,
-            judge: (self.store, self.gpu_sku, self.config, self.grid),
+            judge: self.judging(),
         };
         if self.night.sample(i, &mut sampler)? == Stop::NotStarted {
             progress.warn(&format!(
@@ -321,10 +330,20 @@ impl<'a> NightRun<'a> {
             runner,
             plan,
             measured,
-            judge: (self.store, self.gpu_sku, self.config, self.grid),
+            judge: self.judging(),
         };
         self.night.confirm(i, &mut sampler)
     }
+}
+
+/// What a sampled case is judged against between its repeats: the store's reference on the
+/// run's GPU, under the config's policy, at the grid's size (the test level).
+#[derive(Clone, Copy)]
+struct JudgeWith<'j> {
+    store: &'j Store,
+    gpu_sku: &'j str,
+    config: &'j Config,
+    grid: usize,
 }
 
 /// One case measured through the runner, one repeat at a time.
@@ -332,7 +351,7 @@ struct CaseSampler<'r, 'p, 'm, 'j> {
     runner: &'r Runner<'r>,
     plan: &'p CasePlan<'p>,
     measured: &'m mut Measured,
-    judge: (&'j Store, &'j str, &'j Config, usize),
+    judge: JudgeWith<'j>,
 }
 
 impl Sampler for CaseSampler<'_, '_, '_, '_> {
@@ -359,7 +378,12 @@ impl Sampler for CaseSampler<'_, '_, '_, '_> {
     }
 
     fn judge(&mut self, repeats: u32) -> Result<Decision, Error> {
-        let (store, sku, config, grid) = self.judge;
+        let JudgeWith {
+            store,
+            gpu_sku: sku,
+            config,
+            grid,
+        } = self.judge;
         let input =
             crate::pipeline::record::case_input(self.plan, self.measured, Some(repeats as usize));
         let against = crate::pipeline::judge::Against::Pinned;

@@ -225,7 +225,8 @@ pub fn attach(store: &Store, report: &mut RunReport) {
             warning,
             now.as_ref(),
             then.as_ref(),
-            case.mbu,
+            // The MBU the report shows for the case: of the step the verdict weighs.
+            case.mbu_now.or(case.mbu),
         ));
         if let Some(a) = now {
             analysed.push((i, a));
