@@ -212,9 +212,35 @@ pub fn unit_to_ms(unit: &str) -> Result<f64, (String, String)> {
     }
 }
 
-fn positive_ms(value: f64, factor: f64) -> Option<f64> {
-    let ms = value * factor;
-    (ms.is_finite() && ms > 0.0).then_some(ms)
+/// Benchmark `name`'s one figure on a night, as the file gives it and the milliseconds per one
+/// of its unit, as the case its name maps to; `entry` says where in the file it is.
+fn timed_case(
+    naming: &CaseNaming,
+    name: &str,
+    (value, ms_per_unit): (f64, f64),
+    origin: &str,
+    entry: String,
+) -> Result<ImportedCase, HistoryFileError> {
+    let ms = value * ms_per_unit;
+    if !(ms.is_finite() && ms > 0.0) {
+        return Err(bad(
+            origin,
+            &entry,
+            format!("value {value} is not a positive time"),
+            "leave this benchmark out",
+        ));
+    }
+    let key = naming
+        .key(name)
+        .map_err(|(problem, hint)| bad(origin, &entry, problem, hint))?;
+    Ok(ImportedCase {
+        key,
+        median_ms: ms,
+        utilisation: None,
+        floor_ms: None,
+        repeats_ms: Vec::new(),
+        entry,
+    })
 }
 
 #[must_use]
@@ -527,25 +553,7 @@ fn read_gab(
                 let here = format!("{at} bench {:?}", bench.name);
                 let factor = unit_to_ms(&bench.unit)
                     .map_err(|(problem, hint)| bad(origin, &here, problem, hint))?;
-                let median_ms = positive_ms(bench.value, factor).ok_or_else(|| {
-                    bad(
-                        origin,
-                        &here,
-                        format!("value {} is not a positive time", bench.value),
-                        "leave this benchmark out",
-                    )
-                })?;
-                let key = naming
-                    .key(&bench.name)
-                    .map_err(|(problem, hint)| bad(origin, &here, problem, hint))?;
-                let case = ImportedCase {
-                    key,
-                    median_ms,
-                    utilisation: None,
-                    floor_ms: None,
-                    repeats_ms: Vec::new(),
-                    entry: here,
-                };
+                let case = timed_case(naming, &bench.name, (bench.value, factor), origin, here)?;
                 push_case(
                     &mut nights,
                     started_at,
@@ -619,25 +627,7 @@ fn read_bmf(
             let here = format!("benchmark {name:?} measure {measure:?}");
             let factor = bmf_measure_ms(measure)
                 .map_err(|(problem, hint)| bad(origin, &here, problem, hint))?;
-            let median_ms = positive_ms(metric.value, factor).ok_or_else(|| {
-                bad(
-                    origin,
-                    &here,
-                    format!("value {} is not a positive time", metric.value),
-                    "leave this benchmark out",
-                )
-            })?;
-            let key = naming
-                .key(name)
-                .map_err(|(problem, hint)| bad(origin, &here, problem, hint))?;
-            let case = ImportedCase {
-                key,
-                median_ms,
-                utilisation: None,
-                floor_ms: None,
-                repeats_ms: Vec::new(),
-                entry: here,
-            };
+            let case = timed_case(naming, name, (metric.value, factor), origin, here)?;
             push_case(
                 &mut nights,
                 started_at,

@@ -246,38 +246,24 @@ pub(super) fn write_serve_cases(
 }
 
 impl Store {
-    /// Stores a run of service cases (the run row, each case, its repeats and metric rows) and
-    /// moves the baseline of every case flagged `promote` (kind `promote`, `run.promote_reason`),
-    /// in one transaction: if anything fails, nothing of the run is visible.
-    /// The baseline of a service case on `gpu_sku` and its lineage: the results earlier
-    /// promotions pointed at, back to the last accept or import, at most `limit` of them; a
-    /// promotion onto a pull request's run never counts.
-    pub fn serve_lineage(
-        &self,
-        key: &ServeKey,
-        gpu_sku: &str,
-        limit: usize,
-    ) -> Result<(Option<StoredServeCase>, Vec<StoredServeCase>), StoreError> {
+    /// The id of a service case's series on `gpu_sku`, when it has one (a figure out of the
+    /// store's range has none). Read only: `series_id` creates one as a run is written.
+    fn find_serve_series(&self, key: &ServeKey, gpu_sku: &str) -> Result<Option<i64>, StoreError> {
         let (Ok(conc), Ok(input), Ok(output)) = (
             zero(&self.path, "max concurrency", key.max_concurrency),
             zero(&self.path, "input length", key.input_len),
             zero(&self.path, "output length", key.output_len),
         ) else {
-            return Ok((None, Vec::new()));
+            return Ok(None);
         };
-        let moves: Vec<(i64, String)> = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT m.result_id, m.kind FROM serve_baseline_moves m
-                 JOIN serve_series s ON s.id = m.series_id
-                 WHERE s.suite = ?1 AND s.model = ?2 AND s.request_rate = ?3
-                   AND s.max_concurrency = ?4 AND s.input_len = ?5 AND s.output_len = ?6
-                   AND s.gpu_sku = ?7 AND {}
-                 ORDER BY m.id DESC",
-                super::pull_requests::a_serve_move_that_counts("m")
-            ))
+        self.conn
+            .prepare_cached(
+                "SELECT id FROM serve_series WHERE suite = ?1 AND model = ?2 AND request_rate = ?3
+                   AND max_concurrency = ?4 AND input_len = ?5 AND output_len = ?6
+                   AND gpu_sku = ?7",
+            )
             .and_then(|mut stmt| {
-                stmt.query_map(
+                stmt.query_row(
                     params![
                         key.suite,
                         key.model,
@@ -287,9 +273,36 @@ impl Store {
                         output,
                         gpu_sku
                     ],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )?
-                .collect()
+                    |r| r.get(0),
+                )
+                .optional()
+            })
+            .map_err(self.fail("read a service series"))
+    }
+
+    /// The baseline of a service case on `gpu_sku` and its lineage: the results earlier
+    /// promotions pointed at, back to the last accept or import, at most `limit` of them; a
+    /// promotion onto a pull request's run never counts.
+    pub fn serve_lineage(
+        &self,
+        key: &ServeKey,
+        gpu_sku: &str,
+        limit: usize,
+    ) -> Result<(Option<StoredServeCase>, Vec<StoredServeCase>), StoreError> {
+        let Some(series) = self.find_serve_series(key, gpu_sku)? else {
+            return Ok((None, Vec::new()));
+        };
+        let moves: Vec<(i64, String)> = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT m.result_id, m.kind FROM serve_baseline_moves m
+                 WHERE m.series_id = ?1 AND {}
+                 ORDER BY m.id DESC",
+                super::pull_requests::a_serve_move_that_counts("m")
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_map(params![series], |r| Ok((r.get(0)?, r.get(1)?)))?
+                    .collect()
             })
             .map_err(self.fail("read a service baseline"))?;
         let Some((current, kind)) = moves.first().cloned() else {
@@ -328,11 +341,7 @@ impl Store {
         gpu_sku: &str,
         as_of: jiff::Timestamp,
     ) -> Result<Option<StoredServeCase>, StoreError> {
-        let (Ok(conc), Ok(input), Ok(output)) = (
-            zero(&self.path, "max concurrency", key.max_concurrency),
-            zero(&self.path, "input length", key.input_len),
-            zero(&self.path, "output length", key.output_len),
-        ) else {
+        let Some(series) = self.find_serve_series(key, gpu_sku)? else {
             return Ok(None);
         };
         let before = super::db::timestamp_to_ns(&self.path, as_of)?;
@@ -340,28 +349,13 @@ impl Store {
             .conn
             .prepare_cached(&format!(
                 "SELECT m.result_id FROM serve_baseline_moves m
-                 JOIN serve_series s ON s.id = m.series_id
-                 WHERE s.suite = ?1 AND s.model = ?2 AND s.request_rate = ?3
-                   AND s.max_concurrency = ?4 AND s.input_len = ?5 AND s.output_len = ?6
-                   AND s.gpu_sku = ?7 AND m.moved_at_ns < ?8 AND {}
+                 WHERE m.series_id = ?1 AND m.moved_at_ns < ?2 AND {}
                  ORDER BY m.id DESC LIMIT 1",
                 super::pull_requests::a_serve_move_that_counts("m")
             ))
             .and_then(|mut stmt| {
-                stmt.query_row(
-                    params![
-                        key.suite,
-                        key.model,
-                        key.request_rate,
-                        conc,
-                        input,
-                        output,
-                        gpu_sku,
-                        before
-                    ],
-                    |r| r.get(0),
-                )
-                .optional()
+                stmt.query_row(params![series, before], |r| r.get(0))
+                    .optional()
             })
             .map_err(self.fail("read a service baseline"))?;
         match id {
@@ -402,32 +396,22 @@ impl Store {
         current: RunId,
         limit: usize,
     ) -> Result<Vec<StoredServeCase>, StoreError> {
+        let Some(series) = self.find_serve_series(key, gpu_sku)? else {
+            return Ok(Vec::new());
+        };
         // The run being reported, and no other run measured for a pull request.
         let sql = format!(
-            "{CASE_SELECT} WHERE s.suite = ?1 AND s.model = ?2 AND s.request_rate = ?3
-               AND s.max_concurrency = ?4 AND s.input_len = ?5 AND s.output_len = ?6
-               AND s.gpu_sku = ?7
-               AND (r.run_id = ?9 OR EXISTS (SELECT 1 FROM runs u WHERE u.id = r.run_id AND {}))
-             ORDER BY r.run_started_at_ns DESC, r.id DESC LIMIT ?8",
+            "{CASE_SELECT} WHERE r.series_id = ?1
+               AND (r.run_id = ?3 OR EXISTS (SELECT 1 FROM runs u WHERE u.id = r.run_id AND {}))
+             ORDER BY r.run_started_at_ns DESC, r.id DESC LIMIT ?2",
             super::pull_requests::not_for_a_pull_request("u")
         );
-        let path = self.path.clone();
         let raw: Vec<RawCase> = self
             .conn
             .prepare_cached(&sql)
             .and_then(|mut stmt| {
                 stmt.query_map(
-                    params![
-                        key.suite,
-                        key.model,
-                        key.request_rate,
-                        zero(&path, "max concurrency", key.max_concurrency).unwrap_or(-1),
-                        zero(&path, "input length", key.input_len).unwrap_or(-1),
-                        zero(&path, "output length", key.output_len).unwrap_or(-1),
-                        gpu_sku,
-                        i64::try_from(limit).unwrap_or(i64::MAX),
-                        current.0
-                    ],
+                    params![series, i64::try_from(limit).unwrap_or(i64::MAX), current.0],
                     RawCase::from_row,
                 )?
                 .collect()
