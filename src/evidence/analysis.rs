@@ -4,7 +4,11 @@
 //! category, syncs, pageable copies, graph launches; host operators for CPU-only traces.
 //! The result is a small serialisable summary: it is what the store keeps and baselines carry.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+// Keys are names' ids, correlations, streams and threads from the trace: a fast hash, no
+// hashing-flood concern (a hostile trace only slows its own analysis).
+use rustc_hash::FxHashMap as HashMap;
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -224,6 +228,25 @@ pub struct StepFinder {
     first_ts: f64,
     last_end: f64,
     has_gpu: bool,
+}
+
+/// [`Classifier::classify`] of the GPU operation `op` (named `name`), remembered per name in
+/// `known` (indexed by [`NameId`]): copies and memsets are sorted by kind, everything else by
+/// its name alone, so the classifier's regexes run once per distinct kernel, not per launch.
+fn category(
+    known: &mut Vec<Option<Category>>,
+    classifier: &Classifier,
+    op: &GpuOp,
+    name: &str,
+) -> Category {
+    if matches!(op.kind, GpuKind::Memcpy | GpuKind::Memset) {
+        return classifier.classify(op.kind, name);
+    }
+    let at = op.name as usize;
+    if at >= known.len() {
+        known.resize(at + 1, None);
+    }
+    *known[at].get_or_insert_with(|| classifier.classify(op.kind, name))
 }
 
 const UNSEEN: u32 = u32::MAX;
@@ -469,6 +492,9 @@ pub struct Analyser<'o> {
     stream_end: HashMap<i64, f64>,
     /// Host operators' self time.
     self_times: SelfTimes,
+    /// Each GPU operation name's category, decided once per name (the classifier's regexes run
+    /// once per distinct kernel, not once per kernel launch); indexed by [`NameId`].
+    name_categories: Vec<Option<Category>>,
 }
 
 impl<'o> Analyser<'o> {
@@ -480,12 +506,12 @@ impl<'o> Analyser<'o> {
             plan,
             window,
             summaries: vec![StepSummary::default(); n],
-            operators: HashMap::new(),
-            kernels: HashMap::new(),
+            operators: HashMap::default(),
+            kernels: HashMap::default(),
             categories: BTreeMap::new(),
-            launches: HashMap::new(),
+            launches: HashMap::default(),
             open: BTreeMap::new(),
-            pending: HashMap::new(),
+            pending: HashMap::default(),
             finalized: 0,
             dropped: None,
             seq: 0,
@@ -493,8 +519,9 @@ impl<'o> Analyser<'o> {
             retained: Retained::default(),
             overflow: None,
             carry: Vec::new(),
-            stream_end: HashMap::new(),
+            stream_end: HashMap::default(),
             self_times: SelfTimes::new(window),
+            name_categories: Vec::new(),
         }
     }
 
@@ -721,7 +748,7 @@ impl<'o> Analyser<'o> {
             0.0
         };
         let mut categories: BTreeMap<Category, f64> = BTreeMap::new();
-        let mut kernels: HashMap<NameId, Stat> = HashMap::new();
+        let mut kernels: HashMap<NameId, Stat> = HashMap::default();
         let mut by_stream: BTreeMap<i64, Vec<&GpuRec>> = BTreeMap::new();
         for rec in ops {
             let op = &rec.op;
@@ -734,7 +761,7 @@ impl<'o> Analyser<'o> {
                 }
                 _ => {}
             }
-            let cat = options.classifier.classify(op.kind, name);
+            let cat = category(&mut self.name_categories, &options.classifier, op, name);
             *categories.entry(cat).or_default() += op.dur;
             kernels.entry(op.name).or_default().add(Stat {
                 count: 1,

@@ -6,7 +6,7 @@
 //! with the file; the analysis of a file on disk streams its records instead
 //! (`source::analyse_file`) and holds about one step of them.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 /// Index of a name in [`Names`].
 pub type NameId = u32;
