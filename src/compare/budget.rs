@@ -599,6 +599,11 @@ pub struct RepeatCost {
 }
 
 /// A case's costs from its recorded repeats (medians: one slow start does not move them).
+///
+/// The steps' times are the harness's own clock (CUDA events, or a figure it computed) and may
+/// add up to more than the process's wall time: steps overlapped on the device, or a harness
+/// that reports steps it did not spend (a replay, a simulation). Then a repeat's step times are
+/// scaled down to its wall time, so the model never plans more time than the repeats took.
 #[must_use]
 pub fn cost_from_history(repeats: &[RepeatCost]) -> Option<CaseCost> {
     let med = |f: &dyn Fn(&RepeatCost) -> Option<f64>| {
@@ -609,15 +614,29 @@ pub fn cost_from_history(repeats: &[RepeatCost]) -> Option<CaseCost> {
             .collect();
         crate::stats::median(&xs)
     };
-    let step_s = med(&|r| (r.steps > 0).then(|| r.steps_s / r.steps as f64))?;
-    let warmup_step_s = med(&|r| (r.warmup_steps > 0).then(|| r.warmup_s / r.warmup_steps as f64))
-        .unwrap_or(step_s);
-    let start_s = med(&|r| Some((r.wall_s - r.steps_s - r.warmup_s).max(0.0)))?;
+    let step_s = med(&|r| (r.steps > 0).then(|| r.steps_s * r.wall_share() / r.steps as f64))?;
+    let warmup_step_s =
+        med(&|r| (r.warmup_steps > 0).then(|| r.warmup_s * r.wall_share() / r.warmup_steps as f64))
+            .unwrap_or(step_s);
+    let start_s = med(&|r| Some((r.wall_s - (r.steps_s + r.warmup_s) * r.wall_share()).max(0.0)))?;
     Some(CaseCost {
         start_s,
         step_s,
         warmup_step_s,
     })
+}
+
+impl RepeatCost {
+    /// The factor that brings the steps' reported times within the process's wall time: 1 when
+    /// they fit in it, else the wall time over their sum.
+    fn wall_share(&self) -> f64 {
+        let timed = self.steps_s + self.warmup_s;
+        if timed > self.wall_s && timed > 0.0 && self.wall_s >= 0.0 {
+            self.wall_s / timed
+        } else {
+            1.0
+        }
+    }
 }
 
 /// A case's noise from its stored results (each a list of repeats of step times, ms): the

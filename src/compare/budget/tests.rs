@@ -189,6 +189,44 @@ fn sequential_decisions() {
     ));
 }
 
+/// A harness that reports 15 ms steps but wrote them at once (the overhead bench's): its
+/// processes took 4 ms each, and that is what a repeat is planned at, not the 30 ms its steps
+/// add up to (#29: the planner was 7x pessimistic on such a harness).
+#[test]
+fn steps_reported_longer_than_the_process_ran_are_planned_at_its_wall_time() {
+    let rec = RepeatCost {
+        wall_s: 0.004,
+        steps_s: 0.030,
+        steps: 2,
+        warmup_s: 0.0,
+        warmup_steps: 0,
+    };
+    let cost = cost_from_history(&[rec, rec, rec]).expect("a cost");
+    assert!(
+        (repeat_cost_s(&cost, 2, 0) - 0.004).abs() < 1e-12,
+        "{cost:?}"
+    );
+    // Twice the steps: twice the steps' share of that wall time (all of it here).
+    assert!(
+        (repeat_cost_s(&cost, 4, 0) - 0.008).abs() < 1e-12,
+        "{cost:?}"
+    );
+    // Warm-up steps scaled alike: 10 ms reported of a 6 ms process with 20 ms of steps.
+    let warm = RepeatCost {
+        wall_s: 0.006,
+        warmup_s: 0.010,
+        warmup_steps: 1,
+        steps_s: 0.020,
+        steps: 2,
+    };
+    let cost = cost_from_history(&[warm]).expect("a cost");
+    assert!(
+        (repeat_cost_s(&cost, 2, 1) - 0.006).abs() < 1e-12,
+        "{cost:?}"
+    );
+    assert!((cost.warmup_step_s - 0.002).abs() < 1e-12 && cost.start_s == 0.0);
+}
+
 #[test]
 fn costs_and_noise_from_stored_repeats() {
     let rec = |wall_s: f64| RepeatCost {
