@@ -52,13 +52,24 @@ impl Night {
         started: Instant,
     ) -> Result<Night, Error> {
         let mut inputs = Vec::with_capacity(cases.len());
+        let mut runner_s: std::collections::HashMap<&str, f64> = std::collections::HashMap::new();
         for (key, suite) in cases {
             let history = store.case_history(key, gpu_sku, config.gate.history_runs.max(1))?;
             let mut costs = Vec::new();
             for r in &history {
                 costs.extend(store.repeat_costs(r.id)?);
             }
-            inputs.push(case_input(key, suite, &history, &costs));
+            let runner = match runner_s.get(suite.name.as_str()) {
+                Some(s) => *s,
+                None => {
+                    let s = store
+                        .suite_runner_seconds_per_process(&suite.name)?
+                        .unwrap_or(0.0);
+                    runner_s.insert(suite.name.as_str(), s);
+                    s
+                }
+            };
+            inputs.push(case_input(key, suite, &history, &costs, runner));
         }
         let policy = PlanPolicy::new(budget_s, config.gate.max_drop_pct, config.gate.family_alpha);
         let grace_s = config.run.grace_s(budget_s);
@@ -182,13 +193,16 @@ impl Night {
 }
 
 /// A case as the planner sees it, from its stored history (newest first): costs from every
-/// recorded repeat of those results (`costs`, `Store::repeat_costs`), noise from the results
-/// that could pool into a reference.
+/// recorded repeat of those results (`costs`, `Store::repeat_costs`) plus utilgate's own time
+/// per process in the suite's last run (`runner_s`, `Store::suite_runner_seconds_per_process`:
+/// judging, storing, starting the process; most of a fast harness's night), noise from the
+/// results that could pool into a reference.
 fn case_input(
     key: &CaseKey,
     suite: &SuiteConfig,
     history: &[StoredResult],
     costs: &[RepeatCost],
+    runner_s: f64,
 ) -> CaseInput {
     let usable: Vec<&StoredResult> = history
         .iter()
@@ -211,7 +225,10 @@ fn case_input(
         .iter()
         .map(|r| r.repeats_ms.len().min(nominal.max(1)))
         .sum();
-    let cost: Option<CaseCost> = budget::cost_from_history(costs);
+    let cost: Option<CaseCost> = budget::cost_from_history(costs).map(|c| CaseCost {
+        start_s: c.start_s + runner_s,
+        ..c
+    });
     CaseInput {
         name: key.to_string(),
         steps: suite.steps,

@@ -155,7 +155,73 @@ on_both_backends!(
     import_points_baselines_at_results_that_compare_like_the_originals,
     case_history_is_newest_first_per_sku,
     two_writers_both_land,
+    the_runners_own_time_per_process_is_the_last_runs_time_outside_its_processes,
 );
+
+/// The planner's per-process cost of utilgate itself: the last run of the suite that recorded
+/// its processes' walls, its duration less those walls, over its processes (#29 item 4).
+fn the_runners_own_time_per_process_is_the_last_runs_time_outside_its_processes(b: Backend) {
+    let (_dir, _path, mut store) = temp_store(b);
+    assert_eq!(
+        store
+            .suite_runner_seconds_per_process("decode")
+            .expect("reads"),
+        None
+    );
+    let timed = |batch: u64, wall_s: f64| {
+        let mut r = result(key("decode", batch), 6.0, false);
+        r.costs = vec![
+            crate::compare::budget::RepeatCost {
+                wall_s,
+                steps_s: 0.5,
+                steps: 10,
+                warmup_s: 0.1,
+                warmup_steps: 2,
+            };
+            3
+        ];
+        r
+    };
+    // 60 s, of which two results' 3 processes ran 5 s each: (60 - 30) / 6 = 5 s each.
+    store
+        .insert_run(&run("main", 0, vec![timed(1, 5.0), timed(8, 5.0)]))
+        .expect("inserts");
+    let per = store
+        .suite_runner_seconds_per_process("decode")
+        .expect("reads")
+        .expect("a timed run");
+    assert!((per - 5.0).abs() < 1e-9, "{per}");
+    // A later run whose processes filled its 60 s: nothing left for utilgate (never negative).
+    store
+        .insert_run(&run("main", 100, vec![timed(1, 10.0), timed(8, 10.0)]))
+        .expect("inserts");
+    let per = store
+        .suite_runner_seconds_per_process("decode")
+        .expect("reads")
+        .expect("a timed run");
+    assert!(per.abs() < 1e-9, "{per}");
+    // A later run that recorded no walls (an import) is not the one asked about; another
+    // suite has none.
+    store
+        .insert_run(&run(
+            "main",
+            200,
+            vec![result(key("decode", 1), 6.0, false)],
+        ))
+        .expect("inserts");
+    assert!(
+        store
+            .suite_runner_seconds_per_process("decode")
+            .expect("reads")
+            .is_some_and(|p| p.abs() < 1e-9)
+    );
+    assert_eq!(
+        store
+            .suite_runner_seconds_per_process("prefill")
+            .expect("reads"),
+        None
+    );
+}
 
 fn all_runs() -> RunFilter {
     RunFilter {
