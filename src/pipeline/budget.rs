@@ -59,15 +59,14 @@ impl Night {
             for r in &history {
                 costs.extend(store.repeat_costs(r.id)?);
             }
-            let runner = match runner_s.get(suite.name.as_str()) {
-                Some(s) => *s,
-                None => {
-                    let s = store
-                        .suite_runner_seconds_per_process(&suite.name)?
-                        .unwrap_or(0.0);
-                    runner_s.insert(suite.name.as_str(), s);
-                    s
-                }
+            let runner = if let Some(s) = runner_s.get(suite.name.as_str()) {
+                *s
+            } else {
+                let s = store
+                    .suite_runner_seconds_per_process(&suite.name)?
+                    .unwrap_or(0.0);
+                runner_s.insert(suite.name.as_str(), s);
+                s
             };
             inputs.push(case_input(key, suite, &history, &costs, runner));
         }
