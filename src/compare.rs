@@ -19,6 +19,7 @@ mod gate;
 mod gate_stat;
 pub mod history;
 pub(crate) mod night;
+pub mod quality;
 mod reference;
 mod service;
 mod stat;

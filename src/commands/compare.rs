@@ -43,6 +43,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
             gpu_guard: None,
             gpu_state: r.gpu_state_json.clone(),
             first_repeats: r.budget.as_ref().map(|b| b.first_repeats as usize),
+            quality: r.quality(),
         })
         .collect();
     let suites: BTreeSet<String> = inputs.iter().map(|c| c.key.suite.clone()).collect();

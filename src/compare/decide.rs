@@ -228,6 +228,10 @@ pub struct Decision {
     pub slide: Option<LineageStart>,
     /// Plain-language sentences, most important first.
     pub reasons: Vec<String>,
+    /// The quality metrics the harness reported, each against the baseline's (the accuracy
+    /// guard, [`super::quality`]); empty when it reported none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quality: Vec<super::quality::QualityCheck>,
 }
 
 /// What a case's verdict can resolve: the smallest drop it could confirm once a suspect is
@@ -345,6 +349,7 @@ impl Decision {
             host_adjusted_drop_pct: None,
             slide: None,
             reasons: Vec::new(),
+            quality: Vec::new(),
         }
     }
 }

@@ -270,6 +270,10 @@ pub struct GateConfig {
     /// as `regressed` once it adds up past the threshold. Off: the slide is a warning.
     #[serde(default = "default_fail_on_slide")]
     pub fail_on_slide: bool,
+    /// The accuracy guard's practical threshold: a drop in a quality metric's share correct, in
+    /// percentage points, that fails a case whatever its speed (when its answers show it).
+    #[serde(default = "default_quality_max_drop_pts")]
+    pub quality_max_drop_pts: f64,
 }
 
 impl Default for GateConfig {
@@ -284,8 +288,13 @@ impl Default for GateConfig {
             history_runs: default_history_runs(),
             gate_on: default_gate_on(),
             stat_max_drop_pct: BTreeMap::new(),
+            quality_max_drop_pts: default_quality_max_drop_pts(),
         }
     }
+}
+
+fn default_quality_max_drop_pts() -> f64 {
+    1.0
 }
 
 fn default_baseline_branch() -> String {

@@ -41,6 +41,11 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
         );
     }
     check_drop_pct(config.gate.max_drop_pct, "gate.max_drop_pct", &mut push);
+    check_drop_pct(
+        config.gate.quality_max_drop_pts,
+        "gate.quality_max_drop_pts",
+        &mut push,
+    );
     if let Some(url) = config.site.url.as_deref().filter(|u| !site_url_ok(u)) {
         push(
             "site.url".into(),

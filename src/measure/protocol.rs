@@ -31,6 +31,10 @@ pub struct HarnessReport {
     pub nsys: Vec<String>,
     /// Nsight Compute files (`.ncu-rep` or `ncu --csv` output), from `{"ncu": "path"}`.
     pub ncu: Vec<String>,
+    /// Quality metrics scored beside the steps (the accuracy guard), from
+    /// `{"quality": {"gsm8k": {"correct": 412, "total": 500}}}` or `{"score": 0.824, "n": 500}`;
+    /// a metric reported twice adds its answers.
+    pub quality: crate::compare::quality::QualityCounts,
 }
 
 /// A line of the results file that breaks protocol v1.
@@ -80,6 +84,10 @@ pub enum ProtocolErrorKind {
         key: &'static str,
         found: &'static str,
     },
+    #[error("quality is {found}, not an object of metric names")]
+    QualityNotObject { found: &'static str },
+    #[error("quality.{metric}{problem}")]
+    QualityMetric { metric: String, problem: String },
 }
 
 impl ProtocolError {
@@ -125,6 +133,13 @@ impl ProtocolError {
             }
             ProtocolErrorKind::TraceNotString { .. } => {
                 "write the trace as {\"trace\": \"path/to/trace.json\"}".to_owned()
+            }
+            ProtocolErrorKind::QualityNotObject { .. }
+            | ProtocolErrorKind::QualityMetric { .. } => {
+                "write each metric's answers as {\"quality\": {\"gsm8k\": {\"correct\": 412, \
+                 \"total\": 500}}}, or a share with its sample count as {\"score\": 0.824, \
+                 \"n\": 500}"
+                    .to_owned()
             }
             ProtocolErrorKind::ProfileNotString { key, .. } => format!(
                 "write the file as {{\"{key}\": \"path/to/report.{}\"}}",
@@ -333,7 +348,78 @@ fn parse_line(
             }
         }
     }
+    match parsed.quality {
+        Json::Absent => {}
+        Json::Object(metrics) => {
+            for (name, value) in metrics {
+                let metric = sanitize(&name);
+                let count =
+                    quality_count(value).map_err(|problem| ProtocolErrorKind::QualityMetric {
+                        metric: metric.clone(),
+                        problem,
+                    })?;
+                let entry = report.quality.entry(metric).or_default();
+                *entry = entry.plus(count);
+            }
+        }
+        other => {
+            return Err(ProtocolErrorKind::QualityNotObject {
+                found: other.kind(),
+            });
+        }
+    }
     Ok(())
+}
+
+/// One quality metric: `{"correct": C, "total": N}` (whole numbers, C <= N) or
+/// `{"score": S, "n": N}` (a share 0..=1 of N samples, counted as round(S x N) correct).
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "whole, non-negative and below 2^53 where cast (checked before)"
+)]
+fn quality_count(value: Json<'_>) -> Result<crate::compare::quality::QualityCount, String> {
+    let Json::Object(fields) = value else {
+        return Err(format!(" is {}, not an object", value.kind()));
+    };
+    let field = |key: &str| fields.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+    let whole = |key: &str| -> Result<Option<u64>, String> {
+        match field(key) {
+            None => Ok(None),
+            Some(Json::Number(Number::Unsigned(n))) => Ok(Some(*n)),
+            Some(Json::Number(Number::Float(x))) if x.fract() == 0.0 && *x >= 0.0 && *x < 9e15 => {
+                Ok(Some(*x as u64))
+            }
+            Some(other) => Err(format!(
+                ".{key} is {}, not a whole number of answers",
+                other.kind()
+            )),
+        }
+    };
+    let (correct, total) = match (whole("correct")?, whole("total")?, whole("n")?) {
+        (Some(correct), Some(total), _) => (correct, total),
+        (None, None, Some(n)) => {
+            let score = match field("score") {
+                Some(Json::Number(x)) => x.as_f64(),
+                Some(other) => return Err(format!(".score is {}, not a number", other.kind())),
+                None => return Err(" has n but no score".to_owned()),
+            };
+            if !(0.0..=1.0).contains(&score) {
+                return Err(format!(
+                    ".score is {}, not a share from 0 to 1",
+                    bounded(score)
+                ));
+            }
+            ((score * n as f64).round() as u64, n)
+        }
+        _ => return Err(" needs correct and total, or score and n".to_owned()),
+    };
+    if total == 0 || correct > total {
+        return Err(format!(
+            " has {correct} correct of {total}: total must be above zero and at least correct"
+        ));
+    }
+    Ok(crate::compare::quality::QualityCount { correct, total })
 }
 
 fn check_time(key: &str, number: Number, range: StepRange) -> Result<f64, ProtocolErrorKind> {
@@ -525,6 +611,8 @@ struct Line<'a> {
     nsys: Json<'a>,
     #[serde(default, borrow)]
     ncu: Json<'a>,
+    #[serde(default, borrow)]
+    quality: Json<'a>,
 }
 
 /// A JSON number as `serde_json` delivered it, so integers keep their exact text in `env`.

@@ -27,6 +27,8 @@ pub struct CaseInput {
     /// Repeats measured before a confirm step, when not the suite's `repeats` (a budgeted
     /// night plans its own): a confirmed case is judged on the repeats after these.
     pub first_repeats: Option<usize>,
+    /// The quality metrics its harness scored (the accuracy guard); empty when none.
+    pub quality: crate::compare::quality::QualityCounts,
 }
 
 pub use crate::report::{BaselineRef, Judgement};
@@ -209,7 +211,21 @@ pub fn judge_case(
         .as_ref()
         .map(|b| compare::env_diff(&b.env, &case.env))
         .unwrap_or_default();
-    let decision = compare::with_env_causes(decision, &env_changes);
+    let mut decision = compare::with_env_causes(decision, &env_changes);
+    if case.error.is_none() && !case.quality.is_empty() {
+        let then = baseline
+            .as_ref()
+            .map(StoredResult::quality)
+            .unwrap_or_default();
+        let gate = config.map_or_else(GateConfig::default, |c| c.gate.clone());
+        let policy = compare::quality::QualityPolicy {
+            threshold_pts: gate.quality_max_drop_pts,
+            // Each metric its own share of the grid's one-sided false-alarm level.
+            alpha: gate.family_alpha / (m * case.quality.len()) as f64,
+        };
+        let checks = compare::quality::judge_quality(&then, &case.quality, &policy);
+        compare::quality::apply_quality(&mut decision, checks);
+    }
     Ok(Judgement {
         key: case.key.clone(),
         decision,

@@ -115,7 +115,7 @@ impl JudgedCase<'_> {
             utilisation: util.map(|u| u.utilisation),
             mbu: util.map(|u| u.mbu),
             mfu: util.map(|u| u.mfu),
-            summary_json: summary.as_ref().and_then(|s| serde_json::to_value(s).ok()),
+            summary_json: summary_json(summary.as_ref(), &measured.quality),
             decision_json: serde_json::to_value(decision).ok(),
             repeats_ms: measured.repeats_ms.clone(),
             warmup_ms: measured.warmup_ms.clone(),
@@ -127,6 +127,21 @@ impl JudgedCase<'_> {
             costs: Vec::new(),
         }
     }
+}
+
+/// The result's summary as stored: the step statistics and, when the harness scored any, its
+/// quality metrics under `quality` (read back by `StoredResult::quality`).
+fn summary_json(
+    summary: Option<&stats::Summary>,
+    quality: &crate::compare::quality::QualityCounts,
+) -> Option<serde_json::Value> {
+    let mut json = serde_json::to_value(summary?).ok()?;
+    if !quality.is_empty()
+        && let (Some(object), Ok(q)) = (json.as_object_mut(), serde_json::to_value(quality))
+    {
+        object.insert("quality".to_owned(), q);
+    }
+    Some(json)
 }
 
 /// The case's GPU-state summary, when NVML sampled its repeats.
@@ -150,5 +165,6 @@ pub(crate) fn case_input(
         gpu_guard: None,
         gpu_state: None,
         first_repeats,
+        quality: measured.quality.clone(),
     }
 }

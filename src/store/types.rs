@@ -225,6 +225,19 @@ pub struct StoredResult {
     pub budget: Option<CaseRecord>,
 }
 
+impl StoredResult {
+    /// The quality metrics its harness scored (the accuracy guard), kept in the result's
+    /// summary under `quality`; none when it scored none.
+    #[must_use]
+    pub fn quality(&self) -> crate::compare::quality::QualityCounts {
+        self.summary_json
+            .as_ref()
+            .and_then(|s| s.get("quality"))
+            .and_then(|q| serde_json::from_value(q.clone()).ok())
+            .unwrap_or_default()
+    }
+}
+
 /// Why a baseline pointer moved.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -46,6 +46,7 @@ mod pg_store_tls;
 mod pr_reference;
 mod processes;
 mod python;
+mod quality;
 mod readme;
 mod report;
 mod run;

@@ -354,6 +354,64 @@ fn sanitize_strips_escapes_and_controls() {
     }
 }
 
+/// The accuracy guard's key: answers as counts or as a share of a sample, a metric reported
+/// twice adding its answers, and each kind of bad value named with its metric.
+#[test]
+fn quality_lines_are_counted_and_checked() {
+    use crate::compare::quality::QualityCount;
+    let report = parse(
+        "{\"step_ms\": 6.0}\n\
+         {\"quality\": {\"gsm8k\": {\"correct\": 412, \"total\": 500}, \"mmlu\": {\"score\": 0.7125, \"n\": 400}}}\n\
+         {\"quality\": {\"gsm8k\": {\"correct\": 100.0, \"total\": 100}}}\n",
+    )
+    .expect("valid");
+    assert_eq!(
+        report.quality["gsm8k"],
+        QualityCount {
+            correct: 512,
+            total: 600
+        }
+    );
+    // 0.7125 x 400 = 285 right.
+    assert_eq!(
+        report.quality["mmlu"],
+        QualityCount {
+            correct: 285,
+            total: 400
+        }
+    );
+    for (line, expected) in [
+        (
+            "{\"quality\": [1]}",
+            "quality is an array, not an object of metric names",
+        ),
+        (
+            "{\"quality\": {\"x\": 3}}",
+            "quality.x is a number, not an object",
+        ),
+        (
+            "{\"quality\": {\"x\": {\"correct\": 5, \"total\": 4}}}",
+            "quality.x has 5 correct of 4",
+        ),
+        (
+            "{\"quality\": {\"x\": {\"correct\": -1, \"total\": 4}}}",
+            "quality.x.correct is a number, not a whole number of answers",
+        ),
+        (
+            "{\"quality\": {\"x\": {\"score\": 1.5, \"n\": 10}}}",
+            "quality.x.score is 1.5, not a share from 0 to 1",
+        ),
+        (
+            "{\"quality\": {\"x\": {\"score\": 0.5}}}",
+            "quality.x needs correct and total, or score and n",
+        ),
+    ] {
+        let err = parse(line).expect_err(line);
+        assert!(err.to_string().contains(expected), "{line}: {err}");
+        assert!(err.hint().contains("\"correct\": 412"), "{}", err.hint());
+    }
+}
+
 proptest::proptest! {
     #[test]
     fn sanitized_text_has_no_controls_but_newline_and_tab(s in ".*") {

@@ -59,6 +59,9 @@ pub(crate) struct Measured {
     /// Under a budget: its repeats before the confirm step, for a resumed run.
     #[serde(default)]
     pub(crate) budget_first: Option<u32>,
+    /// Quality metrics the harness scored (the accuracy guard), every repeat's answers added.
+    #[serde(default)]
+    pub(crate) quality: crate::compare::quality::QualityCounts,
 }
 
 /// What a repeat after the timed ones adds: variables for the harness, and a profiler around
@@ -438,6 +441,10 @@ impl Runner<'_> {
                     into.traces.extend(out.report.traces);
                     into.nsys.extend(out.report.nsys);
                     into.ncu.extend(out.report.ncu);
+                    for (metric, count) in out.report.quality {
+                        let entry = into.quality.entry(metric).or_default();
+                        *entry = entry.plus(count);
+                    }
                     if !out.stderr_tail.is_empty() {
                         into.stderr_tail = Some(out.stderr_tail);
                     }
