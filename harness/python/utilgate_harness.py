@@ -119,6 +119,14 @@ class Reporter:
     def trace(self, path):
         self._line({"trace": str(path)})
 
+    def quality(self, metric, correct, total):
+        """Report a quality metric scored beside the steps: `correct` answers of `total`
+        (utilgate's accuracy guard judges it against the baseline's, whatever the speed)."""
+        correct, total = int(correct), int(total)
+        if total <= 0 or not (0 <= correct <= total):
+            raise ValueError("%s: %d correct of %d is not a score" % (metric, correct, total))
+        self._line({"quality": {str(metric): {"correct": correct, "total": total}}})
+
     def close(self):
         self._file.close()
 
@@ -204,9 +212,13 @@ class Timer:
         return (time.perf_counter_ns() - t0) / 1e6
 
 
-def run(step, case=None, device="auto", extra_env=None):
+def run(step, case=None, device="auto", extra_env=None, score=None):
     """Call `step(i)` for i in 0 .. warmup_steps + steps - 1, timing each, and report every
-    time to `$UTILGATE_OUT`. Returns the timed (non-warm-up) step times in ms."""
+    time to `$UTILGATE_OUT`. Returns the timed (non-warm-up) step times in ms.
+
+    `score`, when given, is called once after the timed steps (never timed) with the case and
+    returns `{metric: (correct, total)}`, e.g. exact matches on a fixed prompt set run through
+    the same code path; each is reported as a quality metric."""
     case = case or Case.from_env()
     timer = Timer(device)
     timed = []
@@ -220,6 +232,9 @@ def run(step, case=None, device="auto", extra_env=None):
             out.step(ms, warmup=warm)
             if not warm:
                 timed.append(ms)
+        if score is not None:
+            for metric, (correct, total) in sorted(score(case).items()):
+                out.quality(metric, correct, total)
         trace_dir = os.environ.get(TRACE_DIR_VAR)
         if trace_dir:
             path = profile(step, case, trace_dir, start=case.warmup_steps + case.steps)

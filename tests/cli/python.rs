@@ -25,7 +25,13 @@ def step(i):
     # Real work that grows with the batch: a sum over a list, timed by the wall clock.
     return sum(x * x for x in work)
 
-times = ug.run(step, case, extra_env={"example": "pure-python"})
+# A fixed prompt set scored once per process, beside (never inside) the timed steps: 40 of
+# the 50 "answers" are right.
+def score(case):
+    right = sum(1 for q in range(50) if (q * q) % 5 != 0)
+    return {"exact_match": (right, 50)}
+
+times = ug.run(step, case, extra_env={"example": "pure-python"}, score=score)
 assert len(times) == case.steps
 "#;
 
@@ -94,6 +100,13 @@ timeout_s = 60
         assert!(
             !result.env.contains_key("torch"),
             "the CPU path never imports torch"
+        );
+        // The score hook's answers, both processes' added: 40 of 50 each.
+        let quality = result.quality();
+        assert_eq!(
+            (quality["exact_match"].correct, quality["exact_match"].total),
+            (80, 100),
+            "{quality:?}"
         );
     }
     // More work per step at batch 4 than at batch 1: the times are real.
