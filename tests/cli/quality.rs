@@ -43,7 +43,7 @@ fn answers_that_collapsed_fail_a_case_whose_steps_held() {
     assert!(
         reasons.contains(
             "Quality regressed whatever the speed: gsm8k fell from 82.0% (1230/1500) to 60.0% \
-             (900/1500), 22.0 points against a threshold of 1.0; the drop is at least 18.8 \
+             (900/1500), 22.0 points against a threshold of 1.0; the drop is at least 17.8 \
              points"
         ),
         "{reasons}"
