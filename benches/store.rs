@@ -152,6 +152,7 @@ fn new_result(key: &CaseKey, rng: &mut StdRng, promote: bool) -> NewResult {
         promote,
         budget: None,
         costs: Vec::new(),
+        quality: std::collections::BTreeMap::new(),
     }
 }
 

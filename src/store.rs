@@ -17,6 +17,7 @@ mod pg_open;
 mod probes;
 mod publish;
 mod pull_requests;
+mod quality;
 mod results;
 mod runs;
 pub mod samples;

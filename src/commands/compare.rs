@@ -34,18 +34,20 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
     let inputs: Vec<CaseInput> = run
         .results
         .iter()
-        .map(|r| CaseInput {
-            key: r.key.clone(),
-            repeats_ms: r.repeats_ms.clone(),
-            floor_ms: r.floor_ms,
-            error: r.error.clone(),
-            env: r.env.clone(),
-            gpu_guard: None,
-            gpu_state: r.gpu_state_json.clone(),
-            first_repeats: r.budget.as_ref().map(|b| b.first_repeats as usize),
-            quality: r.quality(),
+        .map(|r| {
+            Ok(CaseInput {
+                key: r.key.clone(),
+                repeats_ms: r.repeats_ms.clone(),
+                floor_ms: r.floor_ms,
+                error: r.error.clone(),
+                env: r.env.clone(),
+                gpu_guard: None,
+                gpu_state: r.gpu_state_json.clone(),
+                first_repeats: r.budget.as_ref().map(|b| b.first_repeats as usize),
+                quality: store.result_quality(r.id)?,
+            })
         })
-        .collect();
+        .collect::<Result<_, Error>>()?;
     let suites: BTreeSet<String> = inputs.iter().map(|c| c.key.suite.clone()).collect();
     let canary: Option<crate::compare::Canary> = store
         .run_canary(run.summary.id)?

@@ -147,6 +147,7 @@ fn imported_result(b: &ExportedBaseline) -> NewResult {
         promote: false,
         budget: None,
         costs: Vec::new(),
+        quality: std::collections::BTreeMap::new(),
     }
 }
 

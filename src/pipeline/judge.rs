@@ -213,10 +213,10 @@ pub fn judge_case(
         .unwrap_or_default();
     let mut decision = compare::with_env_causes(decision, &env_changes);
     if case.error.is_none() && !case.quality.is_empty() {
-        let then = baseline
-            .as_ref()
-            .map(StoredResult::quality)
-            .unwrap_or_default();
+        let then = match &baseline {
+            Some(b) => store.result_quality(b.id)?,
+            None => compare::quality::QualityCounts::new(),
+        };
         let gate = config.map_or_else(GateConfig::default, |c| c.gate.clone());
         let policy = compare::quality::QualityPolicy {
             threshold_pts: gate.quality_max_drop_pts,

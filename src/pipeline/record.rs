@@ -115,7 +115,7 @@ impl JudgedCase<'_> {
             utilisation: util.map(|u| u.utilisation),
             mbu: util.map(|u| u.mbu),
             mfu: util.map(|u| u.mfu),
-            summary_json: summary_json(summary.as_ref(), &measured.quality),
+            summary_json: summary.as_ref().and_then(|s| serde_json::to_value(s).ok()),
             decision_json: serde_json::to_value(decision).ok(),
             repeats_ms: measured.repeats_ms.clone(),
             warmup_ms: measured.warmup_ms.clone(),
@@ -125,23 +125,9 @@ impl JudgedCase<'_> {
             promote: promote_run && compare::promotable(decision),
             budget: None,
             costs: Vec::new(),
+            quality: measured.quality.clone(),
         }
     }
-}
-
-/// The result's summary as stored: the step statistics and, when the harness scored any, its
-/// quality metrics under `quality` (read back by `StoredResult::quality`).
-fn summary_json(
-    summary: Option<&stats::Summary>,
-    quality: &crate::compare::quality::QualityCounts,
-) -> Option<serde_json::Value> {
-    let mut json = serde_json::to_value(summary?).ok()?;
-    if !quality.is_empty()
-        && let (Some(object), Ok(q)) = (json.as_object_mut(), serde_json::to_value(quality))
-    {
-        object.insert("quality".to_owned(), q);
-    }
-    Some(json)
 }
 
 /// The case's GPU-state summary, when NVML sampled its repeats.

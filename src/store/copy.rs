@@ -35,6 +35,7 @@ pub(crate) const TABLES: &[(&str, &[&str])] = &[
     ("run_budget_unstarted", &["run_id", "ordinal"]),
     ("result_budgets", &["result_id"]),
     ("result_repeat_costs", &["result_id", "repeat"]),
+    ("result_quality", &["result_id", "metric"]),
 ];
 
 /// Raw traces are pruned by retention (`Store::add_evidence`): a destination may keep blobs

@@ -735,6 +735,7 @@ pub fn night_run(night: &ImportedNight, gpu_sku: &str, default_branch: &str) -> 
             promote: false,
             budget: None,
             costs: Vec::new(),
+            quality: std::collections::BTreeMap::new(),
         })
         .collect();
     super::NewRun {

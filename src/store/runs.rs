@@ -479,6 +479,8 @@ fn write_results(
         let result_id = tx.last_insert_rowid().map_err(fail("write a result"))?;
         super::budgets::write_case(tx, result_id, r.budget.as_ref(), &r.costs)
             .map_err(fail("write a result's budget record"))?;
+        super::quality::write(tx, result_id, &r.quality)
+            .map_err(fail("write a result's quality metrics"))?;
         if r.promote || !at.plan.only_flagged {
             add_move
                 .execute(params![

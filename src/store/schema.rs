@@ -61,6 +61,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(10, "0010_run_uids"),
     migration!(11, "0011_move_indexes"),
     migration!(12, "0012_budget_records"),
+    migration!(13, "0013_result_quality"),
 ];
 
 /// Run once before the first migration on `PostgreSQL`: the version table (`SQLite` keeps the
@@ -220,6 +221,7 @@ mod tests {
                 "evidence_blobs",
                 "probes",
                 "result_budgets",
+                "result_quality",
                 "result_repeat_costs",
                 "results",
                 "run_budget_unstarted",

@@ -66,6 +66,7 @@ fn result(key: CaseKey, median_ms: f64, promote: bool) -> NewResult {
         promote,
         budget: None,
         costs: Vec::new(),
+        quality: std::collections::BTreeMap::new(),
     }
 }
 
@@ -156,7 +157,52 @@ on_both_backends!(
     case_history_is_newest_first_per_sku,
     two_writers_both_land,
     the_runners_own_time_per_process_is_the_last_runs_time_outside_its_processes,
+    a_results_quality_metrics_round_trip_and_stay_append_only,
 );
+
+/// The accuracy guard's answers are stored per result and metric, read back as written, and,
+/// like every result, never changed afterwards.
+fn a_results_quality_metrics_round_trip_and_stay_append_only(b: Backend) {
+    use crate::compare::quality::QualityCount;
+    let (_dir, _path, mut store) = temp_store(b);
+    let mut scored = result(key("decode", 1), 6.0, true);
+    scored.quality = BTreeMap::from([
+        (
+            "gsm8k".to_owned(),
+            QualityCount {
+                correct: 412,
+                total: 500,
+            },
+        ),
+        (
+            "mmlu".to_owned(),
+            QualityCount {
+                correct: 285,
+                total: 400,
+            },
+        ),
+    ]);
+    let plain = result(key("decode", 8), 6.0, true);
+    store
+        .insert_run(&run("main", 0, vec![scored.clone(), plain]))
+        .expect("inserts");
+    let run_1 = store.run(RunId(1)).expect("reads").expect("run 1");
+    let id = |batch: u64| {
+        run_1
+            .results
+            .iter()
+            .find(|r| r.key.batch == batch)
+            .expect("result")
+            .id
+    };
+    assert_eq!(store.result_quality(id(1)).expect("reads"), scored.quality);
+    assert!(store.result_quality(id(8)).expect("reads").is_empty());
+    let changed = store.conn.execute(
+        "UPDATE result_quality SET correct = 500 WHERE metric = 'gsm8k'",
+        sql::params![],
+    );
+    assert!(changed.is_err(), "append-only: {changed:?}");
+}
 
 /// The planner's per-process cost of utilgate itself: the last run of the suite that recorded
 /// its processes' walls, its duration less those walls, over its processes (#29 item 4).

@@ -109,6 +109,9 @@ pub struct NewResult {
     /// The time each repeat took (`result_repeat_costs`), which later nights plan from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub costs: Vec<RepeatCost>,
+    /// The quality metrics its harness scored (`result_quality`), every repeat's answers added.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub quality: crate::compare::quality::QualityCounts,
 }
 
 /// Timestamps as RFC 3339 text in the rescue file.
@@ -223,19 +226,6 @@ pub struct StoredResult {
     /// read on their own (`Store::repeat_costs`): only the planner needs them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<CaseRecord>,
-}
-
-impl StoredResult {
-    /// The quality metrics its harness scored (the accuracy guard), kept in the result's
-    /// summary under `quality`; none when it scored none.
-    #[must_use]
-    pub fn quality(&self) -> crate::compare::quality::QualityCounts {
-        self.summary_json
-            .as_ref()
-            .and_then(|s| s.get("quality"))
-            .and_then(|q| serde_json::from_value(q.clone()).ok())
-            .unwrap_or_default()
-    }
 }
 
 /// Why a baseline pointer moved.

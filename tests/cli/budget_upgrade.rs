@@ -167,7 +167,8 @@ fn a_v11_store_with_budgeted_nights_upgrades_in_place_and_keeps_its_budget_repor
     // The next night upgrades the store, and plans from the costs the older nights recorded.
     assert_planned_from_history(&budgeted_night(&env, None));
     let conn = rusqlite::Connection::open(env.db()).expect("open");
-    assert_eq!(version(&conn), 12);
+    // Upgraded to the latest schema (v13 added the accuracy guard's `result_quality`).
+    assert_eq!(version(&conn), utilgate::store::SCHEMA_VERSION);
     conn.execute(
         "ATTACH DATABASE ?1 AS before",
         [before.to_str().expect("utf-8")],
@@ -246,7 +247,7 @@ fn a_v11_pg_store_with_budgeted_nights_upgrades_in_place_and_keeps_its_budget_re
 
     let env = fixture_env();
     assert_planned_from_history(&budgeted_night(&env, Some(&url)));
-    assert_eq!(version(&mut c), 12);
+    assert_eq!(version(&mut c), utilgate::store::SCHEMA_VERSION);
     for (t, rows) in V11_TABLES.iter().zip(&before) {
         let after = rows_of(&mut c, t);
         let kept = rows

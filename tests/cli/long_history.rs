@@ -65,6 +65,7 @@ fn stored_run(i: i64, branch: &str, median_ms: f64) -> NewRun {
             promote: on_main,
             budget: None,
             costs: Vec::new(),
+            quality: std::collections::BTreeMap::new(),
         }],
     }
 }

@@ -81,6 +81,18 @@ fn result(batch: u64, i: u32) -> NewResult {
                 warmup_steps: 2,
             })
             .collect(),
+        // Every third result scored its answers: the accuracy guard's table is copied too.
+        quality: if i.is_multiple_of(3) {
+            utilgate::compare::quality::QualityCounts::from([(
+                "gsm8k".to_owned(),
+                utilgate::compare::quality::QualityCount {
+                    correct: 400 + u64::from(i),
+                    total: 500,
+                },
+            )])
+        } else {
+            std::collections::BTreeMap::new()
+        },
     }
 }
 

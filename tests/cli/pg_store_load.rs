@@ -59,6 +59,7 @@ fn new_run(w: u32, i: u32) -> NewRun {
                 promote: !(u64::from(w + i) + batch).is_multiple_of(3),
                 budget: None,
                 costs: Vec::new(),
+                quality: std::collections::BTreeMap::new(),
             }
         })
         .collect();

@@ -102,7 +102,7 @@ timeout_s = 60
             "the CPU path never imports torch"
         );
         // The score hook's answers, both processes' added: 40 of 50 each.
-        let quality = result.quality();
+        let quality = store.result_quality(result.id).expect("reads");
         assert_eq!(
             (quality["exact_match"].correct, quality["exact_match"].total),
             (80, 100),

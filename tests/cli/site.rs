@@ -338,6 +338,7 @@ fn large_night(
                 promote: true,
                 budget: None,
                 costs: Vec::new(),
+                quality: std::collections::BTreeMap::new(),
             }
         })
         .collect();

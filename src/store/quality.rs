@@ -1,0 +1,56 @@
+//! The accuracy guard's answers (`result_quality`): each quality metric a result's harness
+//! scored, written in the run's transaction and read back for the baseline a later night is
+//! judged against. Reads and writes the store.
+
+use super::db::Store;
+use super::error::StoreError;
+use super::sql::{self, Transaction, params};
+use crate::compare::quality::{QualityCount, QualityCounts};
+
+/// Result `result_id`'s quality metrics, in the run's transaction.
+pub(crate) fn write(
+    tx: &Transaction<'_>,
+    result_id: i64,
+    quality: &QualityCounts,
+) -> sql::Result<()> {
+    for (metric, c) in quality {
+        tx.execute(
+            "INSERT INTO result_quality (result_id, metric, correct, total)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![
+                result_id,
+                metric,
+                i64::try_from(c.correct).unwrap_or(i64::MAX),
+                i64::try_from(c.total).unwrap_or(i64::MAX),
+            ],
+        )?;
+    }
+    Ok(())
+}
+
+impl Store {
+    /// The quality metrics result `result_id`'s harness scored; empty when it scored none.
+    pub fn result_quality(&self, result_id: i64) -> Result<QualityCounts, StoreError> {
+        let rows: Vec<(String, i64, i64)> = self
+            .conn
+            .prepare_cached(
+                "SELECT metric, correct, total FROM result_quality WHERE result_id = ?1",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([result_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                    .collect::<sql::Result<Vec<_>>>()
+            })
+            .map_err(self.fail("read a result's quality metrics"))?;
+        // The table's checks keep both counts whole and non-negative.
+        Ok(rows
+            .into_iter()
+            .map(|(metric, correct, total)| {
+                let count = QualityCount {
+                    correct: u64::try_from(correct).unwrap_or(0),
+                    total: u64::try_from(total).unwrap_or(0),
+                };
+                (metric, count)
+            })
+            .collect())
+    }
+}
