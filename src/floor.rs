@@ -79,7 +79,8 @@ impl FloorError {
     pub fn hint(&self) -> Option<String> {
         match self {
             FloorError::NoComputePeak { dtype, .. } => Some(format!(
-                "choose a precision the GPU runs natively, or declare the peak in utilgate.toml: \
+                "choose a precision the GPU runs natively (a weight-only form such as \
+                 mxfp4-wo or nvfp4-wo computes in bf16), or declare the peak in utilgate.toml: \
                  [gpu] dense_tflops = {{ {dtype} = ... }}"
             )),
             _ => None,
@@ -289,7 +290,10 @@ pub fn floor(
         ModelSpec::Bare(b) => bare_work(b, precision, phase, batch, context, tokens),
     };
     let mut notes = work.notes;
-    if matches!(precision.compute, ComputeDtype::Fp8 | ComputeDtype::Int8) {
+    if matches!(
+        precision.compute,
+        ComputeDtype::Fp8 | ComputeDtype::Int8 | ComputeDtype::Fp4
+    ) {
         notes.push(format!(
             "all FLOPs are bounded by the {} peak, though attention and lm_head usually run in \
              16 bits: the compute floor is optimistic there",
@@ -393,6 +397,20 @@ fn cached_tokens(context: u64, window: Option<u64>) -> u64 {
     }
 }
 
+/// What the checkpoint's own precision says, or that the floor is at another one.
+fn checkpoint_notes(t: &TransformerSpec, precision: &Precision, notes: &mut Vec<String>) {
+    if let Some(q) = &t.quantisation {
+        if q.precision.label == precision.label {
+            notes.extend(q.notes.iter().cloned());
+        } else {
+            notes.push(format!(
+                "the checkpoint declares {} ({}); this floor is at {}, as asked",
+                q.precision.label, q.method, precision.label
+            ));
+        }
+    }
+}
+
 fn transformer_work(
     t: &TransformerSpec,
     precision: &Precision,
@@ -402,6 +420,7 @@ fn transformer_work(
     tokens: u64,
 ) -> Work {
     let mut notes = t.notes.clone();
+    checkpoint_notes(t, precision, &mut notes);
     let vocab = t.vocab_size;
     let table = (vocab * t.hidden_size) as f64;
 

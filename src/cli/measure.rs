@@ -162,9 +162,10 @@ pub struct FloorArgs {
     /// A catalogue GPU name (e.g. h100-sxm), or the one the config declares when omitted.
     #[arg(long)]
     pub gpu: Option<String>,
-    /// Weight precision: bf16, fp16, fp32, fp8, int8, w8a16, int4-g128 ...
-    #[arg(long, default_value = "bf16")]
-    pub precision: String,
+    /// Weight precision: bf16, fp16, fp32, fp8, int8, w8a16, int4-g128, nvfp4, mxfp4(-wo),
+    /// mxfp8, fp8-b128 ... (default: the checkpoint's own quantisation config, else bf16).
+    #[arg(long)]
+    pub precision: Option<String>,
     /// KV-cache dtype (default: the precision's activation dtype).
     #[arg(long)]
     pub kv_dtype: Option<String>,

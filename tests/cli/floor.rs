@@ -151,3 +151,92 @@ fn an_unknown_model_names_the_catalogue_the_nearest_and_how_to_declare_one() {
     assert!(err.contains("did you mean `llama-3.1-8b`?"), "{err}");
     assert!(err.contains("config.json"), "how to declare one: {err}");
 }
+
+/// A real checkpoint's config.json: its `quantization_config` sets the precision, so
+/// `--precision` is not needed (gpt-oss-120b: MXFP4 experts, bf16 attention, bf16 compute).
+#[test]
+fn a_quantised_checkpoint_floors_at_its_own_precision() {
+    let env = TestEnv::new();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/hf_configs/quantised/gpt-oss-120b.json"
+    );
+    let json = env.json(&[
+        "floor",
+        "--model",
+        fixture,
+        "--gpu",
+        "h100-sxm",
+        "--phase",
+        "decode",
+        "--context",
+        "4096",
+    ]);
+    assert_eq!(json["inputs"]["precision"], "mxfp4-wo");
+    assert_eq!(json["inputs"]["weight_dtype"], "fp4");
+    assert_eq!(json["inputs"]["compute_dtype"], "bf16");
+    let notes = json["floor"]["notes"].to_string();
+    assert!(
+        notes.contains("attention projections unquantised"),
+        "{notes}"
+    );
+    // `--precision` overrides the checkpoint's and says so.
+    let json = env.json(&[
+        "floor",
+        "--model",
+        fixture,
+        "--gpu",
+        "b200",
+        "--precision",
+        "mxfp4",
+        "--phase",
+        "decode",
+        "--context",
+        "4096",
+    ]);
+    assert_eq!(json["inputs"]["compute_dtype"], "fp4");
+    assert!(
+        json["floor"]["notes"]
+            .to_string()
+            .contains("the checkpoint declares mxfp4-wo"),
+        "{}",
+        json["floor"]["notes"]
+    );
+}
+
+#[test]
+fn an_unknown_quant_method_names_the_file_the_field_and_the_supported_ones() {
+    let env = TestEnv::new();
+    env.write(
+        "q/config.json",
+        r#"{"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
+            "quantization_config": {"quant_method": "hqq"}}"#,
+    );
+    let out = env
+        .cmd()
+        .args([
+            "floor",
+            "--model",
+            "q/config.json",
+            "--gpu",
+            "h100-sxm",
+            "--phase",
+            "decode",
+            "--context",
+            "1",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    for needle in [
+        "q/config.json",
+        "quantization_config.quant_method",
+        "\"hqq\"",
+        "compressed-tensors",
+        "--precision",
+    ] {
+        assert!(err.contains(needle), "{needle} missing in {err}");
+    }
+}
