@@ -190,6 +190,18 @@ impl Tensor {
         self.rows * self.cols * self.count
     }
 
+    /// Stored bytes at a precision without the quantisation scales.
+    #[must_use]
+    pub fn bytes_unscaled(&self, precision: &Precision) -> f64 {
+        let in_scope = self.part != Part::Attention || precision.quantises_attention();
+        let dtype = if self.quantisable && precision.is_quantised() && in_scope {
+            precision.weights
+        } else {
+            precision.unquantised
+        };
+        self.params() as f64 * dtype.bytes()
+    }
+
     /// Stored bytes at a precision, scales included.
     #[must_use]
     pub fn bytes(&self, precision: &Precision) -> f64 {

@@ -178,6 +178,16 @@ pub struct FloorArgs {
     /// KV length (decode) or prompt length (prefill), in tokens.
     #[arg(long)]
     pub context: u64,
+    /// Tensor-parallel GPUs: the floor is one GPU's share plus the all-reduces.
+    #[arg(long, default_value_t = 1)]
+    pub tp: u64,
+    /// Expert-parallel GPUs (mixture-of-experts models): experts spread over them, tokens
+    /// sent by all-to-all.
+    #[arg(long, default_value_t = 1)]
+    pub ep: u64,
+    /// Interconnect bandwidth per GPU, one direction, GB/s (default: the catalogue's link).
+    #[arg(long)]
+    pub interconnect_gb_s: Option<f64>,
     /// A measured step time in ms, to get MBU and MFU.
     #[arg(long)]
     pub step_ms: Option<f64>,

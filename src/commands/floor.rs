@@ -9,6 +9,7 @@ use crate::catalog::{CatalogError, GpuSpec, ModelSpec, Precision};
 use crate::cli::{FloorArgs, Format};
 use crate::config::LoadedConfig;
 use crate::error::Error;
+use crate::floor::Parallelism;
 use crate::outcome::Outcome;
 use crate::output;
 use crate::pipeline::context::env_lookup;
@@ -101,7 +102,10 @@ fn floor_precision(model: &ModelSpec, args: &FloorArgs) -> Result<Precision, Err
 pub fn floor(args: &FloorArgs) -> Result<Outcome, Error> {
     let loaded = floor_config(args.config.as_deref())?;
     let model = resolve_model(&args.model, loaded.as_ref())?;
-    let gpu = resolve_gpu(args.gpu.as_deref(), loaded.as_ref())?;
+    let mut gpu = resolve_gpu(args.gpu.as_deref(), loaded.as_ref())?;
+    if let Some(gb_s) = args.interconnect_gb_s {
+        gpu = gpu.with_interconnect(gb_s)?;
+    }
     let precision = floor_precision(&model, args)?;
     let report = build_report(
         &args.model,
@@ -111,6 +115,10 @@ pub fn floor(args: &FloorArgs) -> Result<Outcome, Error> {
         args.phase.into(),
         args.batch,
         args.context,
+        Parallelism {
+            tp: args.tp,
+            ep: args.ep,
+        },
         args.step_ms,
     )?;
     for warning in &report.warnings {

@@ -90,6 +90,15 @@ fn gpu_table_declares_a_catalogue_entry_overrides_or_its_own_figures() {
     let spec = named.declared_spec().expect("valid").expect("a spec");
     assert_eq!(spec.name, "h100-sxm");
     assert!((spec.mem_bandwidth_bytes_per_s - 3.0e12).abs() < 1.0);
+    // The catalogue's NVLink 4 unless the table declares the link.
+    assert!((spec.interconnect.expect("link").bytes_per_s - 450e9).abs() < 1.0);
+    let linked = GpuConfig {
+        name: Some("h100-sxm".into()),
+        interconnect_gb_s: Some(200.0),
+        ..GpuConfig::default()
+    };
+    let spec = linked.declared_spec().expect("valid").expect("a spec");
+    assert!((spec.interconnect.expect("link").bytes_per_s - 200e9).abs() < 1.0);
     let own = GpuConfig {
         mem_bandwidth_gb_s: Some(1000.0),
         dense_tflops: [("bf16".to_owned(), 100.0)].into(),

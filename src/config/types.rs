@@ -349,6 +349,9 @@ pub struct GpuConfig {
     #[serde(default)]
     pub dense_tflops: BTreeMap<String, f64>,
     pub memory_gb: Option<f64>,
+    /// What one GPU sends per second to its peers, one direction, GB/s: the link a tensor- or
+    /// expert-parallel case's collectives cross (overrides the catalogue's).
+    pub interconnect_gb_s: Option<f64>,
     /// Measure this host's memory read bandwidth once and cache it (CPU examples only).
     #[serde(default)]
     pub measure_host_bandwidth: bool,
@@ -361,7 +364,11 @@ impl GpuConfig {
         if self.measure_host_bandwidth {
             return Ok(None);
         }
-        crate::catalog::declare_device(self.name.as_deref(), self.figures())
+        let spec = crate::catalog::declare_device(self.name.as_deref(), self.figures())?;
+        match (spec, self.interconnect_gb_s) {
+            (Some(spec), Some(gb_s)) => spec.with_interconnect(gb_s).map(Some),
+            (spec, _) => Ok(spec),
+        }
     }
 
     /// The figures this table declares.

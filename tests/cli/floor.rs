@@ -240,3 +240,70 @@ fn an_unknown_quant_method_names_the_file_the_field_and_the_supported_ones() {
         assert!(err.contains(needle), "{needle} missing in {err}");
     }
 }
+
+/// `--tp` and `--ep` through the binary: Llama-3.1-70B over four H100s.
+#[test]
+fn tensor_parallel_floor_through_the_cli() {
+    let env = TestEnv::new();
+    let json = env.json(&[
+        "floor",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h100-sxm",
+        "--phase",
+        "decode",
+        "--context",
+        "4096",
+        "--tp",
+        "4",
+    ]);
+    assert_eq!(json["inputs"]["tp"], 4);
+    assert_eq!(json["floor"]["parallel"]["comms"]["all_reduces"], 160);
+    // Hand computation in floor::parallel's tests: 35,089,125,376 bytes at 3.35 TB/s.
+    let floor_ms = json["floor"]["floor_ms"].as_f64().expect("floor_ms");
+    assert!(
+        (floor_ms - 35_089_125_376.0 / 3.35e12 * 1e3).abs() < 1e-9,
+        "{floor_ms}"
+    );
+    // A declared link through the flag; an impossible layout is an error with its hint.
+    let json = env.json(&[
+        "floor",
+        "--model",
+        "llama-3.1-70b",
+        "--gpu",
+        "h100-sxm",
+        "--phase",
+        "prefill",
+        "--context",
+        "4096",
+        "--tp",
+        "4",
+        "--interconnect-gb-s",
+        "10",
+    ]);
+    assert_eq!(json["floor"]["bound"], "comms");
+    let out = env
+        .cmd()
+        .args([
+            "floor",
+            "--model",
+            "llama-3.1-70b",
+            "--gpu",
+            "h100-sxm",
+            "--phase",
+            "decode",
+            "--context",
+            "1",
+            "--ep",
+            "8",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("mixture-of-experts") && err.contains("hint:"),
+        "{err}"
+    );
+}
