@@ -47,7 +47,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 mod parallel;
-pub use parallel::{ParallelFloor, Parallelism};
+pub use crate::case::Parallelism;
+pub use parallel::ParallelFloor;
 
 use crate::case::Phase;
 use crate::catalog::gpu::GpuSpec;

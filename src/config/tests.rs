@@ -388,3 +388,42 @@ fn nsight_keys_parse_and_a_bad_ncu_table_names_the_field_and_fix() {
     let err = parse(&text, Path::new("u.toml")).expect_err("unknown key");
     assert!(err.to_string().contains("kernel_regexp"), "{err}");
 }
+
+/// `tp` and `ep` lists cross the grid: each pair a case of its own; 0 is refused.
+#[test]
+fn tp_and_ep_are_grid_coordinates() {
+    let text = EXAMPLE.replace(
+        "contexts = [4096]",
+        "contexts = [4096]\ntp = [1, 4]\nep = [1, 8]",
+    );
+    let config = parse(&text, Path::new("u.toml")).expect("parses");
+    let keys = config.suites[0].case_keys();
+    // 2 batches x 2 tp x 2 ep.
+    assert_eq!(keys.len(), 8);
+    let pairs: Vec<(u64, u64)> = keys.iter().take(4).map(|k| (k.tp, k.ep)).collect();
+    assert_eq!(pairs, [(1, 1), (1, 8), (4, 1), (4, 8)]);
+    // Without the keys, one GPU.
+    let plain = parse(EXAMPLE, Path::new("u.toml")).expect("parses");
+    assert!(
+        plain.suites[0]
+            .case_keys()
+            .iter()
+            .all(|k| (k.tp, k.ep) == (1, 1))
+    );
+    let bad = parse(
+        &EXAMPLE.replace("contexts = [4096]", "contexts = [4096]\ntp = [0]"),
+        Path::new("u.toml"),
+    )
+    .expect("parses");
+    let names = known(&["llama-3.1-8b"]);
+    let problems = validate(
+        &bad,
+        &ValidationContext {
+            known_models: &names,
+        },
+    );
+    assert!(
+        problems.iter().any(|p| p.key == "suite[0].tp"),
+        "{problems:?}"
+    );
+}

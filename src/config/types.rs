@@ -336,6 +336,10 @@ impl Default for CanaryConfig {
     }
 }
 
+fn one_gpu() -> Vec<u64> {
+    vec![1]
+}
+
 fn default_true() -> bool {
     true
 }
@@ -434,6 +438,13 @@ pub struct SuiteConfig {
     pub batches: Vec<u64>,
     #[serde(default)]
     pub contexts: Vec<u64>,
+    /// Tensor-parallel degrees: each a case of its own (`UTILGATE_TP`, `{{ tp }}`), floored
+    /// per GPU with its all-reduces (docs/floor.md).
+    #[serde(default = "one_gpu")]
+    pub tp: Vec<u64>,
+    /// Expert-parallel degrees (mixture-of-experts models): `UTILGATE_EP`, `{{ ep }}`.
+    #[serde(default = "one_gpu")]
+    pub ep: Vec<u64>,
     /// Free axes crossed with the built-in ones, e.g. `axes = { mode = ["eager", "graphs"] }`:
     /// each value is part of the case key, a template variable (`{{ mode }}`) and a
     /// `UTILGATE_MODE` variable for the harness.
@@ -601,16 +612,20 @@ impl SuiteConfig {
                 for &phase in &self.phases {
                     for &batch in &self.batches {
                         for &context in &self.contexts {
-                            for axes in &points {
-                                keys.push(crate::case::CaseKey {
-                                    suite: self.name.clone(),
-                                    model: model.clone(),
-                                    precision: precision.clone(),
-                                    phase,
-                                    batch,
-                                    context,
-                                    axes: axes.clone(),
-                                });
+                            for (&tp, &ep) in self.parallel_points() {
+                                for axes in &points {
+                                    keys.push(crate::case::CaseKey {
+                                        suite: self.name.clone(),
+                                        model: model.clone(),
+                                        precision: precision.clone(),
+                                        phase,
+                                        batch,
+                                        context,
+                                        axes: axes.clone(),
+                                        tp,
+                                        ep,
+                                    });
+                                }
                             }
                         }
                     }
@@ -618,6 +633,13 @@ impl SuiteConfig {
             }
         }
         keys
+    }
+
+    /// Every (tp, ep) pair of the suite's grid.
+    fn parallel_points(&self) -> impl Iterator<Item = (&u64, &u64)> {
+        self.tp
+            .iter()
+            .flat_map(|tp| self.ep.iter().map(move |ep| (tp, ep)))
     }
 
     /// The points of the suite's free axes (one empty point without axes), each checked.

@@ -34,7 +34,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::case::Phase;
+use crate::case::{Parallelism, Phase};
 use crate::catalog::gpu::GpuSpec;
 use crate::catalog::model::{ModelSpec, TransformerSpec};
 
@@ -42,53 +42,6 @@ use super::FloorError;
 
 /// Bytes per activation element in the collectives: bf16.
 const ACTIVATION_BYTES: f64 = 2.0;
-
-/// How a step is spread over GPUs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Parallelism {
-    /// Tensor-parallel degree.
-    pub tp: u64,
-    /// Expert-parallel degree (1 for a dense model).
-    pub ep: u64,
-}
-
-impl Default for Parallelism {
-    fn default() -> Self {
-        Parallelism::SINGLE
-    }
-}
-
-impl Parallelism {
-    /// One GPU.
-    pub const SINGLE: Parallelism = Parallelism { tp: 1, ep: 1 };
-
-    /// GPUs the step runs on.
-    #[must_use]
-    pub fn gpus(self) -> u64 {
-        self.tp.max(self.ep)
-    }
-
-    /// Data-parallel attention groups.
-    #[must_use]
-    pub fn dp(self) -> u64 {
-        self.gpus() / self.tp.max(1)
-    }
-
-    #[must_use]
-    pub fn is_single(self) -> bool {
-        self.gpus() == 1
-    }
-
-    /// Sequences on the busiest GPU.
-    pub(super) fn sequences(self, batch: u64) -> u64 {
-        batch.div_ceil(self.dp())
-    }
-
-    /// The share of the KV heads one GPU holds: `ceil(kv_heads / tp) / kv_heads`.
-    pub(super) fn kv_head_share(self, kv_heads: u64) -> f64 {
-        kv_heads.div_ceil(self.tp) as f64 / kv_heads as f64
-    }
-}
 
 /// Collective traffic of one step on one GPU.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
