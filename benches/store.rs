@@ -71,6 +71,8 @@ fn case_keys() -> Vec<CaseKey> {
                             batch,
                             context,
                             axes: utilgate::case::Axes::default(),
+                            tp: 1,
+                            ep: 1,
                         });
                     }
                 }

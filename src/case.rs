@@ -51,6 +51,56 @@ impl FromStr for Phase {
     }
 }
 
+/// How a case's step is spread over GPUs: tensor-parallel (`tp`) and expert-parallel (`ep`)
+/// degrees, coordinates of the case (1 and 1 on one GPU; see `floor::parallel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parallelism {
+    /// Tensor-parallel degree.
+    pub tp: u64,
+    /// Expert-parallel degree (1 for a dense model).
+    pub ep: u64,
+}
+
+impl Default for Parallelism {
+    fn default() -> Self {
+        Parallelism::SINGLE
+    }
+}
+
+impl Parallelism {
+    /// One GPU.
+    pub const SINGLE: Parallelism = Parallelism { tp: 1, ep: 1 };
+
+    /// GPUs the step runs on.
+    #[must_use]
+    pub fn gpus(self) -> u64 {
+        self.tp.max(self.ep)
+    }
+
+    /// Data-parallel attention groups.
+    #[must_use]
+    pub fn dp(self) -> u64 {
+        self.gpus() / self.tp.max(1)
+    }
+
+    #[must_use]
+    pub fn is_single(self) -> bool {
+        self.gpus() == 1
+    }
+
+    /// Sequences on the busiest GPU.
+    #[must_use]
+    pub fn sequences(self, batch: u64) -> u64 {
+        batch.div_ceil(self.dp())
+    }
+
+    /// The share of the KV heads one GPU holds: `ceil(kv_heads / tp) / kv_heads`.
+    #[must_use]
+    pub fn kv_head_share(self, kv_heads: u64) -> f64 {
+        kv_heads.div_ceil(self.tp) as f64 / kv_heads as f64
+    }
+}
+
 /// The identity of a case across runs. Results are only ever compared within one GPU SKU, which
 /// is stored beside the key rather than in it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -61,25 +111,64 @@ pub struct CaseKey {
     pub phase: Phase,
     pub batch: u64,
     pub context: u64,
+    /// Tensor-parallel GPUs; 1 (left out of the serialised key, so keys read as before) on
+    /// one GPU.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub tp: u64,
+    /// Expert-parallel GPUs; 1 (left out) unless the suite spreads the experts.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub ep: u64,
     /// The suite's free axes at this case (`mode=graphs`); empty without axes, and then left
     /// out of the serialised key, so keys, files and reports read as before axes existed.
     #[serde(default, skip_serializing_if = "Axes::is_empty")]
     pub axes: Axes,
 }
 
+fn one() -> u64 {
+    1
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_one(n: &u64) -> bool {
+    *n == 1
+}
+
 impl CaseKey {
-    /// The key's point in the built-in grid, without suite and axes: `model/precision/phase/bB/cC`
-    /// (report tables show the axes as columns beside it).
+    /// The key's point in the built-in grid, without suite and axes:
+    /// `model/precision/phase/bB/cC`, then `/tpN` and `/epN` where above 1 (report tables show
+    /// the axes as columns beside it).
     #[must_use]
     pub fn point(&self) -> String {
+        let tp = if self.tp == 1 {
+            String::new()
+        } else {
+            format!("/tp{}", self.tp)
+        };
+        let ep = if self.ep == 1 {
+            String::new()
+        } else {
+            format!("/ep{}", self.ep)
+        };
         format!(
-            "{}/{}/{}/b{}/c{}",
+            "{}/{}/{}/b{}/c{}{tp}{ep}",
             self.model, self.precision, self.phase, self.batch, self.context
         )
     }
+
+    /// How the case's step is spread over GPUs.
+    #[must_use]
+    pub fn parallelism(&self) -> Parallelism {
+        Parallelism {
+            tp: self.tp,
+            ep: self.ep,
+        }
+    }
 }
 
-/// `suite/model/precision/phase/bB/cC`, then `/name=value` per axis in name order.
+/// `suite/model/precision/phase/bB/cC[/tpN][/epN]`, then `/name=value` per axis in name order.
 impl fmt::Display for CaseKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.suite, self.point())?;
@@ -97,7 +186,7 @@ impl FromStr for CaseKey {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let bad = |why: &str| {
             format!(
-                "{s:?} is not a case key ({why}): write SUITE/MODEL/PRECISION/PHASE/bB/cC[/AXIS=VALUE...]"
+                "{s:?} is not a case key ({why}): write SUITE/MODEL/PRECISION/PHASE/bB/cC[/tpN][/epN][/AXIS=VALUE...]"
             )
         };
         let mut parts: Vec<&str> = s.split('/').collect();
@@ -108,6 +197,22 @@ impl FromStr for CaseKey {
             axes.push((name, value));
             parts.pop();
         }
+        // Trailing `epN`, then `tpN` (written only when above 1).
+        let degree = |parts: &mut Vec<&str>, prefix: &str| -> Result<u64, String> {
+            match parts.last().and_then(|last| last.strip_prefix(prefix)) {
+                Some(n) if !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()) => {
+                    let value =
+                        n.parse::<u64>().ok().filter(|v| *v >= 1).ok_or_else(|| {
+                            bad(&format!("{prefix}{n} is not a degree of 1 or more"))
+                        })?;
+                    parts.pop();
+                    Ok(value)
+                }
+                _ => Ok(1),
+            }
+        };
+        let ep = degree(&mut parts, "ep")?;
+        let tp = degree(&mut parts, "tp")?;
         if parts.len() < 6 {
             return Err(bad("too few parts"));
         }
@@ -128,6 +233,8 @@ impl FromStr for CaseKey {
             phase,
             batch,
             context,
+            tp,
+            ep,
             axes,
         })
     }
@@ -207,6 +314,9 @@ pub struct CommandVars<'a> {
     pub phase: Phase,
     pub batch: u64,
     pub context: u64,
+    /// Tensor- and expert-parallel degrees.
+    pub tp: u64,
+    pub ep: u64,
     pub warmup_steps: u64,
     pub steps: u64,
     pub repeat: u32,
@@ -220,13 +330,15 @@ pub struct CommandVars<'a> {
 }
 
 /// The names a command template may use: the fields of [`CommandVars`].
-pub const COMMAND_VARIABLES: [&str; 12] = [
+pub const COMMAND_VARIABLES: [&str; 14] = [
     "model",
     "precision",
     "kv_dtype",
     "phase",
     "batch",
     "context",
+    "tp",
+    "ep",
     "suite",
     "steps",
     "warmup_steps",
@@ -365,6 +477,8 @@ pub fn check_suite_command(template: &str, axes: &Axes) -> Result<(), TemplateEr
         phase: Phase::Decode,
         batch: 1,
         context: 1,
+        tp: 1,
+        ep: 1,
         warmup_steps: 1,
         steps: 1,
         repeat: 0,
@@ -470,6 +584,8 @@ mod tests {
             phase: Phase::Prefill,
             batch: 8,
             context: 2048,
+            tp: 1,
+            ep: 1,
             warmup_steps: 3,
             steps: 10,
             repeat: 2,
@@ -501,6 +617,8 @@ mod tests {
             phase: Phase::Decode,
             batch: 8,
             context: 2048,
+            tp: 1,
+            ep: 1,
             warmup_steps: 3,
             steps: 10,
             repeat: 2,
@@ -580,6 +698,8 @@ mod tests {
             batch: 8,
             context: 4096,
             axes: Axes::default(),
+            tp: 1,
+            ep: 1,
         };
         assert_eq!(key.to_string(), "decode/llama-3.1-8b/bf16/decode/b8/c4096");
         assert_eq!(key.to_string().parse::<CaseKey>(), Ok(key.clone()));
@@ -587,6 +707,43 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&key).expect("json"),
             r#"{"suite":"decode","model":"llama-3.1-8b","precision":"bf16","phase":"decode","batch":8,"context":4096}"#
+        );
+    }
+
+    /// tp and ep are coordinates: written after the context when above 1, read back, left
+    /// out of the JSON at 1 (stored keys keep their form).
+    #[test]
+    fn tp_and_ep_extend_the_key_and_round_trip() {
+        let mut key = CaseKey {
+            suite: "decode".into(),
+            model: "org/mixtral".into(),
+            precision: "fp8-b128".into(),
+            phase: Phase::Decode,
+            batch: 64,
+            context: 4096,
+            axes: Axes::new([("mode", "graphs")]).expect("valid"),
+            tp: 2,
+            ep: 8,
+        };
+        let text = key.to_string();
+        assert_eq!(
+            text,
+            "decode/org/mixtral/fp8-b128/decode/b64/c4096/tp2/ep8/mode=graphs"
+        );
+        assert_eq!(text.parse::<CaseKey>(), Ok(key.clone()));
+        let json = serde_json::to_string(&key).expect("json");
+        assert!(json.contains(r#""tp":2,"ep":8"#), "{json}");
+        assert_eq!(serde_json::from_str::<CaseKey>(&json).expect("reads"), key);
+        key.ep = 1;
+        assert_eq!(key.point(), "org/mixtral/fp8-b128/decode/b64/c4096/tp2");
+        assert_eq!(key.to_string().parse::<CaseKey>(), Ok(key.clone()));
+        key.tp = 1;
+        let json = serde_json::to_string(&key).expect("json");
+        assert!(!json.contains("tp") && !json.contains("ep\""), "{json}");
+        assert!(
+            "decode/m/bf16/decode/b1/c64/tp0"
+                .parse::<CaseKey>()
+                .is_err()
         );
     }
 
@@ -600,6 +757,8 @@ mod tests {
             batch: 1,
             context: 64,
             axes: Axes::new([("mode", "graphs"), ("attn", "flash")]).expect("valid"),
+            tp: 1,
+            ep: 1,
         };
         let text = key.to_string();
         assert_eq!(
@@ -635,6 +794,8 @@ mod tests {
             phase: Phase::Decode,
             batch: 1,
             context: 64,
+            tp: 1,
+            ep: 1,
             warmup_steps: 1,
             steps: 2,
             repeat: 0,

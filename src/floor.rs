@@ -46,6 +46,10 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+mod parallel;
+pub use crate::case::Parallelism;
+pub use parallel::ParallelFloor;
+
 use crate::case::Phase;
 use crate::catalog::gpu::GpuSpec;
 use crate::catalog::model::{BareSpec, ModelSpec, Part, TransformerSpec};
@@ -71,6 +75,10 @@ pub enum FloorError {
     EmptyPrefill,
     #[error("step time must be a positive finite number of milliseconds, found {0}")]
     InvalidStepTime(f64),
+    #[error("cannot split this step over GPUs: {reason}")]
+    InvalidParallelism { reason: String },
+    #[error("GPU {gpu} has no interconnect bandwidth, needed for the collectives of tp or ep > 1")]
+    NoInterconnect { gpu: String },
 }
 
 impl FloorError {
@@ -79,9 +87,20 @@ impl FloorError {
     pub fn hint(&self) -> Option<String> {
         match self {
             FloorError::NoComputePeak { dtype, .. } => Some(format!(
-                "choose a precision the GPU runs natively, or declare the peak in utilgate.toml: \
+                "choose a precision the GPU runs natively (a weight-only form such as \
+                 mxfp4-wo or nvfp4-wo computes in bf16), or declare the peak in utilgate.toml: \
                  [gpu] dense_tflops = {{ {dtype} = ... }}"
             )),
+            FloorError::InvalidParallelism { .. } => Some(
+                "choose tp dividing the attention heads, and ep (mixture-of-experts models \
+                 only) dividing the experts and a multiple of tp"
+                    .to_string(),
+            ),
+            FloorError::NoInterconnect { .. } => Some(
+                "declare it in utilgate.toml: [gpu] interconnect_gb_s = 450 (what one GPU \
+                 sends per second, one direction), or pass --interconnect-gb-s"
+                    .to_string(),
+            ),
             _ => None,
         }
     }
@@ -93,6 +112,8 @@ impl FloorError {
 pub enum Bound {
     Memory,
     Compute,
+    /// The collectives of a tensor- or expert-parallel step.
+    Comms,
 }
 
 impl Bound {
@@ -101,6 +122,7 @@ impl Bound {
         match self {
             Bound::Memory => "memory",
             Bound::Compute => "compute",
+            Bound::Comms => "comms",
         }
     }
 }
@@ -119,6 +141,10 @@ pub struct ByteBreakdown {
     pub kv_read: f64,
     /// KV cache written.
     pub kv_write: f64,
+    /// Of `weights`, `embedding` and `lm_head`: the quantisation scales (already counted in
+    /// them; shown apart, not added to the total).
+    #[serde(default)]
+    pub scales: f64,
 }
 
 impl ByteBreakdown {
@@ -178,6 +204,10 @@ pub struct Floor {
     pub experts: Option<ExpertRead>,
     /// The conventions and assumptions behind this floor, for the reader.
     pub notes: Vec<String>,
+    /// Over several GPUs: the layout and its collectives (every figure above is the busiest
+    /// GPU's share).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<ParallelFloor>,
 }
 
 /// Utilisation of a measured step time, as fractions (0.5 = 50%).
@@ -218,6 +248,12 @@ impl Floor {
         self.total_flops() / self.peak_flops_per_s * 1e3
     }
 
+    /// The time the collectives take at the link's bandwidth (0 on one GPU).
+    #[must_use]
+    pub fn comms_ms(&self) -> f64 {
+        self.parallel.as_ref().map_or(0.0, |p| p.comms.ms())
+    }
+
     /// MBU, MFU and utilisation of a step of `step_ms` milliseconds. The caller checks that
     /// `step_ms` is positive and finite; otherwise the fractions are infinite or NaN.
     #[must_use]
@@ -237,7 +273,7 @@ pub struct Footprint {
     pub kv_bytes: f64,
 }
 
-/// The floor of one step of `phase` at `batch` sequences and `context` tokens.
+/// The floor of one step of `phase` at `batch` sequences and `context` tokens, on one GPU.
 pub fn floor(
     model: &ModelSpec,
     gpu: &GpuSpec,
@@ -246,12 +282,19 @@ pub fn floor(
     batch: u64,
     context: u64,
 ) -> Result<Floor, FloorError> {
-    if batch == 0 {
-        return Err(FloorError::ZeroBatch);
-    }
-    if phase == Phase::Prefill && context == 0 {
-        return Err(FloorError::EmptyPrefill);
-    }
+    floor_on(
+        model,
+        gpu,
+        precision,
+        phase,
+        batch,
+        context,
+        Parallelism::SINGLE,
+    )
+}
+
+/// The GPU's peak bandwidth and the precision's dense peak FLOP/s, each checked.
+fn peaks(gpu: &GpuSpec, precision: &Precision) -> Result<(f64, f64), FloorError> {
     let bandwidth = gpu.mem_bandwidth_bytes_per_s;
     if !(bandwidth.is_finite() && bandwidth > 0.0) {
         return Err(FloorError::InvalidGpu {
@@ -280,30 +323,75 @@ pub fn floor(
             value: peak,
         });
     }
+    Ok((bandwidth, peak))
+}
+
+/// The floor of one step spread over GPUs as `par` says: the busiest GPU's bytes and FLOPs,
+/// and the collectives as a third resource (see `floor::parallel`).
+pub fn floor_on(
+    model: &ModelSpec,
+    gpu: &GpuSpec,
+    precision: &Precision,
+    phase: Phase,
+    batch: u64,
+    context: u64,
+    par: Parallelism,
+) -> Result<Floor, FloorError> {
+    parallel::check(model, par)?;
+    if batch == 0 {
+        return Err(FloorError::ZeroBatch);
+    }
+    if phase == Phase::Prefill && context == 0 {
+        return Err(FloorError::EmptyPrefill);
+    }
+    let (bandwidth, peak) = peaks(gpu, precision)?;
     let tokens = match phase {
         Phase::Decode => batch,
         Phase::Prefill => batch * context,
     };
-    let work = match model {
-        ModelSpec::Transformer(t) => transformer_work(t, precision, phase, batch, context, tokens),
-        ModelSpec::Bare(b) => bare_work(b, precision, phase, batch, context, tokens),
+    let step = Step {
+        phase,
+        batch,
+        context,
+        tokens,
+        par,
+    };
+    let (work, parallel) = match model {
+        ModelSpec::Transformer(t) => {
+            let work = transformer_work(t, precision, &step);
+            let parallel = parallel::layout(t, gpu, par, phase, batch, context)?;
+            (work, parallel)
+        }
+        ModelSpec::Bare(b) => (bare_work(b, precision, phase, batch, context, tokens), None),
     };
     let mut notes = work.notes;
-    if matches!(precision.compute, ComputeDtype::Fp8 | ComputeDtype::Int8) {
+    if matches!(
+        precision.compute,
+        ComputeDtype::Fp8 | ComputeDtype::Int8 | ComputeDtype::Fp4
+    ) {
         notes.push(format!(
             "all FLOPs are bounded by the {} peak, though attention and lm_head usually run in \
              16 bits: the compute floor is optimistic there",
             precision.compute
         ));
     }
-    // Roofline (Williams et al. 2009): time >= traffic / bandwidth and >= work / peak.
+    // Roofline (Williams et al. 2009): time >= traffic / bandwidth and >= work / peak; over
+    // several GPUs also >= bytes sent / link bandwidth (communication as a third resource,
+    // assumed to overlap the others: the floor is the largest of the three).
     let memory_s = work.bytes.total() / bandwidth;
     let compute_s = work.flops.total() / peak;
-    let (floor_s, bound) = if memory_s >= compute_s {
+    let comms_s = parallel.as_ref().map_or(0.0, |p| p.comms.ms() / 1e3);
+    let (mut floor_s, mut bound) = if memory_s >= compute_s {
         (memory_s, Bound::Memory)
     } else {
         (compute_s, Bound::Compute)
     };
+    if comms_s > floor_s {
+        (floor_s, bound) = (comms_s, Bound::Comms);
+    }
+    if let Some(p) = &parallel {
+        notes.extend(parallel_notes(p, memory_s.max(compute_s), comms_s));
+    }
     Ok(Floor {
         floor_ms: floor_s * 1e3,
         bound,
@@ -315,12 +403,80 @@ pub fn floor(
         tokens,
         experts: work.experts,
         notes,
+        parallel,
     })
 }
 
-/// Bytes to hold the weights and the KV cache after one step (the memory-fit check).
+/// What a parallel floor assumed, and a warning line when the collectives bind.
+fn parallel_notes(p: &ParallelFloor, gpu_s: f64, comms_s: f64) -> Vec<String> {
+    let mut notes = vec![format!(
+        "{} GPUs (tp {} x dp {}{}): every figure is the busiest GPU's share ({} sequence(s)); \
+         collectives over {} at {} per GPU each way, assumed to overlap memory and compute \
+         (floor = max of the three); their latency is not counted",
+        p.gpus,
+        p.tp,
+        p.dp,
+        if p.ep > 1 {
+            format!(", experts ep {}", p.ep)
+        } else {
+            String::new()
+        },
+        p.sequences_per_gpu,
+        p.comms.link,
+        format_args!("{:.0} GB/s", p.comms.link_bytes_per_s / 1e9)
+    )];
+    if comms_s > gpu_s {
+        notes.push(format!(
+            "communication binds: the collectives take {:.3} ms, more than the GPU's {:.3} ms; \
+             a faster link, not a faster kernel, lowers this floor",
+            comms_s * 1e3,
+            gpu_s * 1e3
+        ));
+    }
+    notes
+}
+
+/// Bytes to hold the weights and the KV cache after one step (the memory-fit check): the
+/// busiest GPU's share under `par`.
 #[must_use]
-pub fn footprint(
+pub fn footprint_on(
+    model: &ModelSpec,
+    precision: &Precision,
+    phase: Phase,
+    batch: u64,
+    context: u64,
+    par: Parallelism,
+) -> Footprint {
+    let single = footprint_one(model, precision, phase, batch, context);
+    let ModelSpec::Transformer(t) = model else {
+        return single;
+    };
+    if par.is_single() {
+        return single;
+    }
+    let weights_bytes = t
+        .tensors()
+        .iter()
+        .map(|x| x.bytes(precision) / weight_divisor(x.part, par))
+        .sum();
+    let sequences = par.sequences(batch) as f64 / batch as f64;
+    Footprint {
+        weights_bytes,
+        kv_bytes: single.kv_bytes * sequences * par.kv_head_share(t.num_key_value_heads),
+    }
+}
+
+/// How many ways a part's weights are split: attention, dense MLPs, embeddings and `lm_head`
+/// `tp` ways, experts over every GPU, norms and routers replicated.
+fn weight_divisor(part: Part, par: Parallelism) -> f64 {
+    match part {
+        Part::Attention | Part::Mlp | Part::Embedding | Part::LmHead => par.tp as f64,
+        Part::Experts => par.gpus() as f64,
+        Part::Router | Part::Norm => 1.0,
+    }
+}
+
+fn footprint_one(
     model: &ModelSpec,
     precision: &Precision,
     phase: Phase,
@@ -355,6 +511,16 @@ pub fn expected_distinct_experts(experts: u64, k: u64, tokens: u64) -> f64 {
     let e = experts as f64;
     let miss = 1.0 - k as f64 / e;
     e * (1.0 - miss.powf(tokens as f64))
+}
+
+/// What one step does: the case's coordinates and how it is spread.
+struct Step {
+    phase: Phase,
+    batch: u64,
+    context: u64,
+    /// Tokens of the whole step (batch for decode, batch x context for prefill).
+    tokens: u64,
+    par: Parallelism,
 }
 
 struct Work {
@@ -393,19 +559,96 @@ fn cached_tokens(context: u64, window: Option<u64>) -> u64 {
     }
 }
 
-fn transformer_work(
+/// What the checkpoint's own precision says, or that the floor is at another one.
+fn checkpoint_notes(t: &TransformerSpec, precision: &Precision, notes: &mut Vec<String>) {
+    if let Some(q) = &t.quantisation {
+        if q.precision.label == precision.label {
+            notes.extend(q.notes.iter().cloned());
+        } else {
+            notes.push(format!(
+                "the checkpoint declares {} ({}); this floor is at {}, as asked",
+                q.precision.label, q.method, precision.label
+            ));
+        }
+    }
+}
+
+/// The weights one GPU reads in a step (`weights`, `embedding`, `lm_head`, `scales`): its
+/// share of each part, the experts its tokens touch, the embedding rows gathered.
+fn read_weights(
     t: &TransformerSpec,
     precision: &Precision,
-    phase: Phase,
-    batch: u64,
-    context: u64,
-    tokens: u64,
-) -> Work {
-    let mut notes = t.notes.clone();
+    par: Parallelism,
+    local_tokens: u64,
+    experts: Option<&ExpertRead>,
+) -> ByteBreakdown {
     let vocab = t.vocab_size;
-    let table = (vocab * t.hidden_size) as f64;
+    let mut bytes = ByteBreakdown {
+        weights: 0.0,
+        embedding: 0.0,
+        lm_head: 0.0,
+        kv_read: 0.0,
+        kv_write: 0.0,
+        scales: 0.0,
+    };
+    let gathered_rows = local_tokens.min(vocab);
+    for tensor in t.tensors() {
+        let stored = tensor.bytes(precision);
+        // Each GPU reads its share: attention, MLPs, embedding and lm_head split tp ways,
+        // experts over every GPU, norms and routers replicated.
+        let share = 1.0 / weight_divisor(tensor.part, par);
+        let read = match tensor.part {
+            // Tied: one matrix, read whole by the output projection; the gathered rows are
+            // part of it and not counted twice.
+            Part::Embedding if t.tie_word_embeddings => {
+                bytes.lm_head += stored * share;
+                share
+            }
+            // A gather of one row per token, not a read of the table.
+            Part::Embedding => {
+                bytes.embedding += stored * gathered_rows as f64 / vocab as f64 * share;
+                gathered_rows as f64 / vocab as f64 * share
+            }
+            Part::LmHead => {
+                bytes.lm_head += stored * share;
+                share
+            }
+            Part::Experts => {
+                let touched = experts
+                    .as_ref()
+                    .map_or(1.0, |e| e.expected_distinct / e.num_experts as f64);
+                bytes.weights += stored * touched * share;
+                touched * share
+            }
+            Part::Attention | Part::Mlp | Part::Router | Part::Norm => {
+                bytes.weights += stored * share;
+                share
+            }
+        };
+        bytes.scales += (stored - tensor.bytes_unscaled(precision)) * read;
+    }
+    bytes
+}
 
-    // Expected distinct experts per MoE layer (uniform routing).
+fn transformer_work(t: &TransformerSpec, precision: &Precision, step: &Step) -> Work {
+    let Step {
+        phase,
+        batch,
+        context,
+        tokens,
+        par,
+    } = *step;
+    let mut notes = t.notes.clone();
+    checkpoint_notes(t, precision, &mut notes);
+    let vocab = t.vocab_size;
+    // The busiest GPU's sequences and tokens (all of them on one GPU).
+    let sequences = par.sequences(batch);
+    let local_tokens = match phase {
+        Phase::Decode => sequences,
+        Phase::Prefill => sequences * context,
+    };
+
+    // Expected distinct experts per MoE layer (uniform routing), over the whole step's tokens.
     let experts = t.moe.as_ref().map(|m| ExpertRead {
         num_experts: m.num_experts,
         experts_per_token: m.experts_per_token,
@@ -413,32 +656,8 @@ fn transformer_work(
         expected_distinct: expected_distinct_experts(m.num_experts, m.experts_per_token, tokens),
     });
 
-    let mut bytes = ByteBreakdown {
-        weights: 0.0,
-        embedding: 0.0,
-        lm_head: 0.0,
-        kv_read: 0.0,
-        kv_write: 0.0,
-    };
-    let gathered_rows = tokens.min(vocab);
-    for tensor in t.tensors() {
-        let stored = tensor.bytes(precision);
-        match tensor.part {
-            // Tied: one matrix, read whole by the output projection; the gathered rows are
-            // part of it and not counted twice.
-            Part::Embedding if t.tie_word_embeddings => bytes.lm_head += stored,
-            // A gather of one row per token, not a read of the table.
-            Part::Embedding => bytes.embedding += stored * gathered_rows as f64 / vocab as f64,
-            Part::LmHead => bytes.lm_head += stored,
-            Part::Experts => {
-                let read = experts
-                    .as_ref()
-                    .map_or(1.0, |e| e.expected_distinct / e.num_experts as f64);
-                bytes.weights += stored * read;
-            }
-            Part::Attention | Part::Mlp | Part::Router | Part::Norm => bytes.weights += stored,
-        }
-    }
+    let mut bytes = read_weights(t, precision, par, local_tokens, experts.as_ref());
+    let gathered_rows = local_tokens.min(vocab);
     if t.tie_word_embeddings {
         notes.push(format!(
             "tied embeddings: one {vocab} x {} matrix, read once by the output projection",
@@ -447,7 +666,15 @@ fn transformer_work(
     } else {
         notes.push(format!(
             "input embedding: {gathered_rows} gathered row(s) of the {vocab}-row table, not the \
-             whole table"
+             whole table{}",
+            if par.tp > 1 {
+                format!(
+                    " (split {} ways: each GPU holds a share of the vocabulary)",
+                    par.tp
+                )
+            } else {
+                String::new()
+            }
         ));
     }
     if let Some(e) = &experts {
@@ -458,19 +685,21 @@ fn transformer_work(
         ));
     }
 
-    // KV cache: 2 x kv_heads x head_dim x dtype bytes per token per layer.
-    let per_layer_token = t.kv_bytes_per_token_per_layer(precision.kv);
+    // KV cache: 2 x kv_heads x head_dim x dtype bytes per token per layer, for this GPU's
+    // sequences and its share of the KV heads.
+    let per_layer_token =
+        t.kv_bytes_per_token_per_layer(precision.kv) * par.kv_head_share(t.num_key_value_heads);
     let windowed = t.sliding_window_layers;
     let full = t.num_hidden_layers - windowed;
     let window = t.sliding_window;
     let cached = full * context + windowed * cached_tokens(context, window);
     match phase {
         Phase::Decode => {
-            bytes.kv_read = (batch * cached) as f64 * per_layer_token;
-            bytes.kv_write = (batch * t.num_hidden_layers) as f64 * per_layer_token;
+            bytes.kv_read = (sequences * cached) as f64 * per_layer_token;
+            bytes.kv_write = (sequences * t.num_hidden_layers) as f64 * per_layer_token;
         }
         Phase::Prefill => {
-            bytes.kv_write = (batch * cached) as f64 * per_layer_token;
+            bytes.kv_write = (sequences * cached) as f64 * per_layer_token;
             notes.push(
                 "prefill: a fresh KV cache, written and not read; logits for the last token of \
                  each sequence only"
@@ -487,28 +716,60 @@ fn transformer_work(
         ));
     }
 
+    let flops = transformer_flops(t, step, sequences, local_tokens);
+    Work {
+        bytes,
+        flops,
+        experts,
+        notes,
+    }
+}
+
+/// The FLOPs of one GPU's share of a step.
+fn transformer_flops(
+    t: &TransformerSpec,
+    step: &Step,
+    sequences: u64,
+    local_tokens: u64,
+) -> FlopBreakdown {
+    let Step {
+        phase,
+        context,
+        tokens,
+        par,
+        ..
+    } = *step;
+    let tp = par.tp as f64;
+    let table = (t.vocab_size * t.hidden_size) as f64;
+    let windowed = t.sliding_window_layers;
+    let full = t.num_hidden_layers - windowed;
+    let window = t.sliding_window;
     // FLOPs: 2 per active decoder-layer parameter per token (Kaplan et al. 2020); the
-    // embedding gather does none, the output projection is counted per logit row.
+    // embedding gather does none, the output projection is counted per logit row. Over GPUs:
+    // attention and dense MLPs split tp ways for this GPU's tokens, norms and routers
+    // replicated, the routed experts' FLOPs spread evenly over every GPU.
     let head_params = table;
     let embed_params = if t.tie_word_embeddings { 0.0 } else { table };
     let decoder_active = t.active_params() as f64 - head_params - embed_params;
-    let linear = 2.0 * decoder_active * tokens as f64;
-    let lm_head = 2.0 * head_params * batch as f64;
-    // Attention: QKᵀ and AV, 2·head_dim FLOPs each per key per query head.
-    let per_key = 4.0 * (t.num_attention_heads * t.head_dim) as f64;
+    let expert_active = t.moe.as_ref().map_or(0.0, |m| {
+        (t.part_params(Part::Experts) / m.num_experts * m.experts_per_token) as f64
+    });
+    let replicated = (t.part_params(Part::Norm) + t.part_params(Part::Router)) as f64;
+    let split = decoder_active - expert_active - replicated;
+    let linear = 2.0 * split / tp * local_tokens as f64
+        + 2.0 * replicated * local_tokens as f64
+        + 2.0 * expert_active * tokens as f64 / par.gpus() as f64;
+    let lm_head = 2.0 * head_params / tp * sequences as f64;
+    // Attention: QKᵀ and AV, 2·head_dim FLOPs each per key per query head; heads split tp ways.
+    let per_key = 4.0 * (t.num_attention_heads * t.head_dim) as f64 / tp;
     let keys = full as f64 * keys_seen(phase, context, None)
         + windowed as f64 * keys_seen(phase, context, window);
-    let attention = per_key * keys * batch as f64;
+    let attention = per_key * keys * sequences as f64;
 
-    Work {
-        bytes,
-        flops: FlopBreakdown {
-            linear,
-            attention,
-            lm_head,
-        },
-        experts,
-        notes,
+    FlopBreakdown {
+        linear,
+        attention,
+        lm_head,
     }
 }
 
@@ -552,6 +813,7 @@ fn bare_work(
             lm_head: 0.0,
             kv_read,
             kv_write,
+            scales: b.params * (precision.bytes_per_param_unshaped() - precision.weights.bytes()),
         },
         flops: FlopBreakdown {
             linear: per_token * tokens as f64,

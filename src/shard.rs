@@ -111,6 +111,8 @@ mod tests {
             batch,
             context,
             axes: crate::case::Axes::default(),
+            tp: 1,
+            ep: 1,
         }
     }
 

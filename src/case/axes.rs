@@ -11,8 +11,10 @@ use serde::{Deserialize, Serialize};
 /// Names an axis may not take: the built-in coordinates and template variables of step and
 /// service suites, the fields reports give a case, and the suffixes of the `UTILGATE_*`
 /// variables utilgate sets or reads itself (an axis `out` would overwrite `UTILGATE_OUT`).
-pub const RESERVED_AXIS_NAMES: [&str; 33] = [
+pub const RESERVED_AXIS_NAMES: [&str; 35] = [
     "model",
+    "tp",
+    "ep",
     "precision",
     "kv_dtype",
     "phase",

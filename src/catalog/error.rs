@@ -67,6 +67,16 @@ pub enum CatalogError {
 
     #[error("{what}: expected a positive finite number, found {value}")]
     InvalidFigure { what: String, value: f64 },
+
+    #[error(
+        "model config {origin}: field `quantization_config.quant_method`: {method:?} is not \
+         understood (supported: {supported})"
+    )]
+    UnsupportedQuantisation {
+        origin: String,
+        method: String,
+        supported: String,
+    },
 }
 
 impl CatalogError {
@@ -98,6 +108,11 @@ impl CatalogError {
             CatalogError::UnknownKvDtype { .. } => {
                 Some("write e.g. --kv-dtype fp8, or omit it for the default".into())
             }
+            CatalogError::UnsupportedQuantisation { .. } => Some(
+                "pass the precision explicitly (e.g. --precision nvfp4, fp8-b128, int4-g128), \
+                 which overrides the checkpoint's"
+                    .into(),
+            ),
             CatalogError::Json { .. }
             | CatalogError::FieldType { .. }
             | CatalogError::InvalidField { .. }

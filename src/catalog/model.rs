@@ -33,8 +33,10 @@ use super::CatalogError;
 use super::precision::{Precision, StorageDtype};
 
 mod hf;
+mod quant;
 pub use hf::Architecture;
 use hf::resolve;
+pub use quant::Quantisation;
 
 /// A model spec: an exactly described transformer or the bare form.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -144,6 +146,9 @@ pub struct TransformerSpec {
     pub sliding_window_layers: u64,
     /// Assumptions made while reading the config.
     pub notes: Vec<String>,
+    /// The checkpoint's own precision (`quantization_config`), when it declares one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantisation: Option<Box<Quantisation>>,
 }
 
 /// Which part of the model a weight tensor belongs to.
@@ -185,10 +190,23 @@ impl Tensor {
         self.rows * self.cols * self.count
     }
 
+    /// Stored bytes at a precision without the quantisation scales.
+    #[must_use]
+    pub fn bytes_unscaled(&self, precision: &Precision) -> f64 {
+        let in_scope = self.part != Part::Attention || precision.quantises_attention();
+        let dtype = if self.quantisable && precision.is_quantised() && in_scope {
+            precision.weights
+        } else {
+            precision.unquantised
+        };
+        self.params() as f64 * dtype.bytes()
+    }
+
     /// Stored bytes at a precision, scales included.
     #[must_use]
     pub fn bytes(&self, precision: &Precision) -> f64 {
-        if self.quantisable && precision.is_quantised() {
+        let in_scope = self.part != Part::Attention || precision.quantises_attention();
+        if self.quantisable && precision.is_quantised() && in_scope {
             precision.matrix_bytes(self.rows, self.cols, self.count)
         } else {
             self.params() as f64 * precision.unquantised.bytes()
@@ -344,10 +362,11 @@ impl TransformerSpec {
         }
     }
 
-    /// K and V bytes one token adds to one layer's cache: 2 x `kv_heads` x `head_dim` x dtype.
+    /// K and V bytes one token adds to one layer's cache: 2 x `kv_heads` x `head_dim` x the
+    /// dtype's bytes per cached element (scales included: `StorageDtype::cache_bytes`).
     #[must_use]
     pub fn kv_bytes_per_token_per_layer(&self, kv: StorageDtype) -> f64 {
-        2.0 * (self.num_key_value_heads * self.head_dim) as f64 * kv.bytes()
+        2.0 * (self.num_key_value_heads * self.head_dim) as f64 * kv.cache_bytes()
     }
 }
 
@@ -368,7 +387,18 @@ impl ModelSpec {
             });
         };
         let arch = Architecture::from_json_map(&map, origin)?;
-        ModelSpec::from_architecture(&arch, origin)
+        let mut spec = resolve(&arch, origin)?;
+        spec.quantisation = quant::read_quantisation(&map, origin)?.map(Box::new);
+        Ok(ModelSpec::Transformer(spec))
+    }
+
+    /// The precision the checkpoint declares in its `quantization_config`, if any.
+    #[must_use]
+    pub fn checkpoint_precision(&self) -> Option<&Quantisation> {
+        match self {
+            ModelSpec::Transformer(t) => t.quantisation.as_deref(),
+            ModelSpec::Bare(_) => None,
+        }
     }
 
     /// Build a spec from architecture fields (parsed from JSON or TOML).

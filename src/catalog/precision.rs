@@ -4,28 +4,48 @@
 //! # Grammar of a precision string (case-insensitive)
 //!
 //! ```text
-//! precision := float | quantised [ "-g" N ]
+//! precision := float | quantised [ "-g" N ] | "fp8-b" N | microscaled
 //! float     := "fp32" | "tf32" | "bf16" | "fp16"
 //! quantised := "fp8"                 fp8 weights and activations (W8A8): fp8 peak
 //!            | "int8" | "w8a8"       int8 weights and activations (W8A8): int8 peak
 //!            | "fp8-wo"              fp8 weights, 16-bit activations: 16-bit peak
 //!            | "int8-wo" | "w8a16"   int8 weights, 16-bit activations: 16-bit peak
 //!            | "int4" | "w4a16"      int4 weights, 16-bit activations: 16-bit peak
+//! microscaled := "nvfp4"             E2M1 weights and activations: fp4 peak
+//!            | "mxfp4"               E2M1 weights and activations: fp4 peak
+//!            | "nvfp4-wo" | "mxfp4-wo"  E2M1 weights, 16-bit activations: 16-bit peak
+//!            | "mxfp8"               E4M3 weights and activations: fp8 peak
 //! ```
 //!
 //! `-gN` stores one scale per N consecutive weights along a matrix's input dimension (GPTQ/AWQ
 //! style groups); without it integer formats carry one scale per output channel and fp8 one
-//! per tensor. Scales are fp16 (2 bytes) for integer formats and fp32 (4 bytes) for fp8, as in
+//! per tensor. `fp8-bN` stores one fp32 scale per N x N block of each matrix (DeepSeek-V3's
+//! `weight_block_size = [128, 128]`: `fp8-b128`). The microscaled formats fix their blocks:
+//! - NVFP4 (NVIDIA, "Introducing NVFP4", 2025; the Blackwell PTX ISA's `block_scale`): 4-bit
+//!   E2M1 values, one FP8 E4M3 scale per 16 consecutive values along the input dimension, and
+//!   one FP32 scale per tensor: `0.5 + 1/16` bytes per weight plus 4 bytes per matrix.
+//! - MXFP4 and MXFP8 (OCP Microscaling Formats (MX) Specification v1.0, 2023, §5): E2M1 or
+//!   E4M3 values with one E8M0 (8-bit exponent) scale per block of 32: `0.5 + 1/32` and
+//!   `1 + 1/32` bytes per weight.
+//!
+//! Which peak each runs at: a format whose activations are quantised too (W8A8, W4A4) runs its
+//! matrix products on the tensor cores of that width (fp8 for `fp8`, `fp8-bN` and `mxfp8`,
+//! fp4 for `nvfp4` and `mxfp4`, which Blackwell and CDNA 4 run natively); a weight-only form
+//! (`-wo`, `w4a16`) dequantises into 16-bit arithmetic and keeps the 16-bit peak. Scales are fp16 (2 bytes) for integer formats and fp32 (4 bytes) for fp8, as in
 //! the GPTQ/AWQ and vLLM fp8 checkpoint layouts. Zero points of asymmetric schemes are not
 //! counted. `tf32` stores fp32 weights and computes on TF32 tensor cores; `fp32` uses the plain
 //! FP32 peak. Quantisation applies to the decoder's linear projections only: embeddings, the
 //! output projection, norms, biases and expert routers stay in the 16-bit activation dtype (bf16),
 //! which is how GPTQ, AWQ and vLLM's fp8 checkpoints are laid out.
 //!
-//! The KV-cache dtype is separate (`fp32`, `bf16`, `fp16`, `fp8`, `int8`); its default is the
-//! activation dtype: fp8 for `fp8`, bf16 for weight-only formats and for int8 W8A8 (whose
-//! attention runs in 16 bits; pass `int8` explicitly for an int8 cache), and the float dtype
-//! itself otherwise.
+//! The KV-cache dtype is separate (`fp32`, `bf16`, `fp16`, `fp8`, `int8`, `fp4`); its default is
+//! the activation dtype: fp8 for `fp8`, `fp8-bN` and `mxfp8`, bf16 for weight-only formats and
+//! for int8 W8A8 (whose attention runs in 16 bits; pass `int8` explicitly for an int8 cache),
+//! fp8 for the W4A4 formats `nvfp4` and `mxfp4` (their 4-bit activations exist only as GEMM
+//! inputs; the cache is the 8-bit float a serving stack pairs them with), and the float dtype
+//! itself otherwise. An `fp8` cache stores one byte per element (its per-tensor scales, two
+//! fp32 per layer, are not counted); an `fp4` cache is NVFP4 (E2M1 with one E4M3 scale per 16
+//! elements, as TensorRT-LLM stores an FP4 KV cache): `0.5 + 1/16` bytes per element.
 
 use std::fmt;
 use std::str::FromStr;
@@ -44,16 +64,19 @@ pub enum ComputeDtype {
     Fp16,
     Fp8,
     Int8,
+    /// 4-bit float (E2M1) tensor cores: NVFP4 and MXFP4 on Blackwell, MXFP4 on CDNA 4.
+    Fp4,
 }
 
 impl ComputeDtype {
-    pub const ALL: [ComputeDtype; 6] = [
+    pub const ALL: [ComputeDtype; 7] = [
         ComputeDtype::Fp32,
         ComputeDtype::Tf32,
         ComputeDtype::Bf16,
         ComputeDtype::Fp16,
         ComputeDtype::Fp8,
         ComputeDtype::Int8,
+        ComputeDtype::Fp4,
     ];
 
     #[must_use]
@@ -65,6 +88,7 @@ impl ComputeDtype {
             ComputeDtype::Fp16 => "fp16",
             ComputeDtype::Fp8 => "fp8",
             ComputeDtype::Int8 => "int8",
+            ComputeDtype::Fp4 => "fp4",
         }
     }
 }
@@ -99,6 +123,8 @@ pub enum StorageDtype {
     Fp8,
     Int8,
     Int4,
+    /// 4-bit float, E2M1 (the element type of NVFP4 and MXFP4).
+    Fp4,
 }
 
 impl StorageDtype {
@@ -109,14 +135,25 @@ impl StorageDtype {
             StorageDtype::Fp32 => 32,
             StorageDtype::Bf16 | StorageDtype::Fp16 => 16,
             StorageDtype::Fp8 | StorageDtype::Int8 => 8,
-            StorageDtype::Int4 => 4,
+            StorageDtype::Int4 | StorageDtype::Fp4 => 4,
         }
     }
 
-    /// Bytes per element (0.5 for int4).
+    /// Bytes per element (0.5 for int4 and fp4), scales not included.
     #[must_use]
     pub fn bytes(self) -> f64 {
         f64::from(self.bits()) / 8.0
+    }
+
+    /// Bytes per element of a KV cache stored in this dtype, scales included: an fp4 cache is
+    /// NVFP4, one E4M3 (1-byte) scale per 16 elements, `0.5 + 1/16`; the per-tensor scales of
+    /// an fp8 or int8 cache (a few per layer) are not counted.
+    #[must_use]
+    pub fn cache_bytes(self) -> f64 {
+        match self {
+            StorageDtype::Fp4 => self.bytes() + 1.0 / 16.0,
+            _ => self.bytes(),
+        }
     }
 
     #[must_use]
@@ -128,6 +165,7 @@ impl StorageDtype {
             StorageDtype::Fp8 => "fp8",
             StorageDtype::Int8 => "int8",
             StorageDtype::Int4 => "int4",
+            StorageDtype::Fp4 => "fp4",
         }
     }
 }
@@ -139,12 +177,14 @@ impl fmt::Display for StorageDtype {
 }
 
 /// The KV-cache dtypes accepted by `--kv-dtype`.
-pub const KV_DTYPES: &str = "fp32, bf16, fp16, fp8, int8 (or \"auto\" for the default)";
+pub const KV_DTYPES: &str =
+    "fp32, bf16, fp16, fp8, int8, fp4 (= nvfp4) (or \"auto\" for the default)";
 
 /// The precision forms accepted by `--precision`, for error messages.
 pub const PRECISION_FORMS: &str = "fp32, tf32, bf16, fp16, fp8, int8 (= w8a8), fp8-wo, \
-     int8-wo (= w8a16), int4 (= w4a16); quantised forms take an optional group suffix \
-     -gN, e.g. int4-g128";
+     int8-wo (= w8a16), int4 (= w4a16), nvfp4, nvfp4-wo, mxfp4, mxfp4-wo, mxfp8, fp8-bN \
+     (N x N block scales, e.g. fp8-b128); fp8, int8 and int4 forms take an optional group \
+     suffix -gN, e.g. int4-g128";
 
 /// The granularity of a quantised format's scales.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,6 +198,19 @@ pub enum Scales {
     PerChannel,
     /// One scale per N consecutive weights along a matrix's input dimension.
     Group(u64),
+    /// One scale per N x N block of a matrix (DeepSeek-V3's `weight_block_size`).
+    Block(u64),
+}
+
+/// Which linear projections a quantised checkpoint stores quantised.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuantScope {
+    /// Every decoder-layer linear projection (the default of every precision string).
+    AllLinear,
+    /// All but the attention projections (gpt-oss's MXFP4 checkpoints keep `self_attn` in
+    /// bf16: `modules_to_not_convert`).
+    NotAttention,
 }
 
 /// The parsed precision of a case.
@@ -171,6 +224,10 @@ pub struct Precision {
     pub scales: Scales,
     /// Bytes per scale (0 when not quantised).
     pub scale_bytes: f64,
+    /// Bytes of a second-level scale per matrix (NVFP4's per-tensor FP32 scale); 0 otherwise.
+    pub tensor_scale_bytes: f64,
+    /// Which projections are stored quantised.
+    pub scope: QuantScope,
     /// Storage dtype of everything not quantised (embeddings, `lm_head`, norms, biases, routers).
     pub unquantised: StorageDtype,
     /// Storage dtype of the KV cache.
@@ -191,7 +248,10 @@ impl Precision {
         let text = weights.trim().to_ascii_lowercase();
         let (base, group) = split_group(&text).ok_or_else(unknown)?;
         let mut precision = match group {
-            None => float_form(base).or_else(|| quantised_form(base, None)),
+            None => float_form(base)
+                .or_else(|| microscaled_form(base))
+                .or_else(|| block_form(base))
+                .or_else(|| quantised_form(base, None)),
             Some(g) => quantised_form(base, Some(g)),
         }
         .ok_or_else(unknown)?;
@@ -207,9 +267,17 @@ impl Precision {
         self.scales != Scales::None
     }
 
+    /// Whether the attention projections are stored quantised (see [`QuantScope`]).
+    #[must_use]
+    pub fn quantises_attention(&self) -> bool {
+        self.is_quantised() && self.scope == QuantScope::AllLinear
+    }
+
     /// Stored bytes of one quantisable matrix with `rows` output and `cols` input features,
     /// `count` times over: elements at the weight dtype plus the scales (`-gN` groups run along
-    /// the input dimension, so a row of `cols` weights carries `ceil(cols / N)` scales).
+    /// the input dimension, so a row of `cols` weights carries `ceil(cols / N)` scales; an
+    /// `N x N` block grid has `ceil(rows / N) x ceil(cols / N)`), plus a second-level scale per
+    /// matrix where the format has one (NVFP4).
     #[must_use]
     pub fn matrix_bytes(&self, rows: u64, cols: u64, count: u64) -> f64 {
         let elements = (rows * cols * count) as f64;
@@ -218,8 +286,11 @@ impl Precision {
             Scales::PerTensor => count,
             Scales::PerChannel => rows * count,
             Scales::Group(g) => rows * cols.div_ceil(g) * count,
+            Scales::Block(b) => rows.div_ceil(b) * cols.div_ceil(b) * count,
         };
-        elements * self.weights.bytes() + scales as f64 * self.scale_bytes
+        elements * self.weights.bytes()
+            + scales as f64 * self.scale_bytes
+            + count as f64 * self.tensor_scale_bytes
     }
 
     /// Bytes per parameter when the shape is unknown (the bare form): group scales are spread
@@ -229,6 +300,7 @@ impl Precision {
     pub fn bytes_per_param_unshaped(&self) -> f64 {
         match self.scales {
             Scales::Group(g) => self.weights.bytes() + self.scale_bytes / g as f64,
+            Scales::Block(b) => self.weights.bytes() + self.scale_bytes / (b * b) as f64,
             _ => self.weights.bytes(),
         }
     }
@@ -254,6 +326,8 @@ fn float_form(base: &str) -> Option<Precision> {
         weights: storage,
         scales: Scales::None,
         scale_bytes: 0.0,
+        tensor_scale_bytes: 0.0,
+        scope: QuantScope::AllLinear,
         unquantised: storage,
         kv: storage,
         compute,
@@ -284,10 +358,60 @@ fn quantised_form(base: &str, group: Option<u64>) -> Option<Precision> {
         weights: storage,
         scales,
         scale_bytes,
+        tensor_scale_bytes: 0.0,
+        scope: QuantScope::AllLinear,
         unquantised: S::Bf16,
         kv,
         compute,
         weight_only,
+    })
+}
+
+/// A microscaled format (NVFP4, MXFP4, MXFP8: see the module docs); its block is fixed.
+fn microscaled_form(base: &str) -> Option<Precision> {
+    use ComputeDtype as C;
+    use StorageDtype as S;
+    // (storage, compute, weight-only, default KV, block, bytes per block scale, per-tensor
+    // scale bytes)
+    let (storage, compute, weight_only, kv, block, scale_bytes, tensor_scale_bytes) = match base {
+        // E4M3 scale per 16 + FP32 per tensor.
+        "nvfp4" => (S::Fp4, C::Fp4, false, S::Fp8, 16, 1.0, 4.0),
+        "nvfp4-wo" => (S::Fp4, C::Bf16, true, S::Bf16, 16, 1.0, 4.0),
+        // E8M0 scale per 32.
+        "mxfp4" => (S::Fp4, C::Fp4, false, S::Fp8, 32, 1.0, 0.0),
+        "mxfp4-wo" => (S::Fp4, C::Bf16, true, S::Bf16, 32, 1.0, 0.0),
+        "mxfp8" => (S::Fp8, C::Fp8, false, S::Fp8, 32, 1.0, 0.0),
+        _ => return None,
+    };
+    Some(Precision {
+        label: base.to_string(),
+        weights: storage,
+        scales: Scales::Group(block),
+        scale_bytes,
+        tensor_scale_bytes,
+        scope: QuantScope::AllLinear,
+        unquantised: S::Bf16,
+        kv,
+        compute,
+        weight_only,
+    })
+}
+
+/// `fp8-bN`: fp8 weights with one fp32 scale per N x N block, fp8 activations (DeepSeek-V3's
+/// layout, activations scaled per 1 x N group at run time).
+fn block_form(base: &str) -> Option<Precision> {
+    let n: u64 = base.strip_prefix("fp8-b")?.parse().ok()?;
+    (n > 0).then(|| Precision {
+        label: format!("fp8-b{n}"),
+        weights: StorageDtype::Fp8,
+        scales: Scales::Block(n),
+        scale_bytes: 4.0,
+        tensor_scale_bytes: 0.0,
+        scope: QuantScope::AllLinear,
+        unquantised: StorageDtype::Bf16,
+        kv: StorageDtype::Fp8,
+        compute: ComputeDtype::Fp8,
+        weight_only: false,
     })
 }
 
@@ -312,6 +436,7 @@ pub fn parse_kv_dtype(text: &str) -> Result<Option<StorageDtype>, CatalogError> 
         "fp16" | "float16" | "half" => StorageDtype::Fp16,
         "fp8" | "fp8_e4m3" | "fp8_e5m2" | "fp8-e4m3" | "fp8-e5m2" => StorageDtype::Fp8,
         "int8" => StorageDtype::Int8,
+        "fp4" | "nvfp4" => StorageDtype::Fp4,
         _ => {
             return Err(CatalogError::UnknownKvDtype {
                 given: text.to_string(),

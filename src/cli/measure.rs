@@ -162,9 +162,10 @@ pub struct FloorArgs {
     /// A catalogue GPU name (e.g. h100-sxm), or the one the config declares when omitted.
     #[arg(long)]
     pub gpu: Option<String>,
-    /// Weight precision: bf16, fp16, fp32, fp8, int8, w8a16, int4-g128 ...
-    #[arg(long, default_value = "bf16")]
-    pub precision: String,
+    /// Weight precision: bf16, fp16, fp32, fp8, int8, w8a16, int4-g128, nvfp4, mxfp4(-wo),
+    /// mxfp8, fp8-b128 ... (default: the checkpoint's own quantisation config, else bf16).
+    #[arg(long)]
+    pub precision: Option<String>,
     /// KV-cache dtype (default: the precision's activation dtype).
     #[arg(long)]
     pub kv_dtype: Option<String>,
@@ -177,6 +178,16 @@ pub struct FloorArgs {
     /// KV length (decode) or prompt length (prefill), in tokens.
     #[arg(long)]
     pub context: u64,
+    /// Tensor-parallel GPUs: the floor is one GPU's share plus the all-reduces.
+    #[arg(long, default_value_t = 1)]
+    pub tp: u64,
+    /// Expert-parallel GPUs (mixture-of-experts models): experts spread over them, tokens
+    /// sent by all-to-all.
+    #[arg(long, default_value_t = 1)]
+    pub ep: u64,
+    /// Interconnect bandwidth per GPU, one direction, GB/s (default: the catalogue's link).
+    #[arg(long)]
+    pub interconnect_gb_s: Option<f64>,
     /// A measured step time in ms, to get MBU and MFU.
     #[arg(long)]
     pub step_ms: Option<f64>,

@@ -157,13 +157,14 @@ fn case_floors(
             let floor = Precision::parse(&key.precision, suite.kv_dtype.as_deref())
                 .map_err(|e| (e.to_string(), e.hint()))
                 .and_then(|precision| {
-                    crate::floor::floor(
+                    crate::floor::floor_on(
                         &loaded.models[&key.model],
                         gpu,
                         &precision,
                         key.phase,
                         key.batch,
                         key.context,
+                        key.parallelism(),
                     )
                     .map_err(|e| (e.to_string(), e.hint()))
                 });

@@ -9,6 +9,7 @@ use crate::catalog::{CatalogError, GpuSpec, ModelSpec, Precision};
 use crate::cli::{FloorArgs, Format};
 use crate::config::LoadedConfig;
 use crate::error::Error;
+use crate::floor::Parallelism;
 use crate::outcome::Outcome;
 use crate::output;
 use crate::pipeline::context::env_lookup;
@@ -78,11 +79,34 @@ fn floor_config(flag: Option<&Path>) -> Result<Option<LoadedConfig>, Error> {
     }
 }
 
+/// `--precision`, else the checkpoint's own (`quantization_config`), else bf16; `--kv-dtype`
+/// overrides the cache either way.
+fn floor_precision(model: &ModelSpec, args: &FloorArgs) -> Result<Precision, Error> {
+    let kv = args.kv_dtype.as_deref();
+    Ok(match (&args.precision, model.checkpoint_precision()) {
+        (Some(text), _) => Precision::parse(text, kv)?,
+        (None, Some(declared)) => {
+            let mut p = declared.precision.clone();
+            if let Some(kv) = kv
+                .map(crate::catalog::precision::parse_kv_dtype)
+                .transpose()?
+            {
+                p.kv = kv.unwrap_or(p.kv);
+            }
+            p
+        }
+        (None, None) => Precision::parse("bf16", kv)?,
+    })
+}
+
 pub fn floor(args: &FloorArgs) -> Result<Outcome, Error> {
     let loaded = floor_config(args.config.as_deref())?;
     let model = resolve_model(&args.model, loaded.as_ref())?;
-    let gpu = resolve_gpu(args.gpu.as_deref(), loaded.as_ref())?;
-    let precision = Precision::parse(&args.precision, args.kv_dtype.as_deref())?;
+    let mut gpu = resolve_gpu(args.gpu.as_deref(), loaded.as_ref())?;
+    if let Some(gb_s) = args.interconnect_gb_s {
+        gpu = gpu.with_interconnect(gb_s)?;
+    }
+    let precision = floor_precision(&model, args)?;
     let report = build_report(
         &args.model,
         &model,
@@ -91,6 +115,10 @@ pub fn floor(args: &FloorArgs) -> Result<Outcome, Error> {
         args.phase.into(),
         args.batch,
         args.context,
+        Parallelism {
+            tp: args.tp,
+            ep: args.ep,
+        },
         args.step_ms,
     )?;
     for warning in &report.warnings {

@@ -118,6 +118,8 @@ mod tests {
             batch,
             context: 4096,
             axes: crate::case::Axes::default(),
+            tp: 1,
+            ep: 1,
         }
     }
 

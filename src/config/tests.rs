@@ -90,6 +90,15 @@ fn gpu_table_declares_a_catalogue_entry_overrides_or_its_own_figures() {
     let spec = named.declared_spec().expect("valid").expect("a spec");
     assert_eq!(spec.name, "h100-sxm");
     assert!((spec.mem_bandwidth_bytes_per_s - 3.0e12).abs() < 1.0);
+    // The catalogue's NVLink 4 unless the table declares the link.
+    assert!((spec.interconnect.expect("link").bytes_per_s - 450e9).abs() < 1.0);
+    let linked = GpuConfig {
+        name: Some("h100-sxm".into()),
+        interconnect_gb_s: Some(200.0),
+        ..GpuConfig::default()
+    };
+    let spec = linked.declared_spec().expect("valid").expect("a spec");
+    assert!((spec.interconnect.expect("link").bytes_per_s - 200e9).abs() < 1.0);
     let own = GpuConfig {
         mem_bandwidth_gb_s: Some(1000.0),
         dense_tflops: [("bf16".to_owned(), 100.0)].into(),
@@ -378,4 +387,43 @@ fn nsight_keys_parse_and_a_bad_ncu_table_names_the_field_and_fix() {
     let text = format!("{EXAMPLE}ncu = {{ kernel_regexp = \"gemm\" }}\n");
     let err = parse(&text, Path::new("u.toml")).expect_err("unknown key");
     assert!(err.to_string().contains("kernel_regexp"), "{err}");
+}
+
+/// `tp` and `ep` lists cross the grid: each pair a case of its own; 0 is refused.
+#[test]
+fn tp_and_ep_are_grid_coordinates() {
+    let text = EXAMPLE.replace(
+        "contexts = [4096]",
+        "contexts = [4096]\ntp = [1, 4]\nep = [1, 8]",
+    );
+    let config = parse(&text, Path::new("u.toml")).expect("parses");
+    let keys = config.suites[0].case_keys();
+    // 2 batches x 2 tp x 2 ep.
+    assert_eq!(keys.len(), 8);
+    let pairs: Vec<(u64, u64)> = keys.iter().take(4).map(|k| (k.tp, k.ep)).collect();
+    assert_eq!(pairs, [(1, 1), (1, 8), (4, 1), (4, 8)]);
+    // Without the keys, one GPU.
+    let plain = parse(EXAMPLE, Path::new("u.toml")).expect("parses");
+    assert!(
+        plain.suites[0]
+            .case_keys()
+            .iter()
+            .all(|k| (k.tp, k.ep) == (1, 1))
+    );
+    let bad = parse(
+        &EXAMPLE.replace("contexts = [4096]", "contexts = [4096]\ntp = [0]"),
+        Path::new("u.toml"),
+    )
+    .expect("parses");
+    let names = known(&["llama-3.1-8b"]);
+    let problems = validate(
+        &bad,
+        &ValidationContext {
+            known_models: &names,
+        },
+    );
+    assert!(
+        problems.iter().any(|p| p.key == "suite[0].tp"),
+        "{problems:?}"
+    );
 }

@@ -345,6 +345,10 @@ impl Default for CanaryConfig {
     }
 }
 
+fn one_gpu() -> Vec<u64> {
+    vec![1]
+}
+
 fn default_true() -> bool {
     true
 }
@@ -358,6 +362,9 @@ pub struct GpuConfig {
     #[serde(default)]
     pub dense_tflops: BTreeMap<String, f64>,
     pub memory_gb: Option<f64>,
+    /// What one GPU sends per second to its peers, one direction, GB/s: the link a tensor- or
+    /// expert-parallel case's collectives cross (overrides the catalogue's).
+    pub interconnect_gb_s: Option<f64>,
     /// Measure this host's memory read bandwidth once and cache it (CPU examples only).
     #[serde(default)]
     pub measure_host_bandwidth: bool,
@@ -370,7 +377,11 @@ impl GpuConfig {
         if self.measure_host_bandwidth {
             return Ok(None);
         }
-        crate::catalog::declare_device(self.name.as_deref(), self.figures())
+        let spec = crate::catalog::declare_device(self.name.as_deref(), self.figures())?;
+        match (spec, self.interconnect_gb_s) {
+            (Some(spec), Some(gb_s)) => spec.with_interconnect(gb_s).map(Some),
+            (spec, _) => Ok(spec),
+        }
     }
 
     /// The figures this table declares.
@@ -436,6 +447,13 @@ pub struct SuiteConfig {
     pub batches: Vec<u64>,
     #[serde(default)]
     pub contexts: Vec<u64>,
+    /// Tensor-parallel degrees: each a case of its own (`UTILGATE_TP`, `{{ tp }}`), floored
+    /// per GPU with its all-reduces (docs/floor.md).
+    #[serde(default = "one_gpu")]
+    pub tp: Vec<u64>,
+    /// Expert-parallel degrees (mixture-of-experts models): `UTILGATE_EP`, `{{ ep }}`.
+    #[serde(default = "one_gpu")]
+    pub ep: Vec<u64>,
     /// Free axes crossed with the built-in ones, e.g. `axes = { mode = ["eager", "graphs"] }`:
     /// each value is part of the case key, a template variable (`{{ mode }}`) and a
     /// `UTILGATE_MODE` variable for the harness.
@@ -603,16 +621,20 @@ impl SuiteConfig {
                 for &phase in &self.phases {
                     for &batch in &self.batches {
                         for &context in &self.contexts {
-                            for axes in &points {
-                                keys.push(crate::case::CaseKey {
-                                    suite: self.name.clone(),
-                                    model: model.clone(),
-                                    precision: precision.clone(),
-                                    phase,
-                                    batch,
-                                    context,
-                                    axes: axes.clone(),
-                                });
+                            for (&tp, &ep) in self.parallel_points() {
+                                for axes in &points {
+                                    keys.push(crate::case::CaseKey {
+                                        suite: self.name.clone(),
+                                        model: model.clone(),
+                                        precision: precision.clone(),
+                                        phase,
+                                        batch,
+                                        context,
+                                        axes: axes.clone(),
+                                        tp,
+                                        ep,
+                                    });
+                                }
                             }
                         }
                     }
@@ -620,6 +642,13 @@ impl SuiteConfig {
             }
         }
         keys
+    }
+
+    /// Every (tp, ep) pair of the suite's grid.
+    fn parallel_points(&self) -> impl Iterator<Item = (&u64, &u64)> {
+        self.tp
+            .iter()
+            .flat_map(|tp| self.ep.iter().map(move |ep| (tp, ep)))
     }
 
     /// The points of the suite's free axes (one empty point without axes), each checked.

@@ -317,7 +317,12 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
                 );
             }
         }
-        for (field, values) in [("batches", &suite.batches), ("contexts", &suite.contexts)] {
+        for (field, values) in [
+            ("batches", &suite.batches),
+            ("contexts", &suite.contexts),
+            ("tp", &suite.tp),
+            ("ep", &suite.ep),
+        ] {
             if values.contains(&0) {
                 push(
                     at(field),

@@ -7,6 +7,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::catalog::gpu::gpu_by_name;
 use crate::catalog::model::model_by_name;
+use crate::catalog::precision::StorageDtype;
 
 fn gpu(bandwidth_gb_s: f64, bf16_tflops: f64) -> GpuSpec {
     let mut t = BTreeMap::new();
@@ -270,4 +271,196 @@ proptest! {
         prop_assert!(d >= k as f64 - 1e-9 && d <= e as f64 + 1e-9);
         prop_assert!(expected_distinct_experts(e, k, t + 1) >= d - 1e-9);
     }
+}
+
+/// Llama-3.1-8B's shapes, for the formats' hand computations: 32 layers of q (4096 x 4096),
+/// k and v (1024 x 4096), o (4096 x 4096), gate and up (14336 x 4096), down (4096 x 14336).
+const LLAMA_LINEAR: f64 =
+    32.0 * (4096.0 * 4096.0 * 2.0 + 1024.0 * 4096.0 * 2.0 + 3.0 * 14336.0 * 4096.0);
+/// Seven matrices per layer.
+const LLAMA_MATRICES: f64 = 32.0 * 7.0;
+/// Unquantised, in bf16: two norms per layer and the final norm, one gathered embedding row,
+/// the output projection.
+const LLAMA_BF16_REST: f64 = 2.0 * (32.0 * 2.0 * 4096.0 + 4096.0 + 4096.0 + 128_256.0 * 4096.0);
+/// KV elements of a decode step at context 4096: 4096 cached tokens read and one written, each
+/// 32 layers x K and V x 8 heads x 128.
+const LLAMA_KV_ELEMENTS: f64 = (4096.0 + 1.0) * 32.0 * 2.0 * 8.0 * 128.0;
+
+fn llama_decode_bytes(precision: &str, kv: Option<&str>) -> f64 {
+    let model = model_by_name("llama-3.1-8b").expect("built-in model");
+    let h = gpu_by_name("b200").expect("catalogue entry");
+    let p = Precision::parse(precision, kv).expect("valid precision");
+    floor(&model, &h, &p, Phase::Decode, 1, 4096)
+        .expect("floor")
+        .total_bytes()
+}
+
+/// Within a byte of rounding.
+fn assert_bytes(got: f64, want: f64) {
+    assert!((got - want).abs() < 1.0, "got {got}, want {want}");
+}
+
+#[test]
+fn nvfp4_bytes_of_a_llama_decode_step() {
+    // E2M1 values (0.5 B), an E4M3 scale per 16 (1/16 B), an FP32 scale per matrix; fp8 cache.
+    let want = LLAMA_LINEAR * (0.5 + 1.0 / 16.0)
+        + LLAMA_MATRICES * 4.0
+        + LLAMA_BF16_REST
+        + LLAMA_KV_ELEMENTS * 1.0;
+    assert_bytes(llama_decode_bytes("nvfp4", None), want);
+    // 3,925,868,544 + 896 + 1,051,213,824 + 268,500,992 = 5,245,584,256 bytes.
+    assert_bytes(want, 5_245_584_256.0);
+}
+
+#[test]
+fn mxfp4_bytes_of_a_llama_decode_step() {
+    // E2M1 values, an E8M0 scale per 32; fp8 cache.
+    let want = LLAMA_LINEAR * (0.5 + 1.0 / 32.0) + LLAMA_BF16_REST + LLAMA_KV_ELEMENTS;
+    assert_bytes(llama_decode_bytes("mxfp4", None), want);
+    // Weight-only MXFP4 stores the same weights beside a bf16 cache.
+    let wo = LLAMA_LINEAR * (0.5 + 1.0 / 32.0) + LLAMA_BF16_REST + LLAMA_KV_ELEMENTS * 2.0;
+    assert_bytes(llama_decode_bytes("mxfp4-wo", None), wo);
+}
+
+#[test]
+fn mxfp8_bytes_of_a_llama_decode_step() {
+    // E4M3 values, an E8M0 scale per 32; fp8 cache.
+    let want = LLAMA_LINEAR * (1.0 + 1.0 / 32.0) + LLAMA_BF16_REST + LLAMA_KV_ELEMENTS;
+    assert_bytes(llama_decode_bytes("mxfp8", None), want);
+}
+
+#[test]
+fn fp8_block_scaled_bytes_of_a_llama_decode_step() {
+    // One fp32 scale per 128 x 128 block: q and o 32 x 32 blocks, k and v 8 x 32, gate and up
+    // 112 x 32, down 32 x 112 = 13,312 blocks per layer.
+    let blocks_per_layer = 2.0 * 32.0 * 32.0 + 2.0 * 8.0 * 32.0 + 3.0 * 112.0 * 32.0;
+    assert_eq!(blocks_per_layer, 13_312.0);
+    let want = LLAMA_LINEAR + 32.0 * blocks_per_layer * 4.0 + LLAMA_BF16_REST + LLAMA_KV_ELEMENTS;
+    assert_bytes(llama_decode_bytes("fp8-b128", None), want);
+}
+
+#[test]
+fn fp8_and_fp4_kv_cache_bytes_of_a_llama_decode_step() {
+    let bf16_weights = LLAMA_LINEAR * 2.0 + LLAMA_BF16_REST;
+    // An fp8 cache: one byte per element.
+    assert_bytes(
+        llama_decode_bytes("bf16", Some("fp8")),
+        bf16_weights + LLAMA_KV_ELEMENTS,
+    );
+    // An fp4 (NVFP4) cache: half a byte per element and an E4M3 scale per 16.
+    assert_bytes(
+        llama_decode_bytes("bf16", Some("fp4")),
+        bf16_weights + LLAMA_KV_ELEMENTS * (0.5 + 1.0 / 16.0),
+    );
+}
+
+#[test]
+fn microscaled_formats_pick_their_peak() {
+    let model = model_by_name("llama-3.1-8b").expect("built-in model");
+    let b200 = gpu_by_name("b200").expect("catalogue entry");
+    let at = |p: &str, gpu: &GpuSpec| {
+        let p = Precision::parse(p, None).expect("valid precision");
+        floor(&model, gpu, &p, Phase::Prefill, 1, 2048)
+    };
+    // W4A4 runs on the FP4 tensor cores (HGX B200: 18 PF sparse, 9 dense).
+    assert_eq!(at("nvfp4", &b200).expect("floor").peak_flops_per_s, 9.0e15);
+    assert_eq!(at("mxfp4", &b200).expect("floor").peak_flops_per_s, 9.0e15);
+    assert_eq!(at("mxfp8", &b200).expect("floor").peak_flops_per_s, 4.5e15);
+    assert_eq!(
+        at("fp8-b128", &b200).expect("floor").peak_flops_per_s,
+        4.5e15
+    );
+    // Weight-only keeps the 16-bit peak, which Hopper has; W4A4 on Hopper is an error.
+    let h100 = gpu_by_name("h100-sxm").expect("catalogue entry");
+    assert_eq!(
+        at("mxfp4-wo", &h100).expect("floor").peak_flops_per_s,
+        989.4e12
+    );
+    let err = at("nvfp4", &h100).expect_err("no fp4 on H100");
+    assert!(err.to_string().contains("fp4"), "{err}");
+    assert!(err.hint().expect("hint").contains("nvfp4-wo"));
+}
+
+fn checkpoint(file: &str) -> ModelSpec {
+    let path = format!(
+        "{}/tests/fixtures/hf_configs/quantised/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    #[expect(clippy::disallowed_methods, reason = "a test reads its fixture")]
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    ModelSpec::from_hf_config(&text, file).expect("checkpoint config parses")
+}
+
+/// A real checkpoint's floor needs no hand-written precision: the modelopt NVFP4 export of
+/// Llama-3.1-8B-Instruct declares NVFP4 weights and an FP8 cache, the compressed-tensors one
+/// NVFP4 weights and no cache scheme (a bf16 cache).
+#[test]
+fn checkpoint_precision_gives_the_nvfp4_floor() {
+    let h = gpu_by_name("b200").expect("catalogue entry");
+    let modelopt = checkpoint("llama-3.1-8b-instruct-fp4-modelopt.json");
+    let q = modelopt.checkpoint_precision().expect("declared");
+    assert_eq!(q.precision.label, "nvfp4");
+    let f = floor(&modelopt, &h, &q.precision, Phase::Decode, 1, 4096).expect("floor");
+    assert_bytes(
+        f.total_bytes(),
+        LLAMA_LINEAR * (0.5 + 1.0 / 16.0)
+            + LLAMA_MATRICES * 4.0
+            + LLAMA_BF16_REST
+            + LLAMA_KV_ELEMENTS,
+    );
+    let ct = checkpoint("llama-3.1-8b-instruct-nvfp4.json");
+    let q = ct.checkpoint_precision().expect("declared");
+    assert_eq!(
+        (q.precision.label.as_str(), q.precision.kv),
+        ("nvfp4", StorageDtype::Bf16)
+    );
+    let f = floor(&ct, &h, &q.precision, Phase::Decode, 1, 4096).expect("floor");
+    assert_bytes(
+        f.total_bytes(),
+        LLAMA_LINEAR * (0.5 + 1.0 / 16.0)
+            + LLAMA_MATRICES * 4.0
+            + LLAMA_BF16_REST
+            + LLAMA_KV_ELEMENTS * 2.0,
+    );
+}
+
+/// gpt-oss-120b's MXFP4 is the experts only: attention stays bf16.
+#[test]
+fn gpt_oss_mxfp4_quantises_the_experts_only() {
+    let model = checkpoint("gpt-oss-120b.json");
+    let q = model.checkpoint_precision().expect("declared");
+    assert_eq!(q.precision.label, "mxfp4-wo");
+    let ModelSpec::Transformer(t) = &model else {
+        unreachable!()
+    };
+    // Experts: 36 layers x 128 experts x (gate, up: 2880 x 2880; down: 2880 x 2880) in MXFP4.
+    let experts = 36.0 * 128.0 * 3.0 * 2880.0 * 2880.0;
+    assert_eq!(t.part_params(Part::Experts) as f64, experts);
+    let expert_bytes: f64 = t
+        .tensors()
+        .iter()
+        .filter(|x| x.part == Part::Experts)
+        .map(|x| x.bytes(&q.precision))
+        .sum();
+    assert_bytes(expert_bytes, experts * (0.5 + 1.0 / 32.0));
+    // Attention (q 4096 x 2880, k and v 512 x 2880, o 2880 x 4096 per layer, and their
+    // biases) in bf16.
+    let attention: f64 = t
+        .tensors()
+        .iter()
+        .filter(|x| x.part == Part::Attention)
+        .map(|x| x.bytes(&q.precision))
+        .sum();
+    let projections = 36.0 * (4096.0 * 2880.0 + 2.0 * 512.0 * 2880.0 + 2880.0 * 4096.0);
+    let biases = 36.0 * (4096.0 + 2.0 * 512.0 + 2880.0);
+    assert_bytes(attention, 2.0 * (projections + biases));
+}
+
+#[test]
+fn fp8_block_checkpoint_reads_its_block() {
+    let model = checkpoint("qwen3-30b-a3b-fp8.json");
+    let q = model.checkpoint_precision().expect("declared");
+    assert_eq!(q.precision.label, "fp8-b128");
+    assert_eq!(q.precision.compute, ComputeDtype::Fp8);
+    assert_eq!(q.precision.kv, StorageDtype::Bf16);
 }

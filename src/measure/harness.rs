@@ -51,6 +51,9 @@ pub const UTILGATE_PRECISION: &str = "UTILGATE_PRECISION";
 pub const UTILGATE_PHASE: &str = "UTILGATE_PHASE";
 pub const UTILGATE_BATCH: &str = "UTILGATE_BATCH";
 pub const UTILGATE_CONTEXT: &str = "UTILGATE_CONTEXT";
+/// Tensor- and expert-parallel degrees of the case.
+pub const UTILGATE_TP: &str = "UTILGATE_TP";
+pub const UTILGATE_EP: &str = "UTILGATE_EP";
 pub const UTILGATE_WARMUP_STEPS: &str = "UTILGATE_WARMUP_STEPS";
 pub const UTILGATE_STEPS: &str = "UTILGATE_STEPS";
 pub const UTILGATE_REPEAT: &str = "UTILGATE_REPEAT";
@@ -436,6 +439,8 @@ fn harness_command(spec: &RepeatSpec, out_path: &Path, scope: Option<&cgroup::Sc
         .env(UTILGATE_PHASE, case.phase.as_str())
         .env(UTILGATE_BATCH, case.batch.to_string())
         .env(UTILGATE_CONTEXT, case.context.to_string())
+        .env(UTILGATE_TP, case.tp.to_string())
+        .env(UTILGATE_EP, case.ep.to_string())
         .env(UTILGATE_WARMUP_STEPS, spec.warmup_steps.to_string())
         .env(UTILGATE_STEPS, spec.steps.to_string())
         .env(UTILGATE_REPEAT, spec.repeat.to_string());

@@ -94,7 +94,13 @@ pub fn spec_from_nvml(
         return Ok(None);
     };
     Ok(Some(match gpu {
-        Some(g) => spec.with_overrides(g.mem_bandwidth_gb_s, &g.dense_tflops, g.memory_gb)?,
+        Some(g) => {
+            let spec = spec.with_overrides(g.mem_bandwidth_gb_s, &g.dense_tflops, g.memory_gb)?;
+            match g.interconnect_gb_s {
+                Some(gb_s) => spec.with_interconnect(gb_s)?,
+                None => spec,
+            }
+        }
         None => spec,
     }))
 }

@@ -11,7 +11,7 @@ use crate::case::Phase;
 use crate::catalog::gpu::GpuSpec;
 use crate::catalog::model::ModelSpec;
 use crate::catalog::precision::Precision;
-use crate::floor::{Floor, FloorError, Utilisation, floor, footprint};
+use crate::floor::{Floor, FloorError, Parallelism, Utilisation, floor_on, footprint_on};
 use crate::report::format::{grouped, si, sig4};
 
 /// The JSON schema version of [`FloorReport`].
@@ -33,6 +33,9 @@ pub struct FloorInputs {
     pub phase: Phase,
     pub batch: u64,
     pub context: u64,
+    /// Tensor- and expert-parallel degrees (1 and 1 on one GPU).
+    pub tp: u64,
+    pub ep: u64,
     pub step_ms: Option<f64>,
 }
 
@@ -43,7 +46,8 @@ pub struct ParamCounts {
     pub active: f64,
 }
 
-/// Whether the weights and the KV cache fit the GPU's memory.
+/// Whether the weights and the KV cache fit the GPU's memory (the busiest GPU's share over
+/// several GPUs).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MemoryFit {
     /// Every weight at the precision, all experts and scales included.
@@ -67,6 +71,8 @@ pub struct FloorReport {
     pub memory_ms: f64,
     /// Time the FLOPs take at peak FLOP/s.
     pub compute_ms: f64,
+    /// Time the collectives take at the link's bandwidth (0 on one GPU).
+    pub comms_ms: f64,
     pub memory: MemoryFit,
     /// MBU, MFU and utilisation of `step_ms`, when given.
     pub utilisation: Option<Utilisation>,
@@ -87,13 +93,14 @@ pub fn build_report(
     phase: Phase,
     batch: u64,
     context: u64,
+    par: Parallelism,
     step_ms: Option<f64>,
 ) -> Result<FloorReport, FloorError> {
     if let Some(t) = step_ms.filter(|t| !(t.is_finite() && *t > 0.0)) {
         return Err(FloorError::InvalidStepTime(t));
     }
-    let floor = floor(model, gpu, precision, phase, batch, context)?;
-    let fp = footprint(model, precision, phase, batch, context);
+    let floor = floor_on(model, gpu, precision, phase, batch, context, par)?;
+    let fp = footprint_on(model, precision, phase, batch, context, par);
     let total_bytes = fp.weights_bytes + fp.kv_bytes;
     let fits = gpu.memory_bytes.map(|m| total_bytes <= m);
     let mut warnings = Vec::new();
@@ -138,6 +145,8 @@ pub fn build_report(
             phase,
             batch,
             context,
+            tp: par.tp,
+            ep: par.ep,
             step_ms,
         },
         params: ParamCounts {
@@ -146,6 +155,7 @@ pub fn build_report(
         },
         memory_ms: floor.memory_ms(),
         compute_ms: floor.compute_ms(),
+        comms_ms: floor.comms_ms(),
         floor,
         memory: MemoryFit {
             weights_bytes: fp.weights_bytes,
@@ -177,6 +187,13 @@ pub fn render_human(report: &FloorReport) -> String {
         "  weights {}, KV cache {}, compute peak {}",
         i.weight_dtype, i.kv_dtype, i.compute_dtype
     );
+    if let Some(p) = &f.parallel {
+        let _ = writeln!(
+            out,
+            "  {} GPUs: tp {}, ep {}, {} attention group(s); per GPU, the busiest",
+            p.gpus, p.tp, p.ep, p.dp
+        );
+    }
     // Where the peaks came from: a datasheet, a declaration, or a measurement pinned in a file.
     let _ = writeln!(out, "  figures: {}", i.gpu_source);
     let _ = writeln!(out);
@@ -201,6 +218,16 @@ pub fn render_human(report: &FloorReport) -> String {
         si(f.peak_flops_per_s, "FLOP/s"),
         i.compute_dtype
     );
+    if let Some(p) = &f.parallel {
+        let _ = writeln!(
+            out,
+            "  comms   {} ms  {} sent at {} ({})",
+            sig4(report.comms_ms),
+            si(p.comms.total_bytes(), "B"),
+            si(p.comms.link_bytes_per_s, "B/s"),
+            p.comms.link
+        );
+    }
     let _ = writeln!(out);
     render_breakdown(&mut out, report);
     let _ = writeln!(out);
@@ -268,6 +295,30 @@ fn render_breakdown(out: &mut String, report: &FloorReport) {
     ] {
         let _ = writeln!(out, "  {label:<26}{:>12}", si(v, "B"));
     }
+    if b.scales > 0.0 {
+        let _ = writeln!(
+            out,
+            "  {:<26}{:>12}",
+            "of the weights, scales",
+            si(b.scales, "B")
+        );
+    }
+    if let Some(p) = &f.parallel {
+        let c = &p.comms;
+        let _ = writeln!(out, "collectives per step (bytes each GPU sends)");
+        let _ = writeln!(
+            out,
+            "  {:<26}{:>12}",
+            format!("{} all-reduce(s)", c.all_reduces),
+            si(c.all_reduce_bytes, "B")
+        );
+        let _ = writeln!(
+            out,
+            "  {:<26}{:>12}",
+            format!("{} all-to-all layer(s)", c.all_to_all_layers),
+            si(c.all_to_all_bytes, "B")
+        );
+    }
     let _ = writeln!(out, "FLOPs per step");
     let fl = &f.flops;
     for (label, v) in [
@@ -311,6 +362,7 @@ mod tests {
             Phase::Decode,
             1,
             4096,
+            Parallelism::SINGLE,
             Some(9.8),
         )
         .expect("should succeed");
@@ -341,6 +393,7 @@ mod tests {
             Phase::Decode,
             8,
             4096,
+            Parallelism::SINGLE,
             None,
         )
         .expect("should succeed");
@@ -371,6 +424,7 @@ mod tests {
             Phase::Decode,
             1,
             1024,
+            Parallelism::SINGLE,
             Some(1.0),
         )
         .expect("should succeed");
@@ -387,11 +441,55 @@ mod tests {
             "{:?}",
             r.warnings
         );
-        let err = build_report("m", &model, &h100(), &p, Phase::Decode, 1, 1, Some(0.0));
+        let err = build_report(
+            "m",
+            &model,
+            &h100(),
+            &p,
+            Phase::Decode,
+            1,
+            1,
+            Parallelism::SINGLE,
+            Some(0.0),
+        );
         assert_eq!(
             err.expect_err("should fail"),
             FloorError::InvalidStepTime(0.0)
         );
+    }
+
+    /// The breakdown over GPUs: the busiest GPU's bytes, the collectives, the comms time.
+    #[test]
+    fn parallel_report_shows_the_collectives() {
+        let model = model_by_name("mixtral-8x7b").expect("built-in model");
+        let p = Precision::parse("fp8-b128", None).expect("valid");
+        let h200 = gpu_by_name("h200").expect("catalogue entry");
+        let r = build_report(
+            "mixtral-8x7b",
+            &model,
+            &h200,
+            &p,
+            Phase::Decode,
+            8,
+            4096,
+            Parallelism { tp: 2, ep: 8 },
+            None,
+        )
+        .expect("floor");
+        let text = render_human(&r);
+        insta::assert_snapshot!("floor_mixtral_8x7b_h200_fp8_b128_tp2_ep8", text);
+        for part in [
+            "8 GPUs: tp 2, ep 8, 4 attention group(s)",
+            "comms",
+            "NVLink 4",
+            "all-to-all layer(s)",
+            "of the weights, scales",
+        ] {
+            assert!(text.contains(part), "{part} missing in\n{text}");
+        }
+        let json = serde_json::to_value(&r).expect("json");
+        assert_eq!(json["inputs"]["tp"], 2);
+        assert_eq!(json["floor"]["parallel"]["comms"]["all_to_all_layers"], 32);
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub fn render_human(gpus: &[GpuSpec], width: Option<u16>) -> String {
             "HBM GB/s",
             "bf16 TF",
             "fp8 TF",
+            "fp4 TF",
             "int8 TOP",
             "fp32 TF",
         ],
@@ -51,6 +52,7 @@ pub fn render_human(gpus: &[GpuSpec], width: Option<u16>) -> String {
             GridCell::right(fixed(g.mem_bandwidth_bytes_per_s / 1e9, 0)),
             GridCell::right(tflops(g.dense_flops.bf16)),
             GridCell::right(tflops(g.dense_flops.fp8)),
+            GridCell::right(tflops(g.dense_flops.fp4)),
             GridCell::right(tflops(g.dense_flops.int8)),
             GridCell::right(tflops(g.dense_flops.fp32)),
         ]);
@@ -80,6 +82,12 @@ mod tests {
             .find(|l| l.contains("h100-sxm"))
             .expect("h100-sxm row");
         assert!(h100.contains("3350") && h100.contains("989.4"), "{h100}");
+        // B200: FP4 18 PF sparse per GPU, 9000 TFLOP/s dense in the fp4 column.
+        let b200 = text
+            .lines()
+            .find(|l| l.contains("b200") && !l.contains("gb200"))
+            .expect("b200 row");
+        assert!(b200.contains("9000.0"), "{b200}");
         let json = serde_json::to_value(GpuList {
             schema_version: SCHEMA_VERSION,
             gpus: &gpus,

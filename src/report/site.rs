@@ -392,6 +392,8 @@ mod tests {
             batch: 8,
             context: 4096,
             axes: crate::case::Axes::default(),
+            tp: 1,
+            ep: 1,
         }
     }
 

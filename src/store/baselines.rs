@@ -15,7 +15,7 @@ use crate::case::CaseKey;
 const MOVE_SELECT: &str = "\
 SELECT m.id, s.suite, s.model, s.precision, s.phase, s.batch, s.context, s.gpu_sku,
        m.result_id, r.run_id, m.kind, m.reason, m.moved_at_ns, u.git_sha, r.median_ms,
-       r.utilisation, s.axes
+       r.utilisation, s.axes, s.tp, s.ep
 FROM baseline_moves m
 JOIN series s ON s.id = m.series_id
 JOIN results r ON r.id = m.result_id
@@ -39,6 +39,8 @@ struct RawMove {
     median_ms: Option<f64>,
     utilisation: Option<f64>,
     axes: String,
+    tp: i64,
+    ep: i64,
 }
 
 impl RawMove {
@@ -61,6 +63,8 @@ impl RawMove {
             median_ms: row.get("median_ms")?,
             utilisation: row.get("utilisation")?,
             axes: row.get("axes")?,
+            tp: row.get("tp")?,
+            ep: row.get("ep")?,
         })
     }
 
@@ -77,6 +81,8 @@ impl RawMove {
                 batch: i64_to_u64(path, "series.batch", id, self.batch)?,
                 context: i64_to_u64(path, "series.context", id, self.context)?,
                 axes: parse_text(path, "series.axes", id, &self.axes)?,
+                tp: i64_to_u64(path, "series.tp", id, self.tp)?,
+                ep: i64_to_u64(path, "series.ep", id, self.ep)?,
             },
             gpu_sku: self.gpu_sku,
             result_id: self.result_id,
@@ -99,7 +105,7 @@ fn filter_sql(filter: &CaseFilter) -> (&'static str, Vec<super::sql::Value>) {
         CaseFilter::Suite(suite) => ("s.suite = ?2", vec![Value::Text(suite.clone())]),
         CaseFilter::Key(key) => (
             "s.suite = ?2 AND s.model = ?3 AND s.precision = ?4 AND s.phase = ?5
-             AND s.batch = ?6 AND s.context = ?7 AND s.axes = ?8",
+             AND s.batch = ?6 AND s.context = ?7 AND s.axes = ?8 AND s.tp = ?9 AND s.ep = ?10",
             vec![
                 Value::Text(key.suite.clone()),
                 Value::Text(key.model.clone()),
@@ -108,6 +114,8 @@ fn filter_sql(filter: &CaseFilter) -> (&'static str, Vec<super::sql::Value>) {
                 Value::Int(i64::try_from(key.batch).unwrap_or(-1)),
                 Value::Int(i64::try_from(key.context).unwrap_or(-1)),
                 Value::Text(key.axes.key_text()),
+                Value::Int(i64::try_from(key.tp).unwrap_or(-1)),
+                Value::Int(i64::try_from(key.ep).unwrap_or(-1)),
             ],
         ),
     }
@@ -156,7 +164,7 @@ impl Store {
                            WHERE bm.series_id = s.id AND {})
                AND (?1 IS NULL OR s.gpu_sku = ?1)
              ORDER BY s.gpu_sku, s.suite, s.model, s.precision, s.phase, s.batch, s.context,
-                      s.axes",
+                      s.axes, s.tp, s.ep",
             a_move_that_counts("bm")
         );
         let events = self.query_moves(&sql, vec![sku_value(gpu_sku)], "list baselines")?;

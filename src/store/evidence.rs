@@ -85,7 +85,8 @@ impl Store {
                 .query_row(
                     "SELECT r.id FROM results r JOIN series s ON s.id = r.series_id
                      WHERE r.run_id = ?1 AND s.suite = ?2 AND s.model = ?3 AND s.precision = ?4
-                       AND s.phase = ?5 AND s.batch = ?6 AND s.context = ?7 AND s.axes = ?8",
+                       AND s.phase = ?5 AND s.batch = ?6 AND s.context = ?7 AND s.axes = ?8
+                       AND s.tp = ?9 AND s.ep = ?10",
                     params![
                         run.0,
                         item.key.suite,
@@ -94,7 +95,9 @@ impl Store {
                         item.key.phase.as_str(),
                         i64::try_from(item.key.batch).unwrap_or(i64::MAX),
                         i64::try_from(item.key.context).unwrap_or(i64::MAX),
-                        item.key.axes.key_text()
+                        item.key.axes.key_text(),
+                        i64::try_from(item.key.tp).unwrap_or(i64::MAX),
+                        i64::try_from(item.key.ep).unwrap_or(i64::MAX)
                     ],
                     |row| row.get(0),
                 )
@@ -147,6 +150,7 @@ impl Store {
              JOIN series s ON s.id = r.series_id
              WHERE r.run_id = ?1 AND s.suite = ?2 AND s.model = ?3 AND s.precision = ?4
                AND s.phase = ?5 AND s.batch = ?6 AND s.context = ?7 AND s.axes = ?8
+               AND s.tp = ?9 AND s.ep = ?10
              ORDER BY e.id DESC"
         );
         let mut stmt = self
@@ -163,7 +167,9 @@ impl Store {
                     key.phase.as_str(),
                     i64::try_from(key.batch).unwrap_or(i64::MAX),
                     i64::try_from(key.context).unwrap_or(i64::MAX),
-                    key.axes.key_text()
+                    key.axes.key_text(),
+                    i64::try_from(key.tp).unwrap_or(i64::MAX),
+                    i64::try_from(key.ep).unwrap_or(i64::MAX)
                 ],
                 row_to_evidence,
             )

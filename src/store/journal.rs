@@ -444,6 +444,8 @@ mod tests {
             batch,
             context: 128,
             axes: crate::case::Axes::default(),
+            tp: 1,
+            ep: 1,
         }
     }
 

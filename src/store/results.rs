@@ -19,7 +19,7 @@ pub(crate) const RESULT_SELECT: &str = "\
 SELECT r.id, r.run_id, s.suite, s.model, s.precision, s.phase, s.batch, s.context, s.gpu_sku,
        u.started_at_ns, u.git_sha, u.branch, r.verdict, r.error, r.floor_ms, r.floor_json,
        r.median_ms, r.utilisation, r.mbu, r.mfu, r.summary_json, r.decision_json, r.samples,
-       r.warmup, r.env_json, r.gpu_state_json, r.stderr_tail, s.axes,
+       r.warmup, r.env_json, r.gpu_state_json, r.stderr_tail, s.axes, s.tp, s.ep,
        b.note AS budget_note, b.planned_repeats AS budget_planned_repeats,
        b.steps AS budget_steps, b.first_repeats AS budget_first_repeats,
        b.confirm_repeats AS budget_confirm_repeats, b.time_s AS budget_time_s,
@@ -60,6 +60,8 @@ struct RawResult {
     gpu_state_json: Option<String>,
     stderr_tail: Option<String>,
     axes: String,
+    tp: i64,
+    ep: i64,
     budget: RawCaseRecord,
 }
 
@@ -94,6 +96,8 @@ impl RawResult {
             gpu_state_json: row.get("gpu_state_json")?,
             stderr_tail: row.get("stderr_tail")?,
             axes: row.get("axes")?,
+            tp: row.get("tp")?,
+            ep: row.get("ep")?,
             budget: RawCaseRecord::from_row(row)?,
         })
     }
@@ -125,6 +129,8 @@ impl RawResult {
                 batch: i64_to_u64(path, "series.batch", id, self.batch)?,
                 context: i64_to_u64(path, "series.context", id, self.context)?,
                 axes: parse_text(path, "series.axes", id, &self.axes)?,
+                tp: i64_to_u64(path, "series.tp", id, self.tp)?,
+                ep: i64_to_u64(path, "series.ep", id, self.ep)?,
             },
             gpu_sku: self.gpu_sku,
             started_at: ns_to_timestamp(
@@ -189,7 +195,7 @@ impl Store {
             .prepare_cached(
                 "SELECT id FROM series WHERE suite = ?1 AND model = ?2 AND precision = ?3
                  AND phase = ?4 AND batch = ?5 AND context = ?6 AND gpu_sku = ?7
-                 AND axes = ?8",
+                 AND axes = ?8 AND tp = ?9 AND ep = ?10",
             )
             .and_then(|mut stmt| {
                 stmt.query_row(
@@ -201,7 +207,9 @@ impl Store {
                         batch,
                         context,
                         gpu_sku,
-                        key.axes.key_text()
+                        key.axes.key_text(),
+                        i64::try_from(key.tp).unwrap_or(i64::MAX),
+                        i64::try_from(key.ep).unwrap_or(i64::MAX)
                     ],
                     |r| r.get(0),
                 )

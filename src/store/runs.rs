@@ -407,13 +407,15 @@ fn write_results(
     let mut find_series = tx
         .prepare_cached(
             "SELECT id FROM series WHERE suite = ?1 AND model = ?2 AND precision = ?3
-             AND phase = ?4 AND batch = ?5 AND context = ?6 AND gpu_sku = ?7 AND axes = ?8",
+             AND phase = ?4 AND batch = ?5 AND context = ?6 AND gpu_sku = ?7 AND axes = ?8
+             AND tp = ?9 AND ep = ?10",
         )
         .map_err(fail("look up a case"))?;
     let mut add_series = tx
         .prepare_cached(
-            "INSERT INTO series (suite, model, precision, phase, batch, context, gpu_sku, axes)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            "INSERT INTO series (suite, model, precision, phase, batch, context, gpu_sku, axes,
+                                 tp, ep)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
         )
         .map_err(fail("write a case"))?;
     let mut add_result = tx
@@ -442,7 +444,9 @@ fn write_results(
             e.batch,
             e.context,
             at.gpu_sku,
-            axes
+            axes,
+            i64::try_from(r.key.tp).unwrap_or(i64::MAX),
+            i64::try_from(r.key.ep).unwrap_or(i64::MAX)
         ];
         let found = find_series
             .query_row(key, |row| row.get::<_, i64>(0))

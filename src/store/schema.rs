@@ -61,7 +61,8 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(10, "0010_run_uids"),
     migration!(11, "0011_move_indexes"),
     migration!(12, "0012_budget_records"),
-    migration!(13, "0013_result_quality"),
+    migration!(13, "0013_series_parallel", true),
+    migration!(14, "0014_result_quality"),
 ];
 
 /// Run once before the first migration on `PostgreSQL`: the version table (`SQLite` keeps the
@@ -290,6 +291,60 @@ mod tests {
             c.execute(add, [""]).is_err(),
             "the case without axes exists"
         );
+        let orphans: i64 = c
+            .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
+                r.get(0)
+            })
+            .expect("check");
+        assert_eq!(orphans, 0);
+    }
+
+    /// v13: every stored case keeps its key at tp = ep = 1, and tp and ep tell cases apart.
+    #[test]
+    fn v13_keeps_every_case_and_lets_tp_and_ep_tell_cases_apart() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("s.db");
+        let raw = Connection::open(&path).expect("open");
+        raw.execute_batch("PRAGMA foreign_keys = ON").expect("fk");
+        let mut conn = Conn::Sqlite(raw);
+        migrate(&mut conn, &path, 12).expect("v12");
+        let c = conn.sqlite().expect("sqlite");
+        c.execute_batch(
+            "INSERT INTO runs (id, started_at_ns, finished_at_ns, gpu_sku, utilgate_version)
+                 VALUES (1, 1, 2, 'h100-sxm', '0.2.0');
+             INSERT INTO series (id, suite, model, precision, phase, batch, context, gpu_sku, axes)
+                 VALUES (7, 'decode', 'm', 'bf16', 'decode', 1, 64, 'h100-sxm', 'mode=graphs');
+             INSERT INTO results (id, run_id, series_id, run_started_at_ns, samples, warmup, env_json)
+                 VALUES (3, 1, 7, 1, x'', x'', '{}');
+             INSERT INTO baseline_moves (series_id, result_id, kind, reason, moved_at_ns)
+                 VALUES (7, 3, 'promote', 'first', 2);",
+        )
+        .expect("v12 rows");
+        migrate(&mut conn, &path, LATEST).expect("v13");
+        let c = conn.sqlite().expect("sqlite");
+        let kept: (i64, String, i64, i64) = c
+            .query_row("SELECT id, axes, tp, ep FROM series", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+            })
+            .expect("the case");
+        assert_eq!(kept, (7, "mode=graphs".to_owned(), 1, 1));
+        let pointer: i64 = c
+            .query_row(
+                "SELECT result_id FROM current_baselines WHERE series_id = 7",
+                [],
+                |r| r.get(0),
+            )
+            .expect("the baseline survives");
+        assert_eq!(pointer, 3);
+        let add = "INSERT INTO series (suite, model, precision, phase, batch, context, gpu_sku,
+                                       axes, tp, ep)
+                   VALUES ('decode', 'm', 'bf16', 'decode', 1, 64, 'h100-sxm', 'mode=graphs',
+                           ?1, ?2)";
+        c.execute(add, [4, 1]).expect("the same case on 4 GPUs");
+        c.execute(add, [4, 8]).expect("and with experts over 8");
+        assert!(c.execute(add, [4, 1]).is_err(), "one row per case");
+        assert!(c.execute(add, [1, 1]).is_err(), "the one-GPU case exists");
+        assert!(c.execute(add, [0, 1]).is_err(), "tp is at least 1");
         let orphans: i64 = c
             .query_row("SELECT count(*) FROM pragma_foreign_key_check", [], |r| {
                 r.get(0)

@@ -12,9 +12,9 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare_cached(
-                "SELECT id, suite, model, precision, phase, batch, context, gpu_sku, axes
+                "SELECT id, suite, model, precision, phase, batch, context, gpu_sku, axes, tp, ep
                  FROM series
-                 ORDER BY suite, model, precision, phase, batch, context, axes, gpu_sku",
+                 ORDER BY suite, model, precision, phase, batch, context, axes, tp, ep, gpu_sku",
             )
             .map_err(self.fail(action))?;
         let rows = stmt
@@ -29,13 +29,14 @@ impl Store {
                     r.get::<_, i64>("context")?,
                     r.get::<_, String>("gpu_sku")?,
                     r.get::<_, String>("axes")?,
+                    (r.get::<_, i64>("tp")?, r.get::<_, i64>("ep")?),
                 ))
             })
             .and_then(Iterator::collect::<super::sql::Result<Vec<_>>>)
             .map_err(self.fail(action))?;
         rows.into_iter()
             .map(
-                |(id, suite, model, precision, phase, batch, context, sku, axes)| {
+                |(id, suite, model, precision, phase, batch, context, sku, axes, (tp, ep))| {
                     Ok((
                         CaseKey {
                             suite,
@@ -45,6 +46,8 @@ impl Store {
                             batch: i64_to_u64(&self.path, "batch", id, batch)?,
                             context: i64_to_u64(&self.path, "context", id, context)?,
                             axes: parse_text(&self.path, "axes", id, &axes)?,
+                            tp: i64_to_u64(&self.path, "tp", id, tp)?,
+                            ep: i64_to_u64(&self.path, "ep", id, ep)?,
                         },
                         sku,
                     ))

@@ -60,10 +60,11 @@ impl Store {
                 "SELECT s.id, s.suite, s.model, s.precision, s.phase, s.batch, s.context,
                         s.gpu_sku, s.axes,
                         (SELECT max(r.id) FROM results r WHERE r.series_id = s.id),
-                        (SELECT max(m.id) FROM baseline_moves m WHERE m.series_id = s.id)
+                        (SELECT max(m.id) FROM baseline_moves m WHERE m.series_id = s.id),
+                        s.tp, s.ep
                  FROM series s
                  ORDER BY s.suite, s.model, s.precision, s.phase, s.batch, s.context, s.axes,
-                          s.gpu_sku",
+                          s.tp, s.ep, s.gpu_sku",
             )
             .map_err(self.fail(action))?;
         #[expect(
@@ -82,6 +83,8 @@ impl Store {
             String,
             Option<i64>,
             Option<i64>,
+            i64,
+            i64,
         )> = stmt
             .query_map([], |r| {
                 Ok((
@@ -96,6 +99,8 @@ impl Store {
                     r.get(8)?,
                     r.get(9)?,
                     r.get(10)?,
+                    r.get(11)?,
+                    r.get(12)?,
                 ))
             })
             .and_then(Iterator::collect::<super::sql::Result<Vec<_>>>)
@@ -106,7 +111,10 @@ impl Store {
             // them) has nothing to show.
             .filter_map(|row| row.9.map(|last| (row, last)))
             .map(
-                |((id, suite, model, precision, phase, batch, context, sku, axes, _, mv), last)| {
+                |(
+                    (id, suite, model, precision, phase, batch, context, sku, axes, _, mv, tp, ep),
+                    last,
+                )| {
                     Ok(SeriesMarks {
                         key: CaseKey {
                             suite,
@@ -116,6 +124,8 @@ impl Store {
                             batch: super::db::i64_to_u64(path, "batch", id, batch)?,
                             context: super::db::i64_to_u64(path, "context", id, context)?,
                             axes: parse_text(path, "axes", id, &axes)?,
+                            tp: super::db::i64_to_u64(path, "tp", id, tp)?,
+                            ep: super::db::i64_to_u64(path, "ep", id, ep)?,
                         },
                         gpu_sku: sku,
                         last_result: last,

@@ -167,7 +167,8 @@ fn a_v11_store_with_budgeted_nights_upgrades_in_place_and_keeps_its_budget_repor
     // The next night upgrades the store, and plans from the costs the older nights recorded.
     assert_planned_from_history(&budgeted_night(&env, None));
     let conn = rusqlite::Connection::open(env.db()).expect("open");
-    // Upgraded to the latest schema (v13 added the accuracy guard's `result_quality`).
+    // Upgraded to the latest schema (v13 gave the series tp and ep, v14 the accuracy guard's
+    // `result_quality`).
     assert_eq!(version(&conn), utilgate::store::SCHEMA_VERSION);
     conn.execute(
         "ATTACH DATABASE ?1 AS before",
@@ -175,10 +176,17 @@ fn a_v11_store_with_budgeted_nights_upgrades_in_place_and_keeps_its_budget_repor
     )
     .expect("attach");
     for (t, n) in V11_TABLES.iter().zip(&rows) {
+        // v13 gave `series` two columns (tp, ep); the columns it had are compared.
+        let columns = if *t == "series" {
+            "id, suite, model, precision, phase, batch, context, gpu_sku, axes"
+        } else {
+            "*"
+        };
         let lost: i64 = conn
             .query_row(
                 &format!(
-                    "SELECT count(*) FROM (SELECT * FROM before.{t} EXCEPT SELECT * FROM main.{t})"
+                    "SELECT count(*) FROM (SELECT {columns} FROM before.{t} \
+                     EXCEPT SELECT {columns} FROM main.{t})"
                 ),
                 [],
                 |r| r.get(0),

@@ -22,6 +22,8 @@ fn b1() -> CaseKey {
         batch: 1,
         context: 4096,
         axes: utilgate::case::Axes::default(),
+        tp: 1,
+        ep: 1,
     }
 }
 

@@ -37,6 +37,7 @@ mod measurements;
 mod nightly_issue;
 mod nsight;
 mod nsight_capture;
+mod parallel;
 #[path = "../support/pg_cluster.rs"]
 mod pg_cluster;
 mod pg_store;

@@ -32,6 +32,8 @@ fn key(batch: u64) -> CaseKey {
         batch,
         context: 4096,
         axes: utilgate::case::Axes::default(),
+        tp: 1,
+        ep: 1,
     }
 }
 

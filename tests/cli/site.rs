@@ -285,6 +285,8 @@ fn large_key(batch: u64) -> utilgate::case::CaseKey {
         batch,
         context: 4096,
         axes: utilgate::case::Axes::default(),
+        tp: 1,
+        ep: 1,
     }
 }
 

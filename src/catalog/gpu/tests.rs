@@ -46,6 +46,13 @@ fn catalogue_is_dense_and_complete() {
         "gb200",
         "mi300x",
         "rtx-4090",
+        "b300",
+        "gb300",
+        "mi350x",
+        "mi355x",
+        "h20",
+        "rtx-pro-6000",
+        "rtx-5090",
     ];
     for slug in required {
         let gpu = gpu_by_name(slug).unwrap_or_else(|| panic!("{slug} missing"));
@@ -88,11 +95,69 @@ fn datasheet_figures_are_dense() {
         if let Some(fp8) = g.peak_flops(ComputeDtype::Fp8) {
             assert!(fp8 <= 2.1 * bf16, "{slug}");
         }
-        assert!(
-            g.peak_flops(ComputeDtype::Tf32).expect("should succeed") <= bf16,
-            "{slug}"
-        );
+        if let Some(tf32) = g.peak_flops(ComputeDtype::Tf32) {
+            assert!(tf32 <= bf16, "{slug}");
+        }
     }
+}
+
+/// FP4 peaks as the datasheets print them (dense, or the sparse figure halved), and none
+/// before Blackwell and CDNA 4.
+#[test]
+fn fp4_peaks_are_dense_and_only_where_the_part_has_fp4() {
+    let fp4 = |slug: &str| {
+        gpu_by_name(slug)
+            .expect("catalogue entry")
+            .peak_flops(ComputeDtype::Fp4)
+    };
+    // HGX B200: 18 PF sparse per GPU -> 9 PF dense.
+    assert_eq!(fp4("b200"), Some(18.0e15 / 2.0));
+    // GB200 NVL72: 1,440 PF sparse over 72 GPUs -> 20 PF sparse, 10 dense.
+    assert_eq!(fp4("gb200"), Some(1440.0e15 / 72.0 / 2.0));
+    // HGX B300: 105 PF dense over 8 GPUs.
+    assert_eq!(fp4("b300"), Some(105.0e15 / 8.0));
+    // GB300 NVL72: 1,080 PF dense over 72 GPUs.
+    assert_eq!(fp4("gb300"), Some(1080.0e15 / 72.0));
+    // MI355X: MXFP4 10.1 PF dense; RTX 5090: 3,352 sparse AI TOPS / 2.
+    assert_eq!(fp4("mi355x"), Some(10_066.4e12));
+    assert_eq!(fp4("rtx-5090"), Some(3352.0e12 / 2.0));
+    for slug in ["h100-sxm", "h200", "h20", "a100-80gb", "mi300x", "rtx-4090"] {
+        assert_eq!(fp4(slug), None, "{slug}");
+    }
+    // Dense FP4 is at most 3x the full-rate 8-bit peak (Blackwell Ultra's 1.5x FP4 boost over
+    // 2x); a sparse figure taken by mistake would be at least 4x. GeForce parts run FP8 with
+    // FP32 accumulate at half rate, so their full-rate 8-bit peak is INT8's.
+    for slug in known_gpus() {
+        let g = gpu_by_name(slug).expect("catalogue entry");
+        let eight_bit = g
+            .peak_flops(ComputeDtype::Fp8)
+            .into_iter()
+            .chain(g.peak_flops(ComputeDtype::Int8))
+            .fold(0.0, f64::max);
+        if let Some(f4) = g.peak_flops(ComputeDtype::Fp4) {
+            assert!(f4 <= 3.0 * eight_bit, "{slug}");
+        }
+    }
+}
+
+#[test]
+fn every_entry_names_its_interconnect() {
+    for g in catalogue() {
+        let link = g.interconnect.as_ref().expect("every entry has a link");
+        assert!(link.bytes_per_s >= 32e9, "{}", g.name);
+    }
+    // NVLink 4: 900 GB/s bidirectional, 450 each way; NVLink 5 twice that.
+    let h100 = gpu_by_name("h100-sxm").expect("catalogue entry");
+    assert_eq!(h100.interconnect.expect("link").bytes_per_s, 900e9 / 2.0);
+    let b200 = gpu_by_name("b200").expect("catalogue entry");
+    assert_eq!(b200.interconnect.expect("link").bytes_per_s, 1800e9 / 2.0);
+    let declared = h100_pcie().with_interconnect(100.0).expect("valid");
+    assert_eq!(declared.interconnect.expect("link").bytes_per_s, 100e9);
+    assert!(h100_pcie().with_interconnect(-1.0).is_err());
+}
+
+fn h100_pcie() -> GpuSpec {
+    gpu_by_name("h100-pcie").expect("catalogue entry")
 }
 
 #[test]

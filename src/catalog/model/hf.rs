@@ -284,6 +284,7 @@ pub(super) fn resolve(a: &Architecture, origin: &str) -> Result<TransformerSpec,
         sliding_window,
         sliding_window_layers,
         notes,
+        quantisation: None,
     })
 }
 

@@ -276,3 +276,80 @@ fn quantised_weight_bytes_keep_embeddings_16_bit() {
     let bf16 = Precision::parse("bf16", None).expect("should succeed");
     assert_eq!(spec.weight_bytes(&bf16), 2.0 * 8_030_261_248.0);
 }
+
+fn with_quant(quant: &str) -> Result<ModelSpec, CatalogError> {
+    let text = format!(
+        r#"{{"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
+            "quantization_config": {quant}}}"#
+    );
+    ModelSpec::from_hf_config(&text, "ckpt/config.json")
+}
+
+#[test]
+fn quantization_config_errors_name_the_file_the_field_and_the_fix() {
+    let err = with_quant(r#"{"quant_method": "bitsandbytes"}"#).expect_err("unsupported");
+    let text = err.to_string();
+    assert!(text.contains("ckpt/config.json"), "{text}");
+    assert!(text.contains("quantization_config.quant_method"), "{text}");
+    assert!(text.contains("\"bitsandbytes\""), "{text}");
+    assert!(
+        text.contains("compressed-tensors") && text.contains("mxfp4"),
+        "{text}"
+    );
+    assert!(err.hint().expect("hint").contains("--precision"));
+    let err = with_quant(r#"{"quant_method": "fp8", "weight_block_size": [128, 64]}"#)
+        .expect_err("not square");
+    assert!(
+        err.to_string()
+            .contains("quantization_config.weight_block_size"),
+        "{err}"
+    );
+    let err = with_quant(r#"{"quant_method": "modelopt", "quant_algo": "INT3"}"#)
+        .expect_err("unknown algorithm");
+    assert!(err.to_string().contains("NVFP4"), "{err}");
+    let err = with_quant(r#"{"quant_method": "compressed-tensors"}"#).expect_err("no groups");
+    assert!(
+        err.to_string()
+            .contains("quantization_config.config_groups"),
+        "{err}"
+    );
+}
+
+#[test]
+fn quantization_config_forms_map_to_precisions() {
+    let label = |q: &str| {
+        let spec = with_quant(q).expect("parses");
+        let p = &spec.checkpoint_precision().expect("declared").precision;
+        (p.label.clone(), p.kv)
+    };
+    assert_eq!(
+        label(r#"{"quant_method": "fp8", "weight_block_size": [128, 128]}"#),
+        ("fp8-b128".to_string(), StorageDtype::Bf16)
+    );
+    assert_eq!(
+        label(r#"{"quant_method": "fp8", "activation_scheme": "static"}"#),
+        ("fp8".to_string(), StorageDtype::Bf16)
+    );
+    assert_eq!(
+        label(r#"{"quant_method": "gptq", "bits": 4, "group_size": 128}"#),
+        ("int4-g128".to_string(), StorageDtype::Bf16)
+    );
+    // Legacy modelopt: fields under `quantization`, no quant_method; an NVFP4 cache.
+    assert_eq!(
+        label(r#"{"quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "NVFP4"}}"#),
+        ("nvfp4".to_string(), StorageDtype::Fp4)
+    );
+    // compressed-tensors weight-only int4 groups, and W8A8 fp8 with an fp8 cache.
+    let w4a16 = r#"{"quant_method": "compressed-tensors", "config_groups": {"g": {
+        "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128},
+        "input_activations": null}}}"#;
+    assert_eq!(label(w4a16), ("int4-g128".to_string(), StorageDtype::Bf16));
+    let w8a8 = r#"{"quant_method": "compressed-tensors", "kv_cache_scheme": {"num_bits": 8,
+        "type": "float"}, "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float",
+        "strategy": "channel"}, "input_activations": {"num_bits": 8, "type": "float"}}}}"#;
+    assert_eq!(label(w8a8), ("fp8".to_string(), StorageDtype::Fp8));
+    // No quantization_config: no checkpoint precision.
+    let plain = model_by_name("llama-3.1-8b").expect("built in");
+    assert!(plain.checkpoint_precision().is_none());
+}

@@ -26,6 +26,8 @@ fn case() -> CaseKey {
         batch: 8,
         context: 4096,
         axes: crate::case::Axes::default(),
+        tp: 1,
+        ep: 1,
     }
 }
 
@@ -113,7 +115,7 @@ fn protocol_variables_reach_the_child_and_win_over_extra_env() {
         ("MY_FLAG".to_owned(), "on".to_owned()),
         (UTILGATE_REPEAT.to_owned(), "99".to_owned()),
     ];
-    let command = r#"printf '{"env": {"protocol": "%s", "out": "%s", "model": "%s", "precision": "%s", "phase": "%s", "batch": "%s", "context": "%s", "warmup": "%s", "steps": "%s", "repeat": "%s", "flag": "%s", "cwd": "%s"}}\n{"step_ms": 1}\n' "$UTILGATE_PROTOCOL" "$UTILGATE_OUT" "$UTILGATE_MODEL" "$UTILGATE_PRECISION" "$UTILGATE_PHASE" "$UTILGATE_BATCH" "$UTILGATE_CONTEXT" "$UTILGATE_WARMUP_STEPS" "$UTILGATE_STEPS" "$UTILGATE_REPEAT" "$MY_FLAG" "$(pwd -P)" >> "$UTILGATE_OUT""#;
+    let command = r#"printf '{"env": {"protocol": "%s", "out": "%s", "model": "%s", "precision": "%s", "phase": "%s", "batch": "%s", "context": "%s", "tp": "%s", "ep": "%s", "warmup": "%s", "steps": "%s", "repeat": "%s", "flag": "%s", "cwd": "%s"}}\n{"step_ms": 1}\n' "$UTILGATE_PROTOCOL" "$UTILGATE_OUT" "$UTILGATE_MODEL" "$UTILGATE_PRECISION" "$UTILGATE_PHASE" "$UTILGATE_BATCH" "$UTILGATE_CONTEXT" "$UTILGATE_TP" "$UTILGATE_EP" "$UTILGATE_WARMUP_STEPS" "$UTILGATE_STEPS" "$UTILGATE_REPEAT" "$MY_FLAG" "$(pwd -P)" >> "$UTILGATE_OUT""#;
     let out = env
         .run_with(
             command,
@@ -131,6 +133,8 @@ fn protocol_variables_reach_the_child_and_win_over_extra_env() {
     assert_eq!(got("phase"), "decode");
     assert_eq!(got("batch"), "8");
     assert_eq!(got("context"), "4096");
+    // The case's tensor- and expert-parallel degrees.
+    assert_eq!((got("tp"), got("ep")), ("1".into(), "1".into()));
     assert_eq!(got("warmup"), "2");
     assert_eq!(got("steps"), "5");
     assert_eq!(got("repeat"), "3");

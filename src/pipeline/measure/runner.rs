@@ -373,6 +373,8 @@ impl Runner<'_> {
                 phase: plan.key.phase,
                 batch: plan.key.batch,
                 context: plan.key.context,
+                tp: plan.key.tp,
+                ep: plan.key.ep,
                 warmup_steps: suite.warmup_steps,
                 steps,
                 repeat,

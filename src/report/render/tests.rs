@@ -26,6 +26,8 @@ fn key(suite: &str, model: &str, batch: u64) -> CaseKey {
         batch,
         context: 4096,
         axes: crate::case::Axes::default(),
+        tp: 1,
+        ep: 1,
     }
 }
 

@@ -13,6 +13,8 @@ fn baseline(batch: u64) -> ExportedBaseline {
             batch,
             context: 4096,
             axes: crate::case::Axes::default(),
+            tp: 1,
+            ep: 1,
         },
         run_id: 0,
         git_sha: Some("abc123".into()),

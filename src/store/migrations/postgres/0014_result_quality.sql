@@ -1,4 +1,4 @@
--- The accuracy guard's answers (sqlite/0013_result_quality.sql says what they are).
+-- The accuracy guard's answers (sqlite/0014_result_quality.sql says what they are).
 CREATE TABLE result_quality (
     result_id BIGINT NOT NULL REFERENCES results (id),
     metric    TEXT NOT NULL,
