@@ -232,10 +232,17 @@ fn a_v11_pg_store_with_budgeted_nights_upgrades_in_place_and_keeps_its_budget_re
     connect()
         .batch_execute(&fixture("v11-budget.pg.sql"))
         .expect("restore");
-    // Every row of a table as text, sorted.
+    // Every row of a table as text, sorted; `series` by the columns it had at v11 (v13 gave it
+    // tp and ep).
     let rows_of = |c: &mut postgres::Client, t: &str| -> Vec<String> {
+        let row = if t == "series" {
+            "ROW(r.id, r.suite, r.model, r.precision, r.phase, r.batch, r.context, r.gpu_sku, \
+             r.axes)::text"
+        } else {
+            "r::text"
+        };
         let mut rows: Vec<String> = c
-            .query(&format!("SELECT r::text FROM {t} r"), &[])
+            .query(&format!("SELECT {row} FROM {t} r"), &[])
             .expect("rows")
             .iter()
             .map(|r| r.get(0))
