@@ -15,6 +15,7 @@ mod changepoint;
 mod common;
 mod decide;
 mod env;
+mod frontier;
 mod gate;
 mod gate_stat;
 pub mod history;
@@ -36,6 +37,7 @@ pub use decide::{
     missing_decision,
 };
 pub use env::{EnvChange, env_diff, with_env_causes};
+pub use frontier::{FrontierFigures, SweepFile, decide_sweep, level_metric};
 pub use gate::{
     acceptable, gate_failed, missing_keys, promotable, run_promotes, should_confirm,
     unpromoted_note,

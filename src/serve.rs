@@ -6,6 +6,7 @@
 mod command;
 mod error;
 mod estimate;
+mod frontier;
 mod key;
 mod model;
 mod parse;
@@ -17,7 +18,11 @@ pub use command::{
 };
 pub use error::ServeError;
 pub use estimate::{ServeEstimate, SplitPoint, estimate, latency_split};
-pub use key::{ServeKey, format_rate};
+pub use frontier::{
+    AreaBetween, Frontier, FrontierPoint, PointError, SweepAxis, TPOT_METRICS, area_between,
+    tpot_ms,
+};
+pub use key::{SWEPT_RATE, ServeKey, format_rate};
 pub use model::{
     Direction, Samples, Schema, ServeResult, Settings, canonical_metric, direction_of,
 };

@@ -40,6 +40,10 @@ pub struct ServePolicy {
     /// The statistical policy of the step-time gate (`family_alpha`, `min_noise_pct`,
     /// estimator); its `max_drop_pct` is replaced by the converted `max_change_pct`.
     pub stats: Policy,
+    /// A sweep's interactivity levels (tokens/s per user) its frontier is judged at; empty:
+    /// the interactivity of the baseline's frontier points.
+    #[serde(default)]
+    pub interactivity_levels: Vec<f64>,
 }
 
 impl Default for ServePolicy {
@@ -48,6 +52,7 @@ impl Default for ServePolicy {
             gated: DEFAULT_GATED.iter().map(|s| (*s).to_owned()).collect(),
             max_change_pct: 5.0,
             stats: Policy::default(),
+            interactivity_levels: Vec::new(),
         }
     }
 }
@@ -417,7 +422,7 @@ pub fn decide_serve(
 
 /// The case verdict from its metrics' verdicts: the worst of them in the order regressed,
 /// error, inconclusive, improved, pass; `new` without a baseline.
-fn combine(has_baseline: bool, metrics: &[MetricDecision]) -> Verdict {
+pub(super) fn combine(has_baseline: bool, metrics: &[MetricDecision]) -> Verdict {
     if !has_baseline {
         return Verdict::New;
     }

@@ -128,6 +128,7 @@ pub(crate) fn new_cases(
                     schema: r.schema.as_str().to_owned(),
                     raw_json: serde_json::Value::Object(r.fields.clone()).to_string(),
                     metrics: r.metrics.clone(),
+                    sweep_point: None,
                 })
                 .collect(),
             promote: promote_run

@@ -63,6 +63,7 @@ fn grid(suite: &SuiteConfig) -> Vec<Point<'_>> {
                                 max_concurrency: conc,
                                 input_len: input,
                                 output_len: output,
+                                sweep: None,
                             },
                         });
                     }
@@ -281,6 +282,9 @@ pub(crate) fn policy_of(
             family_alpha: config.gate.family_alpha,
             ..compare::Policy::default()
         },
+        interactivity_levels: suite
+            .and_then(|s| s.interactivity_levels.clone())
+            .unwrap_or_default(),
     }
 }
 

@@ -272,6 +272,7 @@ mod tests {
             max_concurrency: None,
             input_len: Some(256),
             output_len: Some(32),
+            sweep: None,
         };
         let decision = ServeDecision {
             verdict: Verdict::Pass,

@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::frontier::SweepAxis;
 use super::model::ServeResult;
 
 /// One point of a service grid. Lengths and concurrency are `None` where the run does not fix
@@ -19,7 +20,14 @@ pub struct ServeKey {
     pub max_concurrency: Option<u64>,
     pub input_len: Option<u64>,
     pub output_len: Option<u64>,
+    /// A sweep's axis: the case is the whole sweep (its points are its files), the axis's own
+    /// field is [`SWEPT_RATE`] (a rate sweep) or `None` (a concurrency sweep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepAxis>,
 }
+
+/// The request rate a rate sweep's key holds: every rate of the sweep.
+pub const SWEPT_RATE: &str = "sweep";
 
 /// A rate as the key writes it: `None` (unlimited) is `"inf"`; whole numbers without a
 /// fraction; others with the shortest exact form.
@@ -67,19 +75,41 @@ impl ServeKey {
             max_concurrency: s.max_concurrency,
             input_len: s.input_len,
             output_len: s.output_len,
+            sweep: None,
         }
+    }
+
+    /// The key of the sweep a result is one point of: the swept setting left out.
+    #[must_use]
+    pub fn sweep_of_result(
+        suite: &str,
+        result: &ServeResult,
+        model_override: Option<&str>,
+        axis: SweepAxis,
+    ) -> Self {
+        let mut key = ServeKey::of_result(suite, result, model_override);
+        key.sweep = Some(axis);
+        match axis {
+            SweepAxis::RequestRate => SWEPT_RATE.clone_into(&mut key.request_rate),
+            SweepAxis::MaxConcurrency => key.max_concurrency = None,
+        }
+        key
     }
 }
 
 impl fmt::Display for ServeKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}/{}/rate={}",
-            self.suite, self.model, self.request_rate
-        )?;
+        write!(f, "{}/{}", self.suite, self.model)?;
+        if self.sweep == Some(SweepAxis::RequestRate) {
+            write!(f, "/sweep=rate")?;
+        } else {
+            write!(f, "/rate={}", self.request_rate)?;
+        }
         if let Some(c) = self.max_concurrency {
             write!(f, "/conc={c}")?;
+        }
+        if self.sweep == Some(SweepAxis::MaxConcurrency) {
+            write!(f, "/sweep=conc")?;
         }
         if let Some(i) = self.input_len {
             write!(f, "/in={i}")?;
@@ -113,8 +143,21 @@ mod tests {
             max_concurrency: Some(16),
             input_len: Some(1024),
             output_len: None,
+            sweep: None,
         };
         assert_eq!(k.to_string(), "serve/m/rate=4/conc=16/in=1024");
+        let rates = ServeKey {
+            request_rate: SWEPT_RATE.into(),
+            sweep: Some(SweepAxis::RequestRate),
+            ..k.clone()
+        };
+        assert_eq!(rates.to_string(), "serve/m/sweep=rate/conc=16/in=1024");
+        let conc = ServeKey {
+            max_concurrency: None,
+            sweep: Some(SweepAxis::MaxConcurrency),
+            ..k
+        };
+        assert_eq!(conc.to_string(), "serve/m/rate=4/sweep=conc/in=1024");
     }
 
     #[test]
@@ -126,6 +169,7 @@ mod tests {
             max_concurrency: None,
             input_len: None,
             output_len: None,
+            sweep: None,
         };
         let mut keys = [key("inf"), key("16"), key("4"), key("0.5"), key("1")];
         keys.sort_by(ServeKey::grid_cmp);

@@ -61,6 +61,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(10, "0010_run_uids"),
     migration!(11, "0011_move_indexes"),
     migration!(12, "0012_budget_records"),
+    migration!(13, "0013_serve_sweeps", true),
 ];
 
 /// Run once before the first migration on `PostgreSQL`: the version table (`SQLite` keeps the
@@ -232,7 +233,8 @@ mod tests {
                 "serve_metrics",
                 "serve_repeats",
                 "serve_results",
-                "serve_series"
+                "serve_series",
+                "serve_sweep_points"
             ]
         );
         assert_eq!(table_names(conn, "view"), ["current_baselines"]);

@@ -93,6 +93,7 @@ fn serve_case(i: u32) -> NewServeCase {
             max_concurrency: Some(16),
             input_len: Some(1024),
             output_len: None,
+            sweep: None,
         },
         verdict: Some(Verdict::Pass),
         error: None,
@@ -109,6 +110,7 @@ fn serve_case(i: u32) -> NewServeCase {
                     ("ttft_p50_ms".to_owned(), 20.0 + f64::from(i) / 3.0),
                     ("tpot_p99_ms".to_owned(), 9.0 + f64::from(r) / 7.0),
                 ]),
+                sweep_point: None,
             })
             .collect(),
         promote: i.is_multiple_of(2),

@@ -161,6 +161,7 @@ fn per_request_samples_feed_the_median_metrics() {
             rep.samples = Some(Samples {
                 ttfts_ms: ttfts,
                 itls_ms: Vec::new(),
+                tpots_ms: Vec::new(),
                 input_lens: Vec::new(),
                 output_lens: Vec::new(),
             });
