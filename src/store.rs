@@ -39,7 +39,7 @@ pub use probes::{NewProbe, StoredProbe};
 pub use publish::{MissingCase, PublishFacts};
 pub use samples::SampleError;
 pub use schema::LATEST as SCHEMA_VERSION;
-pub use serve::{NewServeCase, NewServeRepeat, StoredServeCase, StoredServeRepeat, SweepPoint};
+pub use serve::{NewServeCase, NewServeRepeat, StoredServeCase, StoredServeRepeat};
 pub use site::{SeriesMarks, SitePoint};
 pub use summaries::StoredSummary;
 pub use types::{

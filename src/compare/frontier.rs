@@ -273,6 +273,7 @@ pub fn decide_sweep(
         verdict: Verdict::Pass,
         metrics: Vec::new(),
         reasons: Vec::new(),
+        frontier: None,
     };
     let fail = |mut out: ServeDecision, verdict, reason: String| {
         out.verdict = verdict;

@@ -85,6 +85,9 @@ pub struct ServeDecision {
     pub verdict: Verdict,
     pub metrics: Vec<MetricDecision>,
     pub reasons: Vec<String>,
+    /// A sweep's frontiers (baseline's and this run's) and the levels judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontier: Option<super::frontier::FrontierFigures>,
 }
 
 /// Why a run's requests make its latencies untrustworthy: any failed request, or fewer
@@ -354,6 +357,7 @@ pub fn decide_serve(
         verdict: Verdict::Pass,
         metrics: Vec::new(),
         reasons: Vec::new(),
+        frontier: None,
     };
     let Some(first) = current.first() else {
         out.verdict = Verdict::Error;

@@ -118,6 +118,7 @@ impl Runner<'_> {
             error: None,
             stderr_tail: None,
             estimate: None,
+            gpus: suite.gpus,
         };
         let template = suite.command.as_deref().unwrap_or_default();
         for repeat in 0..suite.repeats {

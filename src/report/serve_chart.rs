@@ -278,6 +278,7 @@ mod tests {
             verdict: Verdict::Pass,
             metrics: Vec::new(),
             reasons: Vec::new(),
+            frontier: None,
         };
         let mut c = ServeCaseReport::new(key, &decision);
         c.means.insert("median_ttft_ms".into(), ttft);

@@ -64,6 +64,75 @@ impl SweepAxis {
     }
 }
 
+/// Where one file of a sweep lies (stored in table `serve_sweep_points`): its point on the
+/// swept axis, which run of the whole sweep it belongs to, the GPUs it ran on and its place on
+/// the frontier.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// The point on the swept axis as the key writes it (`"4"`, `"inf"`, `"64"`).
+    pub point: String,
+    /// Which run of the whole sweep (0 first) the file belongs to.
+    pub sweep_repeat: u32,
+    pub gpus: u32,
+    /// `1000 / TPOT ms`; `None` where the file has no TPOT.
+    pub interactivity_tok_s_user: Option<f64>,
+    /// `output_throughput / gpus`; `None` where the file has no throughput.
+    pub throughput_tok_s_gpu: Option<f64>,
+}
+
+/// The keys of a result file that may state the server's GPU count (vLLM's `--metadata
+/// num_gpus=8` writes a string).
+pub const GPU_COUNT_FIELDS: [&str; 3] = ["num_gpus", "gpu_count", "gpus"];
+
+/// The GPU count a file states, if any.
+#[must_use]
+pub fn gpus_of_file(result: &ServeResult) -> Option<u32> {
+    GPU_COUNT_FIELDS.iter().find_map(|k| {
+        let v = result.fields.get(*k)?;
+        let n = v
+            .as_u64()
+            .or_else(|| v.as_str().and_then(|s| s.trim().parse::<u64>().ok()))?;
+        u32::try_from(n).ok().filter(|n| *n > 0)
+    })
+}
+
+/// Places the files of a sweep: the point each is on (from the file itself), the run of the
+/// sweep it belongs to (the n-th file of a point belongs to the n-th run, in the order given),
+/// its GPUs (`gpus` where set, else the file's own count, else 1) and its frontier coordinates.
+#[must_use]
+pub fn place_files(
+    axis: SweepAxis,
+    results: &[&ServeResult],
+    gpus: Option<u32>,
+) -> Vec<SweepPoint> {
+    let mut seen: Vec<(String, u32)> = Vec::new();
+    results
+        .iter()
+        .map(|r| {
+            let point = axis.point_of(r);
+            let sweep_repeat = match seen.iter_mut().find(|(p, _)| *p == point) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    seen.push((point.clone(), 0));
+                    0
+                }
+            };
+            let gpus = gpus.or_else(|| gpus_of_file(r)).unwrap_or(1);
+            let placed = FrontierPoint::of_result(point.clone(), r, gpus).ok();
+            SweepPoint {
+                point,
+                sweep_repeat,
+                gpus,
+                interactivity_tok_s_user: placed.as_ref().map(|p| p.interactivity_tok_s_user),
+                throughput_tok_s_gpu: placed.map(|p| p.throughput_tok_s_gpu),
+            }
+        })
+        .collect()
+}
+
 /// One point of a sweep on the frontier's axes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FrontierPoint {

@@ -13,7 +13,7 @@ use super::db::{Store, ns_to_timestamp, parse_json, parse_text, u64_to_i64};
 use super::error::StoreError;
 use super::types::{BaselineMoveKind, RunId};
 use crate::case::Verdict;
-use crate::serve::{ServeKey, SweepAxis};
+use crate::serve::{ServeKey, SweepAxis, SweepPoint};
 
 /// One repeat of a service case to store: the load generator's result object as written.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -28,21 +28,6 @@ pub struct NewServeRepeat {
     /// Where the file lies in its sweep, for a sweep's files.
     #[serde(default)]
     pub sweep_point: Option<SweepPoint>,
-}
-
-/// One file of a sweep (table `serve_sweep_points`): its point on the swept axis, which
-/// repetition of the sweep it belongs to, the GPUs it ran on and its place on the frontier.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
-pub struct SweepPoint {
-    /// The point on the swept axis as the key writes it (`"4"`, `"inf"`, `"64"`).
-    pub point: String,
-    /// Which run of the whole sweep (0 first) the file belongs to.
-    pub sweep_repeat: u32,
-    pub gpus: u32,
-    /// `1000 / TPOT ms`; `None` where the file has no TPOT.
-    pub interactivity_tok_s_user: Option<f64>,
-    /// `output_throughput / gpus`; `None` where the file has no throughput.
-    pub throughput_tok_s_gpu: Option<f64>,
 }
 
 /// One service case of a run to store (also kept whole in a rescue file).

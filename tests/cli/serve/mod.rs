@@ -13,6 +13,7 @@ use crate::env::{TestEnv, stderr};
 mod import;
 mod report;
 mod suite;
+mod sweep;
 
 pub(crate) const STUB: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
