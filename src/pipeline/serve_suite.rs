@@ -323,7 +323,49 @@ pub(crate) fn measure_all(
     if cancel.load(Ordering::SeqCst) {
         return Err(Error::Interrupted);
     }
-    Ok(inputs)
+    Ok(gather_sweeps(suites, inputs))
+}
+
+/// The points of a sweeping suite (`sweep = "request_rate"`) gathered into one case per sweep:
+/// its files are every repeat of every point, in grid order; a point that failed fails the
+/// sweep, naming the point. Other cases pass through unchanged, in order.
+fn gather_sweeps(suites: &[&SuiteConfig], inputs: Vec<ServeCaseInput>) -> Vec<ServeCaseInput> {
+    let mut out: Vec<ServeCaseInput> = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        let axis = suites
+            .iter()
+            .find(|s| s.name == input.key.suite)
+            .and_then(|s| s.sweep);
+        let Some(axis) = axis else {
+            out.push(input);
+            continue;
+        };
+        let point = input.key.clone();
+        let key = input.key.into_sweep(axis);
+        let i = match out.iter().position(|c| c.key == key) {
+            Some(i) => i,
+            None => {
+                out.push(ServeCaseInput {
+                    key,
+                    repeats: Vec::new(),
+                    error: None,
+                    stderr_tail: None,
+                    estimate: None,
+                    gpus: input.gpus,
+                });
+                out.len() - 1
+            }
+        };
+        let sweep = &mut out[i];
+        sweep.repeats.extend(input.repeats);
+        if sweep.error.is_none()
+            && let Some(e) = input.error
+        {
+            sweep.error = Some(format!("point {point}: {e}"));
+            sweep.stderr_tail = input.stderr_tail;
+        }
+    }
+    out
 }
 
 /// The service suites of a run: measured before the step cases, judged beside them and

@@ -87,13 +87,18 @@ impl ServeKey {
         model_override: Option<&str>,
         axis: SweepAxis,
     ) -> Self {
-        let mut key = ServeKey::of_result(suite, result, model_override);
-        key.sweep = Some(axis);
+        ServeKey::of_result(suite, result, model_override).into_sweep(axis)
+    }
+
+    /// The key of the sweep over `axis` this point belongs to.
+    #[must_use]
+    pub fn into_sweep(mut self, axis: SweepAxis) -> Self {
+        self.sweep = Some(axis);
         match axis {
-            SweepAxis::RequestRate => SWEPT_RATE.clone_into(&mut key.request_rate),
-            SweepAxis::MaxConcurrency => key.max_concurrency = None,
+            SweepAxis::RequestRate => SWEPT_RATE.clone_into(&mut self.request_rate),
+            SweepAxis::MaxConcurrency => self.max_concurrency = None,
         }
-        key
+        self
     }
 }
 

@@ -229,3 +229,97 @@ fn a_sweep_refuses_a_file_off_the_frontier_and_a_single_point() {
         stderr(&out)
     );
 }
+
+/// A sweeping suite: the stand-in serves each rate with its own inter-token latency (a
+/// server's decode steps slow as its batch grows), `mid_itl_ms` at 8 requests/s.
+fn sweep_suite(mid_itl_ms: f64) -> String {
+    let stub = super::STUB;
+    format!(
+        r#"
+[gate]
+baseline_branch = "main"
+
+[[suite]]
+name = "sweep"
+kind = "serve"
+sweep = "request_rate"
+gpus = 2
+models = ["stub-model"]
+request_rates = [2.0, 8.0, inf]
+input_lens = [256]
+output_lens = [32]
+num_prompts = 400
+seed = 7
+repeats = 2
+timeout_s = 120
+command = '''
+case {{{{ request_rate }}}} in 2) itl=15 ;; 8) itl={mid_itl_ms} ;; *) itl=30 ;; esac
+python3 {stub} --model {{{{ model }}}} --request-rate {{{{ request_rate }}}} --random-input-len {{{{ input_len }}}} --random-output-len {{{{ output_len }}}} --num-prompts {{{{ num_prompts }}}} --seed {{{{ seed }}}} --itl-ms $itl --sigma 0.02 --result-filename {{{{ result_file }}}}
+'''
+"#
+    )
+}
+
+#[test]
+fn a_sweeping_suite_measures_each_point_and_judges_one_frontier() {
+    let env = TestEnv::new();
+    env.write_config(&sweep_suite(20.0));
+    let out = super::suite_run(&env);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let case = only_case(&json(&out));
+    assert_eq!(case["case"], "sweep/stub-model/sweep=rate/in=256/out=32");
+    assert_eq!(case["verdict"], "new", "{:?}", case["reasons"]);
+    assert_eq!(
+        case["repeats"].as_array().map(Vec::len),
+        Some(6),
+        "two runs of three points"
+    );
+    assert_eq!(
+        case["frontier"]["now"]["points"].as_array().map(Vec::len),
+        Some(3)
+    );
+    let conn = rusqlite::Connection::open(env.path().join(".utilgate/utilgate.db")).expect("db");
+    let runs: Vec<(String, i64, i64)> = conn
+        .prepare("SELECT point, sweep_repeat, gpus FROM serve_sweep_points ORDER BY repeat")
+        .expect("query")
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("rows")
+        .collect::<Result<_, _>>()
+        .expect("rows");
+    let mut seen: Vec<(String, i64)> = runs.iter().map(|(p, r, _)| (p.clone(), *r)).collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("2".to_owned(), 0),
+            ("2".to_owned(), 1),
+            ("8".to_owned(), 0),
+            ("8".to_owned(), 1),
+            ("inf".to_owned(), 0),
+            ("inf".to_owned(), 1)
+        ]
+    );
+    assert!(
+        runs.iter().all(|(_, _, g)| *g == 2),
+        "the suite's gpus: {runs:?}"
+    );
+
+    // The same server: passes. Then the middle point's decode 25% slower: regressed there.
+    let out = super::suite_run(&env);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    env.write_config(&sweep_suite(25.0));
+    let out = super::suite_run(&env);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let case = only_case(&json(&out));
+    assert_eq!(case["verdict"], "regressed", "{:?}", case["reasons"]);
+    let level = case["frontier"]["levels"][1]
+        .as_f64()
+        .expect("middle level");
+    assert!(
+        case["reasons"][0]
+            .as_str()
+            .is_some_and(|r| r.starts_with(&format!("tok/s/gpu at {level:.1} tok/s/user"))),
+        "{:?}",
+        case["reasons"]
+    );
+}
