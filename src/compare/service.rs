@@ -399,6 +399,13 @@ pub fn decide_serve(
     }
     let tests = cases_in_grid.max(1) * policy.gated.len().max(1);
     for metric in &policy.gated {
+        let in_files = current
+            .iter()
+            .all(|r| r.metrics.contains_key(metric.as_str()));
+        if in_files && let Some(reason) = unsupported_tail(metric, current) {
+            out.reasons.push(reason);
+            continue;
+        }
         match decide_metric(metric, baseline, current, history, policy, tests) {
             Some(m) => out.metrics.push(m),
             None => out.reasons.push(format!(
@@ -422,6 +429,35 @@ pub fn decide_serve(
         );
     }
     out
+}
+
+/// Why a tail percentile (`p99_ttft_ms`, `p99_itl_ms`, ...) of this run is not gated: its
+/// smallest repeat has too few samples to bound it (`stats::tail`), counted as the requests
+/// for TTFT, TPOT and end-to-end latency, and as the inter-token gaps for ITL. `None` when every
+/// repeat supports it, or the metric is no percentile.
+fn unsupported_tail(metric: &str, current: &[ServeResult]) -> Option<String> {
+    let body = metric.strip_prefix('p')?.strip_suffix("_ms")?;
+    let (pct, family) = body.split_once('_')?;
+    let pct: f64 = pct.parse().ok()?;
+    let samples = |r: &ServeResult| -> Option<u64> {
+        if family == "itl" {
+            let gaps = r.samples.as_ref().map_or(0, |s| s.itls_ms.len() as u64);
+            if gaps > 0 {
+                return Some(gaps);
+            }
+            let tokens = r.fields.get("total_output_tokens")?.as_u64()?;
+            Some(tokens.saturating_sub(r.completed))
+        } else {
+            Some(r.completed)
+        }
+    };
+    let n = current.iter().filter_map(samples).min()?;
+    let what = if family == "itl" {
+        "inter-token gaps"
+    } else {
+        "requests"
+    };
+    crate::stats::tail::unsupported(metric, pct, n, what)
 }
 
 /// The case verdict from its metrics' verdicts: the worst of them in the order regressed,
