@@ -10,6 +10,7 @@ mod frontier;
 mod key;
 mod model;
 mod parse;
+mod plausible;
 mod read;
 
 pub use command::{
@@ -27,4 +28,5 @@ pub use model::{
     Direction, Samples, Schema, ServeResult, Settings, canonical_metric, direction_of,
 };
 pub use parse::parse;
+pub use plausible::{Implausible, implausible};
 pub use read::read_file;

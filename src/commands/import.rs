@@ -140,6 +140,7 @@ fn read_inputs(args: &ImportServeArgs) -> Result<Vec<ServeCaseInput>, Error> {
                     stderr_tail: None,
                     estimate: None,
                     gpus: args.gpus,
+                    implausible: Vec::new(),
                 }),
             }
         }

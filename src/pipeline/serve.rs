@@ -27,9 +27,35 @@ pub struct ServeCaseInput {
     /// The server's GPU count for a sweep's throughput per GPU (`--gpus`, suite `gpus`); `None`:
     /// each file's own count, else 1.
     pub gpus: Option<u32>,
+    /// Files whose output throughput per GPU exceeds the decode floor's bound (checked where
+    /// the model and the GPU are known): the case is `invalid`.
+    pub implausible: Vec<serve::Implausible>,
 }
 
 impl ServeCaseInput {
+    /// Checks every file against the decode floor of `model` on `gpu` (#32 item 5), each on its
+    /// sweep point's GPUs or the case's.
+    pub(crate) fn check_plausible(
+        &mut self,
+        model: &crate::catalog::ModelSpec,
+        gpu: &crate::catalog::GpuSpec,
+        precision: &crate::catalog::Precision,
+    ) {
+        let points = self.sweep_points();
+        self.implausible = self
+            .repeats
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (source, r))| {
+                let gpus = points.get(i).map_or_else(
+                    || self.gpus.or_else(|| serve::gpus_of_file(r)).unwrap_or(1),
+                    |p| p.gpus,
+                );
+                serve::implausible(source, r, model, gpu, precision, gpus)
+            })
+            .collect();
+    }
+
     /// Where each repeat lies in its sweep, in the order of `repeats` (empty for one point).
     fn sweep_points(&self) -> Vec<SweepPoint> {
         let Some(axis) = self.key.sweep else {
@@ -73,6 +99,21 @@ fn stored_repeats(case: &StoredServeCase) -> Vec<ServeResult> {
             Some(result)
         })
         .collect()
+}
+
+/// A case with a file above its decode floor's bound is `invalid`, whatever its comparison
+/// said, with the arithmetic first among its reasons.
+fn with_plausibility(mut d: ServeDecision, input: &ServeCaseInput) -> ServeDecision {
+    if input.implausible.is_empty() || d.verdict == Verdict::Error {
+        return d;
+    }
+    d.verdict = Verdict::Invalid;
+    let lines: Vec<String> = input.implausible.iter().map(ToString::to_string).collect();
+    d.reasons.insert(
+        0,
+        format!("Faster than the roofline allows: {}.", lines.join("; ")),
+    );
+    d
 }
 
 fn sweep_file(result: ServeResult, p: SweepPoint) -> SweepFile {
@@ -136,7 +177,7 @@ pub(crate) fn decide_all(
                 inputs.len(),
             );
             d.frontier = figures;
-            decided.push(d);
+            decided.push(with_plausibility(d, input));
             continue;
         }
         let base = baseline.as_ref().map(stored_repeats);
@@ -150,7 +191,7 @@ pub(crate) fn decide_all(
             &(plan.policy)(&input.key),
             inputs.len(),
         );
-        decided.push(d);
+        decided.push(with_plausibility(d, input));
     }
     Ok(decided)
 }

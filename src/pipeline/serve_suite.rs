@@ -119,6 +119,7 @@ impl Runner<'_> {
             stderr_tail: None,
             estimate: None,
             gpus: suite.gpus,
+            implausible: Vec::new(),
         };
         let template = suite.command.as_deref().unwrap_or_default();
         for repeat in 0..suite.repeats {
@@ -244,6 +245,27 @@ pub(crate) fn check_options(suites: &[&SuiteConfig], args: &RunArgs) -> Result<(
     }
 }
 
+/// The roofline plausibility of a measured case's files, where its model and the GPU are
+/// known; the suite's first precision (default bf16) sets the bytes per weight.
+fn check_plausible(
+    loaded: &LoadedConfig,
+    point: &Point<'_>,
+    gpu: Option<&GpuSpec>,
+    input: &mut ServeCaseInput,
+) {
+    let (Some(model), Some(gpu)) = (loaded.models.get(&point.key.model), gpu) else {
+        return;
+    };
+    let precision = point
+        .suite
+        .precisions
+        .first()
+        .map_or("bf16", String::as_str);
+    if let Ok(precision) = Precision::parse(precision, point.suite.kv_dtype.as_deref()) {
+        input.check_plausible(model, gpu, &precision);
+    }
+}
+
 /// The utilisation estimate of a measured case, where its model and the GPU are known; the
 /// suite's first precision (default bf16) sets the bytes per weight.
 fn estimate_of(
@@ -317,6 +339,7 @@ pub(crate) fn measure_all(
         input.stderr_tail = input.stderr_tail.as_deref().map(crate::redact::redact);
         progress.finish_case(&name, input.error.as_deref());
         input.estimate = estimate_of(loaded, point, gpu, &input);
+        check_plausible(loaded, point, gpu, &mut input);
         inputs.push(input);
     }
     progress.clear();
@@ -352,12 +375,14 @@ fn gather_sweeps(suites: &[&SuiteConfig], inputs: Vec<ServeCaseInput>) -> Vec<Se
                     stderr_tail: None,
                     estimate: None,
                     gpus: input.gpus,
+                    implausible: Vec::new(),
                 });
                 out.len() - 1
             }
         };
         let sweep = &mut out[i];
         sweep.repeats.extend(input.repeats);
+        sweep.implausible.extend(input.implausible);
         if sweep.error.is_none()
             && let Some(e) = input.error
         {
