@@ -258,6 +258,38 @@ fn shared(settings: &Settings, axis: SweepAxis) -> Settings {
     s
 }
 
+/// This run's side of a sweep, or the verdict and reason that stop it from being compared: no
+/// file, failed requests, points that are not one sweep, a point with no place on the frontier.
+fn current_side(axis: SweepAxis, current: &[SweepFile]) -> Result<Side, (Verdict, String)> {
+    let Some(first) = current.first() else {
+        return Err((
+            Verdict::Error,
+            "The sweep has no result file: the load generator wrote nothing.".to_owned(),
+        ));
+    };
+    let results: Vec<ServeResult> = current.iter().map(|f| f.result.clone()).collect();
+    if let Some(reason) = invalid_reason(&results) {
+        return Err((Verdict::Invalid, reason));
+    }
+    let common = shared(&first.result.settings, axis);
+    let within: Vec<String> = current
+        .iter()
+        .skip(1)
+        .flat_map(|f| settings_diff(&common, &shared(&f.result.settings, axis)))
+        .collect();
+    if !within.is_empty() {
+        return Err((
+            Verdict::Inconclusive,
+            format!(
+                "The points of this sweep used different settings ({}), so they are not one \
+                 sweep.",
+                within.join("; ")
+            ),
+        ));
+    }
+    side_of(current).map_err(|e| (Verdict::Inconclusive, format!("Not judged: {e}.")))
+}
+
 /// Decides a sweep. `baseline` holds the files of the pinned good sweep (None: new);
 /// `cases_in_grid` the service cases judged together (the grid correction multiplies it by the
 /// levels).
@@ -280,37 +312,9 @@ pub fn decide_sweep(
         out.reasons.push(reason);
         (out, None)
     };
-    let Some(first) = current.first() else {
-        return fail(
-            out,
-            Verdict::Error,
-            "The sweep has no result file: the load generator wrote nothing.".to_owned(),
-        );
-    };
-    let results: Vec<ServeResult> = current.iter().map(|f| f.result.clone()).collect();
-    if let Some(reason) = invalid_reason(&results) {
-        return fail(out, Verdict::Invalid, reason);
-    }
-    let common = shared(&first.result.settings, axis);
-    let within: Vec<String> = current
-        .iter()
-        .skip(1)
-        .flat_map(|f| settings_diff(&common, &shared(&f.result.settings, axis)))
-        .collect();
-    if !within.is_empty() {
-        return fail(
-            out,
-            Verdict::Inconclusive,
-            format!(
-                "The points of this sweep used different settings ({}), so they are not one \
-                 sweep.",
-                within.join("; ")
-            ),
-        );
-    }
-    let now = match side_of(current) {
+    let now = match current_side(axis, current) {
         Ok(s) => s,
-        Err(e) => return fail(out, Verdict::Inconclusive, format!("Not judged: {e}.")),
+        Err((verdict, reason)) => return fail(out, verdict, reason),
     };
     let now_frontier = Frontier::of_points(&now.pooled);
     let mut figures = FrontierFigures {
@@ -330,17 +334,7 @@ pub fn decide_sweep(
         ));
         return (out, Some(figures));
     };
-    let mut diff = settings_diff(&shared(&base_files[0].result.settings, axis), &common);
-    for f in current {
-        if let Some(b) = base_files.iter().find(|b| b.point == f.point) {
-            for d in settings_diff(&b.result.settings, &f.result.settings) {
-                let d = format!("point {}: {d}", f.point);
-                if !diff.contains(&d) {
-                    diff.push(d);
-                }
-            }
-        }
-    }
+    let diff = baseline_diff(axis, base_files, current);
     if !diff.is_empty() {
         return fail(
             out,
@@ -373,36 +367,14 @@ pub fn decide_sweep(
     } else {
         policy.interactivity_levels.clone()
     };
-    let tol = policy.max_change_pct;
-    let redraw_then = redraw(&then, BOOTSTRAP_SEED);
-    let redraw_now = redraw(&now, BOOTSTRAP_SEED ^ 1);
-    let tests = cases_in_grid.max(1) * levels.len().max(1);
-    let alpha = policy.stats.family_alpha / tests as f64;
-    for &level in &levels {
-        let Some(b) = evidence_at(&then, level, tol, &redraw_then) else {
-            out.reasons.push(format!(
-                "{level:.1} tok/s/user is beyond the baseline's frontier, so it was not gated."
-            ));
-            continue;
-        };
-        let m = match evidence_at(&now, level, tol, &redraw_now) {
-            Some(n) => level_decision(level, &b, &n, &then, &now, policy, alpha),
-            None => unreached(level, &b, &now_frontier, policy.max_change_pct),
-        };
-        out.metrics.push(m);
-    }
-    if let Some((lo, hi)) = common_span(&then_frontier, &now_frontier)
-        && let Some(a) = area_between(&then_frontier, &now_frontier, lo, hi)
-        && a.baseline > 0.0
-    {
-        let lost = 100.0 * a.loss / a.baseline;
-        let gained = 100.0 * a.gain / a.baseline;
-        figures.area_lost_pct = Some(lost);
-        figures.area_gained_pct = Some(gained);
-        out.reasons.push(format!(
-            "Area between the frontiers from {lo:.1} to {hi:.1} tok/s/user: {lost:.1}% of the \
-             baseline's lost, {gained:.1}% gained."
-        ));
+    let sides = Sides {
+        then: &then,
+        now: &now,
+        now_frontier: &now_frontier,
+    };
+    judge_levels(&mut out, &sides, &levels, policy, cases_in_grid);
+    if let Some(reason) = area_reason(&then_frontier, &now_frontier, &mut figures) {
+        out.reasons.push(reason);
     }
     figures.then = Some(then_frontier);
     figures.levels = levels;
@@ -417,7 +389,71 @@ pub fn decide_sweep(
         );
         return (out, Some(figures));
     }
-    // The lead reason is the level where the loss is largest among those with the verdict.
+    lead_with_largest_loss(&mut out);
+    (out, Some(figures))
+}
+
+/// The settings that differ from the baseline's: those all points share, then each point's
+/// own against the same point of the baseline.
+fn baseline_diff(axis: SweepAxis, base: &[SweepFile], current: &[SweepFile]) -> Vec<String> {
+    let mut diff = match (base.first(), current.first()) {
+        (Some(b), Some(c)) => settings_diff(
+            &shared(&b.result.settings, axis),
+            &shared(&c.result.settings, axis),
+        ),
+        _ => Vec::new(),
+    };
+    for f in current {
+        if let Some(b) = base.iter().find(|b| b.point == f.point) {
+            for d in settings_diff(&b.result.settings, &f.result.settings) {
+                let d = format!("point {}: {d}", f.point);
+                if !diff.contains(&d) {
+                    diff.push(d);
+                }
+            }
+        }
+    }
+    diff
+}
+
+/// The two sides of a comparison.
+struct Sides<'a> {
+    then: &'a Side,
+    now: &'a Side,
+    now_frontier: &'a Frontier,
+}
+
+/// One decision per level, the grid correction spanning every level of every case.
+fn judge_levels(
+    out: &mut ServeDecision,
+    sides: &Sides<'_>,
+    levels: &[f64],
+    policy: &ServePolicy,
+    cases_in_grid: usize,
+) {
+    let tol = policy.max_change_pct;
+    let redraw_then = redraw(sides.then, BOOTSTRAP_SEED);
+    let redraw_now = redraw(sides.now, BOOTSTRAP_SEED ^ 1);
+    let tests = cases_in_grid.max(1) * levels.len().max(1);
+    let alpha = policy.stats.family_alpha / tests as f64;
+    for &level in levels {
+        let Some(then_ev) = evidence_at(sides.then, level, tol, &redraw_then) else {
+            out.reasons.push(format!(
+                "{level:.1} tok/s/user is beyond the baseline's frontier, so it was not gated."
+            ));
+            continue;
+        };
+        let decision = match evidence_at(sides.now, level, tol, &redraw_now) {
+            Some(now_ev) => level_decision(level, &then_ev, &now_ev, sides, policy, alpha),
+            None => unreached(level, &then_ev, sides.now_frontier, policy.max_change_pct),
+        };
+        out.metrics.push(decision);
+    }
+}
+
+/// Puts first the reason of the level where the loss is largest among those with the case's
+/// verdict.
+fn lead_with_largest_loss(out: &mut ServeDecision) {
     let lead = out
         .metrics
         .iter()
@@ -431,7 +467,21 @@ pub fn decide_sweep(
     if let Some(lead) = lead {
         out.reasons.insert(0, lead);
     }
-    (out, Some(figures))
+}
+
+/// The area between the frontiers over the interactivity both span, into `figures`, and the
+/// sentence that states it.
+fn area_reason(then: &Frontier, now: &Frontier, figures: &mut FrontierFigures) -> Option<String> {
+    let (lo, hi) = common_span(then, now)?;
+    let a = area_between(then, now, lo, hi).filter(|a| a.baseline > 0.0)?;
+    let lost = 100.0 * a.loss / a.baseline;
+    let gained = 100.0 * a.gain / a.baseline;
+    figures.area_lost_pct = Some(lost);
+    figures.area_gained_pct = Some(gained);
+    Some(format!(
+        "Area between the frontiers from {lo:.1} to {hi:.1} tok/s/user: {lost:.1}% of the \
+         baseline's lost, {gained:.1}% gained."
+    ))
 }
 
 fn common_span(a: &Frontier, b: &Frontier) -> Option<(f64, f64)> {
@@ -496,74 +546,50 @@ fn standard_error(
 
 fn level_decision(
     level: f64,
-    b: &LevelEvidence,
-    n: &LevelEvidence,
-    then: &Side,
-    now: &Side,
+    then_ev: &LevelEvidence,
+    now_ev: &LevelEvidence,
+    sides: &Sides<'_>,
     policy: &ServePolicy,
     alpha: f64,
 ) -> MetricDecision {
     let threshold = policy.max_change_pct;
-    let worse = 100.0 * (b.value - n.value) / b.value;
+    let worse = 100.0 * (then_ev.value - now_ev.value) / then_ev.value;
     let floor = policy.stats.min_noise_pct;
-    let se_b = standard_error(b, then.requests, floor);
-    let se_n = standard_error(n, now.requests, floor);
+    let se_b = standard_error(then_ev, sides.then.requests, floor);
+    let se_n = standard_error(now_ev, sides.now.requests, floor);
     // One side's noise stands for the other's where only one side can measure it.
     let (se_b, se_n) = match (se_b, se_n) {
         (Some(x), Some(y)) => (Some(x), Some(y)),
-        (Some(x), None) => (Some(x), Some((x.0 * n.value / b.value, None))),
-        (None, Some(y)) => (Some((y.0 * b.value / n.value, None)), Some(y)),
+        (Some(x), None) => (Some(x), Some((x.0 * now_ev.value / then_ev.value, None))),
+        (None, Some(y)) => (Some((y.0 * then_ev.value / now_ev.value, None)), Some(y)),
         (None, None) => (None, None),
     };
     let per_request =
-        matches!(b.spread, Spread::Redraws(_)) || matches!(n.spread, Spread::Redraws(_));
+        matches!(then_ev.spread, Spread::Redraws(_)) || matches!(now_ev.spread, Spread::Redraws(_));
     let runs = |e: &LevelEvidence| match &e.spread {
         Spread::Runs(v) => v.len(),
         _ => 1,
     };
-    let mut m = MetricDecision {
+    let mut decision = MetricDecision {
         metric: level_metric(level),
         direction: Direction::Higher,
         verdict: Verdict::Pass,
-        then: Some(b.value),
-        now: Some(n.value),
+        then: Some(then_ev.value),
+        now: Some(now_ev.value),
         worse_pct: Some(worse),
         interval_pct: None,
         p_value: None,
         noise_pct: None,
         per_request,
-        repeats_now: runs(n),
-        repeats_then: runs(b),
+        repeats_now: runs(now_ev),
+        repeats_then: runs(then_ev),
         reason: String::new(),
     };
     let (Some((sb, rb)), Some((sn, rn))) = (se_b, se_n) else {
-        let big = worse.abs() > threshold;
-        m.verdict = if big {
-            Verdict::Inconclusive
-        } else {
-            Verdict::Pass
-        };
-        m.reason = format!(
-            "{}: {} ({:.1} then, {:.1} now tok/s per GPU): {}.",
-            m.metric,
-            change(worse),
-            b.value,
-            n.value,
-            if big {
-                format!(
-                    "more than the {threshold}% threshold, but the noise cannot be measured with \
-                     one run of the sweep on each side and no per-request arrays: repeat the \
-                     sweep (repeats >= 2) or save per-request arrays (vllm bench serve \
-                     --save-detailed)"
-                )
-            } else {
-                format!("within the {threshold}% threshold")
-            }
-        );
-        return m;
+        return without_noise(decision, threshold);
     };
-    let se_pct = 100.0 * (sb * sb + sn * sn).sqrt() / b.value;
-    m.noise_pct = Some(se_pct);
+    let se_pct = 100.0 * (sb * sb + sn * sn).sqrt() / then_ev.value;
+    decision.noise_pct = Some(se_pct);
     // Welch-Satterthwaite degrees of freedom where both sides' noise comes from runs.
     let df = match (rb, rn) {
         (Some(nb), Some(nn)) if nb >= 2 && nn >= 2 => {
@@ -576,20 +602,20 @@ fn level_decision(
         }
         _ => None,
     };
-    let z = worse / se_pct;
+    let score = worse / se_pct;
     let tails = df
         .and_then(|df| StudentsT::new(0.0, 1.0, df).ok())
-        .map(|t| (t.cdf(z), t.inverse_cdf(1.0 - alpha)))
+        .map(|t| (t.cdf(score), t.inverse_cdf(1.0 - alpha)))
         .or_else(|| {
             Normal::new(0.0, 1.0)
                 .ok()
-                .map(|n| (n.cdf(z), n.inverse_cdf(1.0 - alpha)))
+                .map(|n| (n.cdf(score), n.inverse_cdf(1.0 - alpha)))
         });
     let (below, quantile) = tails.unwrap_or((0.5, f64::INFINITY));
     let (p_worse, p_better) = (1.0 - below, below);
-    m.p_value = Some(p_worse);
-    m.interval_pct = Some((worse - quantile * se_pct, worse + quantile * se_pct));
-    m.verdict = if worse > threshold && p_worse < alpha {
+    decision.p_value = Some(p_worse);
+    decision.interval_pct = Some((worse - quantile * se_pct, worse + quantile * se_pct));
+    decision.verdict = if worse > threshold && p_worse < alpha {
         Verdict::Regressed
     } else if worse > threshold {
         Verdict::Inconclusive
@@ -602,7 +628,7 @@ fn level_decision(
         (Some(a), Some(c)) => format!("{c} runs of the sweep now, {a} in the reference"),
         _ => "each point's per-request spread, bootstrapped".to_owned(),
     };
-    let resolve = if m.verdict == Verdict::Inconclusive {
+    let resolve = if decision.verdict == Verdict::Inconclusive {
         if per_request {
             "; repeat the sweep (repeats >= 3) to resolve it"
         } else {
@@ -611,24 +637,60 @@ fn level_decision(
     } else {
         ""
     };
-    let verdict = match m.verdict {
+    let verdict = verdict_words(decision.verdict, threshold);
+    let (lo, hi) = decision.interval_pct.unwrap_or((worse, worse));
+    decision.reason = format!(
+        "{}: {} ({:.1} then, {:.1} now tok/s per GPU): {verdict}; the noise allows {lo:+.1}% to \
+         {hi:+.1}% (one-sided p = {p_worse:.2e}; {source}){resolve}.",
+        decision.metric,
+        change(worse),
+        then_ev.value,
+        now_ev.value,
+    );
+    decision
+}
+
+/// A level whose noise neither side can measure: a change beyond the threshold cannot be
+/// resolved, and says what would resolve it.
+fn without_noise(mut m: MetricDecision, threshold: f64) -> MetricDecision {
+    let (then, now, worse) = (
+        m.then.unwrap_or(0.0),
+        m.now.unwrap_or(0.0),
+        m.worse_pct.unwrap_or(0.0),
+    );
+    let big = worse.abs() > threshold;
+    m.verdict = if big {
+        Verdict::Inconclusive
+    } else {
+        Verdict::Pass
+    };
+    m.reason = format!(
+        "{}: {} ({then:.1} then, {now:.1} now tok/s per GPU): {}.",
+        m.metric,
+        change(worse),
+        if big {
+            format!(
+                "more than the {threshold}% threshold, but the noise cannot be measured with \
+                 one run of the sweep on each side and no per-request arrays: repeat the \
+                 sweep (repeats >= 2) or save per-request arrays (vllm bench serve \
+                 --save-detailed)"
+            )
+        } else {
+            format!("within the {threshold}% threshold")
+        }
+    );
+    m
+}
+
+fn verdict_words(verdict: Verdict, threshold: f64) -> String {
+    match verdict {
         Verdict::Regressed => format!("more than the {threshold}% threshold and beyond the noise"),
         Verdict::Inconclusive => {
             format!("more than the {threshold}% threshold, but not beyond the noise")
         }
         Verdict::Improved => "better beyond the threshold and the noise (informational)".to_owned(),
         _ => format!("within the {threshold}% threshold or the noise"),
-    };
-    let (lo, hi) = m.interval_pct.unwrap_or((worse, worse));
-    m.reason = format!(
-        "{}: {} ({:.1} then, {:.1} now tok/s per GPU): {verdict}; the noise allows {lo:+.1}% to \
-         {hi:+.1}% (one-sided p = {p_worse:.2e}; {source}){resolve}.",
-        m.metric,
-        change(worse),
-        b.value,
-        n.value,
-    );
-    m
+    }
 }
 
 fn change(worse: f64) -> String {

@@ -365,20 +365,19 @@ fn gather_sweeps(suites: &[&SuiteConfig], inputs: Vec<ServeCaseInput>) -> Vec<Se
         };
         let point = input.key.clone();
         let key = input.key.into_sweep(axis);
-        let i = match out.iter().position(|c| c.key == key) {
-            Some(i) => i,
-            None => {
-                out.push(ServeCaseInput {
-                    key,
-                    repeats: Vec::new(),
-                    error: None,
-                    stderr_tail: None,
-                    estimate: None,
-                    gpus: input.gpus,
-                    implausible: Vec::new(),
-                });
-                out.len() - 1
-            }
+        let i = if let Some(i) = out.iter().position(|c| c.key == key) {
+            i
+        } else {
+            out.push(ServeCaseInput {
+                key,
+                repeats: Vec::new(),
+                error: None,
+                stderr_tail: None,
+                estimate: None,
+                gpus: input.gpus,
+                implausible: Vec::new(),
+            });
+            out.len() - 1
         };
         let sweep = &mut out[i];
         sweep.repeats.extend(input.repeats);

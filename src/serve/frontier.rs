@@ -110,15 +110,12 @@ pub fn place_files(
         .iter()
         .map(|r| {
             let point = axis.point_of(r);
-            let sweep_repeat = match seen.iter_mut().find(|(p, _)| *p == point) {
-                Some((_, n)) => {
-                    *n += 1;
-                    *n
-                }
-                None => {
-                    seen.push((point.clone(), 0));
-                    0
-                }
+            let sweep_repeat = if let Some((_, n)) = seen.iter_mut().find(|(p, _)| *p == point) {
+                *n += 1;
+                *n
+            } else {
+                seen.push((point.clone(), 0));
+                0
             };
             let gpus = gpus.or_else(|| gpus_of_file(r)).unwrap_or(1);
             let placed = FrontierPoint::of_result(point.clone(), r, gpus).ok();
@@ -290,7 +287,7 @@ impl AreaBetween {
 #[must_use]
 pub fn area_between(then: &Frontier, now: &Frontier, lo: f64, hi: f64) -> Option<AreaBetween> {
     const STEPS: u32 = 256;
-    if !(hi > lo) {
+    if hi.partial_cmp(&lo) != Some(std::cmp::Ordering::Greater) {
         return None;
     }
     let width = (hi - lo) / f64::from(STEPS);

@@ -1,5 +1,5 @@
 //! How high a percentile a number of samples can honestly state (#32 item 3): the binomial
-//! confidence bound on a percentile, as MLPerf `LoadGen`'s early-stopping estimate uses it.
+//! confidence bound on a percentile, as `MLPerf` `LoadGen`'s early-stopping estimate uses it.
 //! Pure.
 //!
 //! Of `n` independent samples, the count `X` that fall at or below the true `q`-quantile is

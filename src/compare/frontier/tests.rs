@@ -13,10 +13,10 @@ const POINTS: [(f64, f64, f64); 3] = [
     (f64::INFINITY, 36.97, 1780.4),
 ];
 
-fn file(rate: f64, tpot: f64, tput: f64, run: u32, tpots: Option<Vec<f64>>) -> SweepFile {
+fn file(rate: f64, tpot: f64, output: f64, run: u32, tpots: Option<Vec<f64>>) -> SweepFile {
     let mut metrics = BTreeMap::new();
     metrics.insert("median_tpot_ms".to_owned(), tpot);
-    metrics.insert("output_throughput".to_owned(), tput);
+    metrics.insert("output_throughput".to_owned(), output);
     let settings = Settings {
         request_rate: rate.is_finite().then_some(rate),
         burstiness: Some(1.0),
@@ -56,10 +56,10 @@ fn sweep(factors: [f64; 3], runs: u32, detailed: bool) -> Vec<SweepFile> {
     let wobble = [1.0, 1.003, 0.996, 1.002];
     let mut out = Vec::new();
     for run in 0..runs {
-        for (i, (rate, tpot, tput)) in POINTS.iter().enumerate() {
+        for (i, (rate, tpot, output)) in POINTS.iter().enumerate() {
             let w = wobble[run as usize % wobble.len()];
             let tpots = detailed.then(|| spread(*tpot * w, i));
-            out.push(file(*rate, tpot * w, tput * factors[i] / w, run, tpots));
+            out.push(file(*rate, tpot * w, output * factors[i] / w, run, tpots));
         }
     }
     out
@@ -93,12 +93,12 @@ fn a_loss_in_the_middle_of_the_curve_is_regressed_at_that_level() {
             "the middle level leads: {}",
             d.reasons[0]
         );
-        let worst = d
+        let middle_level = d
             .metrics
             .iter()
             .find(|m| m.metric == level_metric(middle))
             .expect("middle level");
-        let worse = worst.worse_pct.expect("worse");
+        let worse = middle_level.worse_pct.expect("worse");
         assert!((7.0..9.0).contains(&worse), "about 8%: {worse}");
         for m in d
             .metrics
@@ -148,9 +148,9 @@ fn a_point_moving_along_the_curve_is_no_loss() {
         let (a, b) = (POINTS[1], POINTS[2]);
         let (xa, xb) = (1000.0 / a.1, 1000.0 / b.1);
         let slope = (a.2 - b.2) / (xa - xb);
-        let tput = f.result.metrics["output_throughput"];
-        let new_tput = tput * 1.03;
-        let x = 1000.0 / f.result.metrics["median_tpot_ms"] - (new_tput - tput) / slope.abs();
+        let output = f.result.metrics["output_throughput"];
+        let new_tput = output * 1.03;
+        let x = 1000.0 / f.result.metrics["median_tpot_ms"] - (new_tput - output) / slope.abs();
         f.result
             .metrics
             .insert("output_throughput".into(), new_tput);

@@ -115,8 +115,11 @@ fn a_real_sweep_is_stored_as_one_sweep_with_its_frontier() {
         };
         assert_eq!(point, &rate);
         assert_eq!(*gpus, 8);
-        let tput = v["output_throughput"].as_f64().expect("throughput");
-        assert!((per_gpu - tput / 8.0).abs() < 1e-9, "{per_gpu} vs {tput}/8");
+        let output = v["output_throughput"].as_f64().expect("throughput");
+        assert!(
+            (per_gpu - output / 8.0).abs() < 1e-9,
+            "{per_gpu} vs {output}/8"
+        );
         let tpot = v["median_tpot_ms"].as_f64().expect("tpot");
         assert!((interactivity - 1000.0 / tpot).abs() < 1e-9);
     }
