@@ -20,10 +20,10 @@ pub use command::{
 pub use error::ServeError;
 pub use estimate::{ServeEstimate, SplitPoint, estimate, latency_split};
 pub use frontier::{
-    AreaBetween, Frontier, FrontierPoint, GPU_COUNT_FIELDS, PointError, SweepAxis, SweepPoint,
-    TPOT_METRICS, area_between, gpus_of_file, place_files, tpot_ms,
+    AreaBetween, Frontier, FrontierPoint, GPU_COUNT_FIELDS, PointError, SweepPoint, TPOT_METRICS,
+    area_between, gpus_of_file, place_files, tpot_ms,
 };
-pub use key::{SWEPT_RATE, ServeKey, format_rate};
+pub use key::{SWEPT_RATE, ServeKey, SweepAxis, format_rate};
 pub use model::{
     Direction, Samples, Schema, ServeResult, Settings, canonical_metric, direction_of,
 };

@@ -25,11 +25,11 @@
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use serde::{Deserialize, Serialize};
 use statrs::distribution::{ContinuousCDF, Normal, StudentsT};
 
 use super::service::{
-    MetricDecision, ServeDecision, ServePolicy, combine, invalid_reason, settings_diff,
+    FrontierFigures, MetricDecision, ServeDecision, ServePolicy, combine, invalid_reason,
+    settings_diff,
 };
 use crate::case::Verdict;
 use crate::serve::{
@@ -51,21 +51,6 @@ pub struct SweepFile {
     /// Which run of the whole sweep the file belongs to (0 first).
     pub sweep_repeat: u32,
     pub gpus: u32,
-}
-
-/// The frontier figures of a decided sweep, for the reports: the two frontiers (means over
-/// the sweep's runs) and the levels judged.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FrontierFigures {
-    pub axis: SweepAxis,
-    pub then: Option<Frontier>,
-    pub now: Frontier,
-    /// Interactivity levels judged (tokens/s per user).
-    pub levels: Vec<f64>,
-    /// The area between the curves over the interactivity both span, percent of the
-    /// baseline's: lost where the baseline's lies above, gained where below.
-    pub area_lost_pct: Option<f64>,
-    pub area_gained_pct: Option<f64>,
 }
 
 /// The points of one side with their place on the frontier: files whose point cannot be placed

@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{Decision, Evidence, Policy, decide};
 use crate::case::Verdict;
-use crate::serve::{Direction, ServeResult, Settings, direction_of, format_rate};
+use crate::serve::{
+    Direction, Frontier, ServeResult, Settings, SweepAxis, direction_of, format_rate,
+};
 
 /// The metrics gated unless a suite says otherwise.
 pub const DEFAULT_GATED: [&str; 4] = [
@@ -79,6 +81,21 @@ pub struct MetricDecision {
     pub reason: String,
 }
 
+/// The frontier figures of a decided sweep, for the reports: the two frontiers (means over
+/// the sweep's runs) and the levels judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrontierFigures {
+    pub axis: SweepAxis,
+    pub then: Option<Frontier>,
+    pub now: Frontier,
+    /// Interactivity levels judged (tokens/s per user).
+    pub levels: Vec<f64>,
+    /// The area between the curves over the interactivity both span, percent of the
+    /// baseline's: lost where the baseline's lies above, gained where below.
+    pub area_lost_pct: Option<f64>,
+    pub area_gained_pct: Option<f64>,
+}
+
 /// The verdict of a service case with its metrics' decisions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServeDecision {
@@ -87,7 +104,7 @@ pub struct ServeDecision {
     pub reasons: Vec<String>,
     /// A sweep's frontiers (baseline's and this run's) and the levels judged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub frontier: Option<super::frontier::FrontierFigures>,
+    pub frontier: Option<FrontierFigures>,
 }
 
 /// Why a run's requests make its latencies untrustworthy: any failed request, or fewer

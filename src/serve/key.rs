@@ -5,8 +5,57 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::frontier::SweepAxis;
 use super::model::ServeResult;
+
+/// Which setting a sweep varies from point to point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepAxis {
+    /// `--request-rate`: points keyed by requests per second (`inf` last).
+    RequestRate,
+    /// `--max-concurrency`: points keyed by the concurrency limit.
+    MaxConcurrency,
+}
+
+impl SweepAxis {
+    /// The name the case key and the store write.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SweepAxis::RequestRate => "rate",
+            SweepAxis::MaxConcurrency => "conc",
+        }
+    }
+
+    /// The axis a stored name stands for (`""` is no sweep).
+    #[must_use]
+    pub fn parse(text: &str) -> Option<SweepAxis> {
+        match text {
+            "rate" => Some(SweepAxis::RequestRate),
+            "conc" => Some(SweepAxis::MaxConcurrency),
+            _ => None,
+        }
+    }
+
+    /// The point of a result on this axis, as the case key writes it (`"4"`, `"inf"`, `"64"`;
+    /// no concurrency limit is `"none"`).
+    #[must_use]
+    pub fn point_of(self, result: &ServeResult) -> String {
+        match self {
+            SweepAxis::RequestRate => format_rate(result.settings.request_rate),
+            SweepAxis::MaxConcurrency => result
+                .settings
+                .max_concurrency
+                .map_or_else(|| "none".to_owned(), |c| c.to_string()),
+        }
+    }
+
+    /// The order of points along the axis (by value; `inf` and "no limit" last).
+    #[must_use]
+    pub fn order_value(point: &str) -> f64 {
+        point.parse::<f64>().unwrap_or(f64::INFINITY)
+    }
+}
 
 /// One point of a service grid. Lengths and concurrency are `None` where the run does not fix
 /// them (a `ShareGPT` dataset, no concurrency limit).
