@@ -326,3 +326,32 @@ fn a_sweeping_suite_measures_each_point_and_judges_one_frontier() {
         case["reasons"]
     );
 }
+
+#[test]
+fn the_html_report_draws_both_frontiers_with_the_loss_shaded() {
+    let env = bare();
+    baseline(&env);
+    let slow = scaled(&env, "slow", [1.0, 0.92, 1.0], [1.0; 3]);
+    let out = import_sweep(&env, &slow);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let out = env
+        .cmd()
+        .args([
+            "report", "--db", "serve.db", "--format", "html", "--out", "r.html",
+        ])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let html = std::fs::read_to_string(env.path().join("r.html")).expect("report");
+    let chart = html
+        .find("throughput per GPU against interactivity")
+        .map(|at| &html[at..])
+        .expect("a frontier chart");
+    let svg = &chart[chart.find("<svg").expect("svg")..chart.find("</svg>").expect("end")];
+    assert!(
+        svg.contains("<title>then</title>") && svg.contains("<title>now</title>"),
+        "{svg}"
+    );
+    assert!(svg.contains(r#"class="loss""#), "the loss is shaded: {svg}");
+    assert!(svg.contains(">31.6<"), "the middle level is marked: {svg}");
+}
