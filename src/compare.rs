@@ -15,6 +15,7 @@ mod changepoint;
 mod common;
 mod decide;
 mod env;
+mod frontier;
 mod gate;
 mod gate_stat;
 pub mod history;
@@ -37,6 +38,7 @@ pub use decide::{
     missing_decision,
 };
 pub use env::{EnvChange, env_diff, with_env_causes};
+pub use frontier::{SweepFile, decide_sweep, level_metric};
 pub use gate::{
     acceptable, gate_failed, missing_keys, promotable, run_promotes, should_confirm,
     unpromoted_note,
@@ -44,7 +46,7 @@ pub use gate::{
 pub use gate_stat::{GateStat, TailDecision};
 pub use reference::{Canary, Night, Pooled, Reference, confirm_evidence, eligible, reference};
 pub use service::{
-    DEFAULT_GATED, MetricDecision, ServeDecision, ServePolicy, decide_serve, invalid_reason,
-    settings_diff,
+    DEFAULT_GATED, FrontierFigures, MetricDecision, ServeDecision, ServePolicy, decide_serve,
+    invalid_reason, settings_diff,
 };
 pub use trend::{Trend, trend};

@@ -6,9 +6,11 @@
 mod command;
 mod error;
 mod estimate;
+mod frontier;
 mod key;
 mod model;
 mod parse;
+mod plausible;
 mod read;
 
 pub use command::{
@@ -17,9 +19,14 @@ pub use command::{
 };
 pub use error::ServeError;
 pub use estimate::{ServeEstimate, SplitPoint, estimate, latency_split};
-pub use key::{ServeKey, format_rate};
+pub use frontier::{
+    AreaBetween, Frontier, FrontierPoint, GPU_COUNT_FIELDS, PointError, SweepPoint, TPOT_METRICS,
+    area_between, gpus_of_file, place_files, tpot_ms,
+};
+pub use key::{SWEPT_RATE, ServeKey, SweepAxis, format_rate};
 pub use model::{
     Direction, Samples, Schema, ServeResult, Settings, canonical_metric, direction_of,
 };
 pub use parse::parse;
+pub use plausible::{Implausible, implausible};
 pub use read::read_file;

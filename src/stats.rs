@@ -8,6 +8,8 @@
 
 use std::fmt;
 
+pub mod tail;
+
 use serde::{Deserialize, Serialize};
 
 /// The statistics of one case over all its repeats.

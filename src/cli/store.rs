@@ -117,8 +117,39 @@ pub struct ImportServeArgs {
     /// Never move baselines, even on the baseline branch.
     #[arg(long)]
     pub no_promote: bool,
+    /// Import the files as one sweep over this setting (points keyed by each file's rate or
+    /// concurrency), judged on its throughput-interactivity frontier.
+    #[arg(long, value_enum, value_name = "AXIS")]
+    pub sweep: Option<SweepArg>,
+    /// GPUs the server ran on: a sweep's throughput is per GPU (default: the file's `num_gpus`
+    /// or `gpu_count`, else 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub gpus: Option<u32>,
+    /// An interactivity level (tokens/s per user, 1000 / TPOT ms) to judge a sweep's frontier
+    /// at; repeat it for several (default: those of the baseline's frontier points).
+    #[arg(long = "level", value_name = "TOK_S_USER", requires = "sweep")]
+    pub levels: Vec<f64>,
     #[command(flatten)]
     pub format: FormatArgs,
+}
+
+/// The setting a sweep varies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SweepArg {
+    /// `--request-rate`.
+    Rate,
+    /// `--max-concurrency`.
+    Concurrency,
+}
+
+impl SweepArg {
+    #[must_use]
+    pub fn axis(self) -> crate::serve::SweepAxis {
+        match self {
+            SweepArg::Rate => crate::serve::SweepAxis::RequestRate,
+            SweepArg::Concurrency => crate::serve::SweepAxis::MaxConcurrency,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

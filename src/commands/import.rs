@@ -100,12 +100,37 @@ fn read_inputs(args: &ImportServeArgs) -> Result<Vec<ServeCaseInput>, Error> {
                     schema: result.schema.as_str(),
                 }));
             }
-            let key = ServeKey::of_result(&args.suite, &result, args.model.as_deref());
-            let source = if many {
-                format!("{}:{}", path.display(), i + 1)
-            } else {
-                path.display().to_string()
+            let origin = || {
+                if many {
+                    format!("{}:{}", path.display(), i + 1)
+                } else {
+                    path.display().to_string()
+                }
             };
+            let key = match args.sweep {
+                Some(axis) => {
+                    let not_on = |key| {
+                        Error::Serve(serve::ServeError::NotOnFrontier {
+                            origin: origin(),
+                            key,
+                        })
+                    };
+                    if !result.metrics.contains_key("output_throughput") {
+                        return Err(not_on("output_throughput"));
+                    }
+                    if serve::tpot_ms(&result).is_none() {
+                        return Err(not_on("median_tpot_ms"));
+                    }
+                    ServeKey::sweep_of_result(
+                        &args.suite,
+                        &result,
+                        args.model.as_deref(),
+                        axis.axis(),
+                    )
+                }
+                None => ServeKey::of_result(&args.suite, &result, args.model.as_deref()),
+            };
+            let source = origin();
             match groups.iter_mut().find(|g| g.key == key) {
                 Some(g) => g.repeats.push((source, result)),
                 None => groups.push(ServeCaseInput {
@@ -114,7 +139,22 @@ fn read_inputs(args: &ImportServeArgs) -> Result<Vec<ServeCaseInput>, Error> {
                     error: None,
                     stderr_tail: None,
                     estimate: None,
+                    gpus: args.gpus,
+                    implausible: Vec::new(),
                 }),
+            }
+        }
+    }
+    for g in &groups {
+        if let Some(axis) = g.key.sweep {
+            let mut points: Vec<String> = g.repeats.iter().map(|(_, r)| axis.point_of(r)).collect();
+            points.sort();
+            points.dedup();
+            if points.len() < 2 {
+                return Err(Error::Serve(serve::ServeError::OnePointSweep {
+                    case: g.key.to_string(),
+                    points: points.len(),
+                }));
             }
         }
     }
@@ -171,8 +211,10 @@ pub fn import_serve(args: &ImportServeArgs) -> Result<Outcome, Error> {
         family_alpha: gate.family_alpha,
         ..compare::Policy::default()
     };
+    let levels = args.levels.clone();
     let policy = move |_: &ServeKey| ServePolicy {
         stats: stats.clone(),
+        interactivity_levels: levels.clone(),
         ..ServePolicy::default()
     };
     let plan = ServeRunPlan {

@@ -15,7 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use super::{Decision, Evidence, Policy, decide};
 use crate::case::Verdict;
-use crate::serve::{Direction, ServeResult, Settings, direction_of, format_rate};
+use crate::serve::{
+    Direction, Frontier, ServeResult, Settings, SweepAxis, direction_of, format_rate,
+};
 
 /// The metrics gated unless a suite says otherwise.
 pub const DEFAULT_GATED: [&str; 4] = [
@@ -40,6 +42,10 @@ pub struct ServePolicy {
     /// The statistical policy of the step-time gate (`family_alpha`, `min_noise_pct`,
     /// estimator); its `max_drop_pct` is replaced by the converted `max_change_pct`.
     pub stats: Policy,
+    /// A sweep's interactivity levels (tokens/s per user) its frontier is judged at; empty:
+    /// the interactivity of the baseline's frontier points.
+    #[serde(default)]
+    pub interactivity_levels: Vec<f64>,
 }
 
 impl Default for ServePolicy {
@@ -48,6 +54,7 @@ impl Default for ServePolicy {
             gated: DEFAULT_GATED.iter().map(|s| (*s).to_owned()).collect(),
             max_change_pct: 5.0,
             stats: Policy::default(),
+            interactivity_levels: Vec::new(),
         }
     }
 }
@@ -74,12 +81,30 @@ pub struct MetricDecision {
     pub reason: String,
 }
 
+/// The frontier figures of a decided sweep, for the reports: the two frontiers (means over
+/// the sweep's runs) and the levels judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FrontierFigures {
+    pub axis: SweepAxis,
+    pub then: Option<Frontier>,
+    pub now: Frontier,
+    /// Interactivity levels judged (tokens/s per user).
+    pub levels: Vec<f64>,
+    /// The area between the curves over the interactivity both span, percent of the
+    /// baseline's: lost where the baseline's lies above, gained where below.
+    pub area_lost_pct: Option<f64>,
+    pub area_gained_pct: Option<f64>,
+}
+
 /// The verdict of a service case with its metrics' decisions.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServeDecision {
     pub verdict: Verdict,
     pub metrics: Vec<MetricDecision>,
     pub reasons: Vec<String>,
+    /// A sweep's frontiers (baseline's and this run's) and the levels judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub frontier: Option<FrontierFigures>,
 }
 
 /// Why a run's requests make its latencies untrustworthy: any failed request, or fewer
@@ -349,6 +374,7 @@ pub fn decide_serve(
         verdict: Verdict::Pass,
         metrics: Vec::new(),
         reasons: Vec::new(),
+        frontier: None,
     };
     let Some(first) = current.first() else {
         out.verdict = Verdict::Error;
@@ -390,6 +416,13 @@ pub fn decide_serve(
     }
     let tests = cases_in_grid.max(1) * policy.gated.len().max(1);
     for metric in &policy.gated {
+        let in_files = current
+            .iter()
+            .all(|r| r.metrics.contains_key(metric.as_str()));
+        if in_files && let Some(reason) = unsupported_tail(metric, current) {
+            out.reasons.push(reason);
+            continue;
+        }
         match decide_metric(metric, baseline, current, history, policy, tests) {
             Some(m) => out.metrics.push(m),
             None => out.reasons.push(format!(
@@ -415,9 +448,38 @@ pub fn decide_serve(
     out
 }
 
+/// Why a tail percentile (`p99_ttft_ms`, `p99_itl_ms`, ...) of this run is not gated: its
+/// smallest repeat has too few samples to bound it (`stats::tail`), counted as the requests
+/// for TTFT, TPOT and end-to-end latency, and as the inter-token gaps for ITL. `None` when every
+/// repeat supports it, or the metric is no percentile.
+fn unsupported_tail(metric: &str, current: &[ServeResult]) -> Option<String> {
+    let body = metric.strip_prefix('p')?.strip_suffix("_ms")?;
+    let (pct, family) = body.split_once('_')?;
+    let pct: f64 = pct.parse().ok()?;
+    let samples = |r: &ServeResult| -> Option<u64> {
+        if family == "itl" {
+            let gaps = r.samples.as_ref().map_or(0, |s| s.itls_ms.len() as u64);
+            if gaps > 0 {
+                return Some(gaps);
+            }
+            let tokens = r.fields.get("total_output_tokens")?.as_u64()?;
+            Some(tokens.saturating_sub(r.completed))
+        } else {
+            Some(r.completed)
+        }
+    };
+    let n = current.iter().filter_map(samples).min()?;
+    let what = if family == "itl" {
+        "inter-token gaps"
+    } else {
+        "requests"
+    };
+    crate::stats::tail::unsupported(metric, pct, n, what)
+}
+
 /// The case verdict from its metrics' verdicts: the worst of them in the order regressed,
 /// error, inconclusive, improved, pass; `new` without a baseline.
-fn combine(has_baseline: bool, metrics: &[MetricDecision]) -> Verdict {
+pub(super) fn combine(has_baseline: bool, metrics: &[MetricDecision]) -> Verdict {
     if !has_baseline {
         return Verdict::New;
     }

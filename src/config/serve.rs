@@ -136,6 +136,47 @@ pub(crate) fn validate_serve_suite(
             "write burstiness = 1.0 (Poisson arrivals)",
         );
     }
+    let swept = match suite.sweep {
+        Some(crate::serve::SweepAxis::RequestRate) => {
+            Some(("request_rates", suite.request_rates.len()))
+        }
+        Some(crate::serve::SweepAxis::MaxConcurrency) => {
+            Some(("max_concurrencies", suite.max_concurrencies.len()))
+        }
+        None => None,
+    };
+    if let Some((field, n)) = swept
+        && n < 2
+    {
+        push(
+            at("sweep"),
+            format!("sweeps {field}, which holds {n} value(s)"),
+            "a sweep needs at least two points: list them, e.g. request_rates = [1.0, 4.0, inf]",
+        );
+    }
+    if suite.gpus == Some(0) {
+        push(
+            at("gpus"),
+            "is 0".into(),
+            "write the server's GPU count, e.g. gpus = 8",
+        );
+    }
+    for (j, level) in suite.interactivity_levels.iter().flatten().enumerate() {
+        if !(level.is_finite() && *level > 0.0) {
+            push(
+                format!("{}[{j}]", at("interactivity_levels")),
+                format!("{level} is not a positive number of tokens/s per user"),
+                "write levels as 1000 / TPOT ms, e.g. interactivity_levels = [20.0, 40.0]",
+            );
+        }
+    }
+    if suite.interactivity_levels.is_some() && suite.sweep.is_none() {
+        push(
+            at("interactivity_levels"),
+            "applies only to a sweep".into(),
+            "add sweep = \"request_rate\" (or \"max_concurrency\"), or remove it",
+        );
+    }
     for (j, m) in suite.gated.iter().flatten().enumerate() {
         if crate::serve::canonical_metric(m).as_deref() != Some(m.as_str())
             || crate::serve::direction_of(m) == crate::serve::Direction::Info
@@ -165,6 +206,9 @@ pub(crate) fn refuse_serve_keys(
         ("burstiness", suite.burstiness.is_some()),
         ("gated", suite.gated.is_some()),
         ("max_change_pct", suite.max_change_pct.is_some()),
+        ("sweep", suite.sweep.is_some()),
+        ("gpus", suite.gpus.is_some()),
+        ("interactivity_levels", suite.interactivity_levels.is_some()),
     ] {
         if given {
             push(

@@ -511,6 +511,14 @@ pub struct SuiteConfig {
     /// Service suites: practical threshold, percent worse (latency up, throughput down;
     /// default 5).
     pub max_change_pct: Option<f64>,
+    /// Service suites: judge the grid's rates (`"request_rate"`) or concurrency limits
+    /// (`"max_concurrency"`) as one sweep, on its throughput-interactivity frontier.
+    pub sweep: Option<crate::serve::SweepAxis>,
+    /// Service suites: GPUs the server runs on (a sweep's throughput is per GPU; default 1).
+    pub gpus: Option<u32>,
+    /// Service sweeps: the interactivity levels (tokens/s per user) the frontier is judged at
+    /// (default: those of the baseline's frontier points).
+    pub interactivity_levels: Option<Vec<f64>>,
 }
 
 /// `ncu = { kernel_regex = "gemm", count = 5 }`: which kernels Nsight Compute profiles.

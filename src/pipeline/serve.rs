@@ -6,12 +6,12 @@
 use std::collections::BTreeMap;
 
 use crate::case::Verdict;
-use crate::compare::{self, ServeDecision, ServePolicy};
+use crate::compare::{self, ServeDecision, ServePolicy, SweepFile};
 use crate::config::GateConfig;
 use crate::error::Error;
 use crate::outcome::Outcome;
 use crate::report::ServeCaseReport;
-use crate::serve::{self, ServeEstimate, ServeKey, ServeResult, SplitPoint};
+use crate::serve::{self, ServeEstimate, ServeKey, ServeResult, SplitPoint, SweepAxis, SweepPoint};
 use crate::store::meta::RunMeta;
 use crate::store::{NewRun, NewServeCase, NewServeRepeat, RunId, Store, StoredServeCase};
 
@@ -24,6 +24,46 @@ pub struct ServeCaseInput {
     pub error: Option<String>,
     pub stderr_tail: Option<String>,
     pub estimate: Option<ServeEstimate>,
+    /// The server's GPU count for a sweep's throughput per GPU (`--gpus`, suite `gpus`); `None`:
+    /// each file's own count, else 1.
+    pub gpus: Option<u32>,
+    /// Files whose output throughput per GPU exceeds the decode floor's bound (checked where
+    /// the model and the GPU are known): the case is `invalid`.
+    pub implausible: Vec<serve::Implausible>,
+}
+
+impl ServeCaseInput {
+    /// Checks every file against the decode floor of `model` on `gpu` (#32 item 5), each on its
+    /// sweep point's GPUs or the case's.
+    pub(crate) fn check_plausible(
+        &mut self,
+        model: &crate::catalog::ModelSpec,
+        gpu: &crate::catalog::GpuSpec,
+        precision: &crate::catalog::Precision,
+    ) {
+        let points = self.sweep_points();
+        self.implausible = self
+            .repeats
+            .iter()
+            .enumerate()
+            .filter_map(|(i, (source, r))| {
+                let gpus = points.get(i).map_or_else(
+                    || self.gpus.or_else(|| serve::gpus_of_file(r)).unwrap_or(1),
+                    |p| p.gpus,
+                );
+                serve::implausible(source, r, model, gpu, precision, gpus)
+            })
+            .collect();
+    }
+
+    /// Where each repeat lies in its sweep, in the order of `repeats` (empty for one point).
+    fn sweep_points(&self) -> Vec<SweepPoint> {
+        let Some(axis) = self.key.sweep else {
+            return Vec::new();
+        };
+        let results: Vec<&ServeResult> = self.repeats.iter().map(|(_, r)| r).collect();
+        serve::place_files(axis, &results, self.gpus)
+    }
 }
 
 /// How a service run is judged and recorded.
@@ -61,6 +101,45 @@ fn stored_repeats(case: &StoredServeCase) -> Vec<ServeResult> {
         .collect()
 }
 
+/// A case with a file above its decode floor's bound is `invalid`, whatever its comparison
+/// said, with the arithmetic first among its reasons.
+fn with_plausibility(mut d: ServeDecision, input: &ServeCaseInput) -> ServeDecision {
+    if input.implausible.is_empty() || d.verdict == Verdict::Error {
+        return d;
+    }
+    d.verdict = Verdict::Invalid;
+    let lines: Vec<String> = input.implausible.iter().map(ToString::to_string).collect();
+    d.reasons.insert(
+        0,
+        format!("Faster than the roofline allows: {}.", lines.join("; ")),
+    );
+    d
+}
+
+fn sweep_file(result: ServeResult, p: SweepPoint) -> SweepFile {
+    SweepFile {
+        result,
+        point: p.point,
+        sweep_repeat: p.sweep_repeat,
+        gpus: p.gpus,
+    }
+}
+
+/// A stored sweep's files with their stored places (placed again where a row lacks one).
+fn stored_sweep(case: &StoredServeCase, axis: SweepAxis) -> Vec<SweepFile> {
+    let results = stored_repeats(case);
+    let refs: Vec<&ServeResult> = results.iter().collect();
+    let placed = serve::place_files(axis, &refs, None);
+    results
+        .iter()
+        .zip(placed)
+        .zip(&case.repeats)
+        .map(|((r, fresh), stored)| {
+            sweep_file(r.clone(), stored.sweep_point.clone().unwrap_or(fresh))
+        })
+        .collect()
+}
+
 /// Each case's decision against its baseline lineage.
 pub(crate) fn decide_all(
     store: &Store,
@@ -74,6 +153,7 @@ pub(crate) fn decide_all(
                 verdict: Verdict::Error,
                 metrics: Vec::new(),
                 reasons: vec![format!("The case failed to run: {message}")],
+                frontier: None,
             };
             d.reasons.dedup();
             decided.push(d);
@@ -81,6 +161,25 @@ pub(crate) fn decide_all(
         }
         let (baseline, history) =
             store.serve_lineage(&input.key, plan.gpu_sku, plan.gate.history_runs)?;
+        if let Some(axis) = input.key.sweep {
+            let current: Vec<SweepFile> = input
+                .repeats
+                .iter()
+                .zip(input.sweep_points())
+                .map(|((_, r), p)| sweep_file(r.clone(), p))
+                .collect();
+            let base = baseline.as_ref().map(|b| stored_sweep(b, axis));
+            let (mut d, figures) = compare::decide_sweep(
+                axis,
+                base.as_deref(),
+                &current,
+                &(plan.policy)(&input.key),
+                inputs.len(),
+            );
+            d.frontier = figures;
+            decided.push(with_plausibility(d, input));
+            continue;
+        }
         let base = baseline.as_ref().map(stored_repeats);
         let hist: Vec<Vec<ServeResult>> = history.iter().map(stored_repeats).collect();
         let hist_refs: Vec<&[ServeResult]> = hist.iter().map(Vec::as_slice).collect();
@@ -92,7 +191,7 @@ pub(crate) fn decide_all(
             &(plan.policy)(&input.key),
             inputs.len(),
         );
-        decided.push(d);
+        decided.push(with_plausibility(d, input));
     }
     Ok(decided)
 }
@@ -120,16 +219,20 @@ pub(crate) fn new_cases(
                 .as_ref()
                 .and_then(|e| serde_json::to_value(e).ok()),
             stderr_tail: input.stderr_tail.clone(),
-            repeats: input
-                .repeats
-                .iter()
-                .map(|(source, r)| NewServeRepeat {
-                    source: source.clone(),
-                    schema: r.schema.as_str().to_owned(),
-                    raw_json: serde_json::Value::Object(r.fields.clone()).to_string(),
-                    metrics: r.metrics.clone(),
-                })
-                .collect(),
+            repeats: {
+                let mut points = input.sweep_points().into_iter();
+                input
+                    .repeats
+                    .iter()
+                    .map(|(source, r)| NewServeRepeat {
+                        source: source.clone(),
+                        schema: r.schema.as_str().to_owned(),
+                        raw_json: serde_json::Value::Object(r.fields.clone()).to_string(),
+                        metrics: r.metrics.clone(),
+                        sweep_point: points.next(),
+                    })
+                    .collect()
+            },
             promote: promote_run
                 && matches!(d.verdict, Verdict::Pass | Verdict::Improved | Verdict::New),
         })

@@ -35,6 +35,7 @@ fn case_report(case: &StoredServeCase, baseline: Option<&StoredServeCase>) -> Se
             verdict: case.verdict.unwrap_or(crate::case::Verdict::Error),
             metrics: Vec::new(),
             reasons: case.error.iter().cloned().collect(),
+            frontier: None,
         });
     let mut c = ServeCaseReport::new(case.key.clone(), &decision);
     c.settings = case
@@ -45,7 +46,12 @@ fn case_report(case: &StoredServeCase, baseline: Option<&StoredServeCase>) -> Se
         .estimate_json
         .as_ref()
         .and_then(|v| serde_json::from_value(v.clone()).ok());
-    c.means = stored_means(case);
+    // A sweep's files are its points, not repeats of one measurement: a mean over them would
+    // describe no load at all, so a sweep shows its frontier instead.
+    let sweep = case.key.sweep.is_some();
+    if !sweep {
+        c.means = stored_means(case);
+    }
     c.repeats = case
         .repeats
         .iter()
@@ -59,7 +65,9 @@ fn case_report(case: &StoredServeCase, baseline: Option<&StoredServeCase>) -> Se
         .collect();
     if let Some(baseline) = baseline {
         c.baseline_result = Some(baseline.result_id);
-        c.baseline_means = stored_means(baseline);
+        if !sweep {
+            c.baseline_means = stored_means(baseline);
+        }
     }
     c
 }

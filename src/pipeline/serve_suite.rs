@@ -63,6 +63,7 @@ fn grid(suite: &SuiteConfig) -> Vec<Point<'_>> {
                                 max_concurrency: conc,
                                 input_len: input,
                                 output_len: output,
+                                sweep: None,
                             },
                         });
                     }
@@ -117,6 +118,8 @@ impl Runner<'_> {
             error: None,
             stderr_tail: None,
             estimate: None,
+            gpus: suite.gpus,
+            implausible: Vec::new(),
         };
         let template = suite.command.as_deref().unwrap_or_default();
         for repeat in 0..suite.repeats {
@@ -242,6 +245,27 @@ pub(crate) fn check_options(suites: &[&SuiteConfig], args: &RunArgs) -> Result<(
     }
 }
 
+/// The roofline plausibility of a measured case's files, where its model and the GPU are
+/// known; the suite's first precision (default bf16) sets the bytes per weight.
+fn check_plausible(
+    loaded: &LoadedConfig,
+    point: &Point<'_>,
+    gpu: Option<&GpuSpec>,
+    input: &mut ServeCaseInput,
+) {
+    let (Some(model), Some(gpu)) = (loaded.models.get(&point.key.model), gpu) else {
+        return;
+    };
+    let precision = point
+        .suite
+        .precisions
+        .first()
+        .map_or("bf16", String::as_str);
+    if let Ok(precision) = Precision::parse(precision, point.suite.kv_dtype.as_deref()) {
+        input.check_plausible(model, gpu, &precision);
+    }
+}
+
 /// The utilisation estimate of a measured case, where its model and the GPU are known; the
 /// suite's first precision (default bf16) sets the bytes per weight.
 fn estimate_of(
@@ -281,6 +305,9 @@ pub(crate) fn policy_of(
             family_alpha: config.gate.family_alpha,
             ..compare::Policy::default()
         },
+        interactivity_levels: suite
+            .and_then(|s| s.interactivity_levels.clone())
+            .unwrap_or_default(),
     }
 }
 
@@ -312,13 +339,57 @@ pub(crate) fn measure_all(
         input.stderr_tail = input.stderr_tail.as_deref().map(crate::redact::redact);
         progress.finish_case(&name, input.error.as_deref());
         input.estimate = estimate_of(loaded, point, gpu, &input);
+        check_plausible(loaded, point, gpu, &mut input);
         inputs.push(input);
     }
     progress.clear();
     if cancel.load(Ordering::SeqCst) {
         return Err(Error::Interrupted);
     }
-    Ok(inputs)
+    Ok(gather_sweeps(suites, inputs))
+}
+
+/// The points of a sweeping suite (`sweep = "request_rate"`) gathered into one case per sweep:
+/// its files are every repeat of every point, in grid order; a point that failed fails the
+/// sweep, naming the point. Other cases pass through unchanged, in order.
+fn gather_sweeps(suites: &[&SuiteConfig], inputs: Vec<ServeCaseInput>) -> Vec<ServeCaseInput> {
+    let mut out: Vec<ServeCaseInput> = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        let axis = suites
+            .iter()
+            .find(|s| s.name == input.key.suite)
+            .and_then(|s| s.sweep);
+        let Some(axis) = axis else {
+            out.push(input);
+            continue;
+        };
+        let point = input.key.clone();
+        let key = input.key.into_sweep(axis);
+        let i = if let Some(i) = out.iter().position(|c| c.key == key) {
+            i
+        } else {
+            out.push(ServeCaseInput {
+                key,
+                repeats: Vec::new(),
+                error: None,
+                stderr_tail: None,
+                estimate: None,
+                gpus: input.gpus,
+                implausible: Vec::new(),
+            });
+            out.len() - 1
+        };
+        let sweep = &mut out[i];
+        sweep.repeats.extend(input.repeats);
+        sweep.implausible.extend(input.implausible);
+        if sweep.error.is_none()
+            && let Some(e) = input.error
+        {
+            sweep.error = Some(format!("point {point}: {e}"));
+            sweep.stderr_tail = input.stderr_tail;
+        }
+    }
+    out
 }
 
 /// The service suites of a run: measured before the step cases, judged beside them and

@@ -43,6 +43,9 @@ pub struct ServeCaseReport {
     /// The case's stored runs on this GPU, oldest first, this run last (set by publishing).
     pub history: Vec<ServeHistoryPoint>,
     pub repeats: Vec<ServeRepeatReport>,
+    /// A sweep's frontiers, the baseline's and this run's, and the levels judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frontier: Option<crate::compare::FrontierFigures>,
 }
 
 /// One stored run of a service case, for history charts: the mean latencies of its repeats.
@@ -75,6 +78,7 @@ impl ServeCaseReport {
             fails_gate: false,
             history: Vec::new(),
             repeats: Vec::new(),
+            frontier: decision.frontier.clone(),
         }
     }
 }

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::serve::{ServeCaseReport, ServeHistoryPoint};
 use crate::report::escape::svg as escape;
+use crate::serve::Frontier;
 
 /// One chart of the service section, with the suite it belongs to.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -220,6 +221,87 @@ pub fn rate_charts(cases: &[ServeCaseReport]) -> Vec<ServeChart> {
     out
 }
 
+/// A sweep's frontiers: output tokens/s per GPU against tokens/s per user, the baseline's
+/// (then, dashed) and this run's (now), the throughput lost between them shaded (where the
+/// baseline's lies above), one chart per sweep.
+#[must_use]
+pub fn frontier_charts(cases: &[ServeCaseReport]) -> Vec<ServeChart> {
+    cases
+        .iter()
+        .filter_map(|c| {
+            let f = c.frontier.as_ref()?;
+            Some(ServeChart {
+                suite: c.key.suite.clone(),
+                title: format!("{}: throughput per GPU against interactivity", c.case),
+                svg: frontier_svg(f.then.as_ref(), &f.now, &f.levels),
+            })
+        })
+        .collect()
+}
+
+fn frontier_svg(then: Option<&Frontier>, now: &Frontier, levels: &[f64]) -> String {
+    let points = |f: &Frontier| -> Vec<(f64, f64)> {
+        f.points
+            .iter()
+            .map(|p| (p.interactivity_tok_s_user, p.throughput_tok_s_gpu))
+            .collect()
+    };
+    let mut series = Vec::new();
+    if let Some(then) = then {
+        series.push(Series {
+            label: "then".to_owned(),
+            then: true,
+            points: points(then),
+        });
+    }
+    series.push(Series {
+        label: "now".to_owned(),
+        then: false,
+        points: points(now),
+    });
+    let ticks: Vec<(f64, String)> = levels.iter().map(|l| (*l, format!("{l:.1}"))).collect();
+    let mut svg = line_svg("tok/s per user", "tok/s per GPU", &series, &ticks);
+    // The loss: between the curves where the baseline's lies above, over the span both reach.
+    if let Some(then) = then
+        && let (Some((a0, a1)), Some((b0, b1))) = (then.span(), now.span())
+    {
+        let all: Vec<(f64, f64)> = series.iter().flat_map(|s| s.points.clone()).collect();
+        let x0 = all.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+        let x1 = all.iter().map(|p| p.0).fold(f64::NEG_INFINITY, f64::max);
+        let y1 = all.iter().map(|p| p.1).fold(0.0, f64::max) * 1.1;
+        let (lo, hi) = (a0.max(b0), a1.min(b1));
+        if hi > lo && x1 > x0 && y1 > 0.0 {
+            let px = |x: f64| LEFT + (x - x0) / (x1 - x0) * (W - LEFT - RIGHT);
+            let py = |y: f64| H - BOTTOM - y / y1 * (H - TOP - BOTTOM);
+            let xs: Vec<f64> = (0..=64)
+                .map(|i| lo + (hi - lo) * f64::from(i) / 64.0)
+                .collect();
+            let upper: Vec<String> = xs
+                .iter()
+                .filter_map(|x| Some(format!("{:.1},{:.1}", px(*x), py(then.throughput_at(*x)?))))
+                .collect();
+            let lower: Vec<String> = xs
+                .iter()
+                .rev()
+                .filter_map(|x| {
+                    let b = then.throughput_at(*x)?;
+                    let n = now.throughput_at(*x)?;
+                    Some(format!("{:.1},{:.1}", px(*x), py(b.min(n))))
+                })
+                .collect();
+            let shade = format!(
+                r##"<polygon class="loss" fill="#cf222e" fill-opacity="0.2" stroke="none" points="{} {}"><title>throughput lost</title></polygon></svg>"##,
+                upper.join(" "),
+                lower.join(" ")
+            );
+            if let Some(end) = svg.rfind("</svg>") {
+                svg.replace_range(end.., &shade);
+            }
+        }
+    }
+    svg
+}
+
 /// A case's TTFT and ITL (p50, p99) over its stored runs, oldest left; `None` below two runs.
 #[must_use]
 pub fn history_chart(case: &ServeCaseReport, history: &[ServeHistoryPoint]) -> Option<ServeChart> {
@@ -272,11 +354,13 @@ mod tests {
             max_concurrency: None,
             input_len: Some(256),
             output_len: Some(32),
+            sweep: None,
         };
         let decision = ServeDecision {
             verdict: Verdict::Pass,
             metrics: Vec::new(),
             reasons: Vec::new(),
+            frontier: None,
         };
         let mut c = ServeCaseReport::new(key, &decision);
         c.means.insert("median_ttft_ms".into(), ttft);

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::context::{RunReport, SuiteReport, severity};
 use super::serve::{ServeCaseReport, ServeHistoryPoint};
-use super::serve_chart::{ServeChart, history_chart, rate_charts};
+use super::serve_chart::{ServeChart, frontier_charts, history_chart, rate_charts};
 use crate::case::Verdict;
 use crate::serve::ServeKey;
 
@@ -128,6 +128,7 @@ impl RunReport {
             self.gate.errors += usize::from(c.verdict == Verdict::Error);
         }
         self.service_charts = rate_charts(&cases);
+        self.service_charts.extend(frontier_charts(&cases));
         self.service = cases;
         self.service_readings = readings;
         self.refresh_summaries();

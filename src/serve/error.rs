@@ -47,6 +47,10 @@ pub enum ServeError {
     },
     #[error("{origin}: holds {count} results, but one repeat writes exactly one")]
     SeveralResults { origin: String, count: usize },
+    #[error("{origin}: a point of a sweep needs `{key}`, which the file does not hold")]
+    NotOnFrontier { origin: String, key: &'static str },
+    #[error("the sweep {case} has {points} point(s): a frontier needs at least two")]
+    OnePointSweep { case: String, points: usize },
 }
 
 impl ServeError {
@@ -69,6 +73,12 @@ impl ServeError {
             ServeError::BadValue { .. } => "the value must be what the load generator writes there",
             ServeError::NoModel { .. } => {
                 "pass --model NAME to name the model the cases are keyed by"
+            }
+            ServeError::NotOnFrontier { .. } => {
+                "a sweep places each point by its output_throughput and TPOT (median_tpot_ms, mean_tpot_ms or median_itl_ms): keep the load generator's default --percentile-metrics"
+            }
+            ServeError::OnePointSweep { .. } => {
+                "pass the files of every rate (or concurrency) of the sweep together, or leave out --sweep"
             }
             ServeError::SeveralResults { .. } => {
                 "SGLang appends to --output-file: give each repeat a fresh file ($UTILGATE_RESULT_FILE is one)"

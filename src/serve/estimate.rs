@@ -41,7 +41,7 @@ fn mean(xs: impl Iterator<Item = f64>) -> Option<f64> {
 }
 
 /// The mean concurrency of one repeat: the file's own figure, else Little's law.
-fn concurrency(r: &ServeResult) -> Option<f64> {
+pub(super) fn concurrency(r: &ServeResult) -> Option<f64> {
     if let Some(c) = r.metrics.get("concurrency") {
         return Some(*c);
     }
@@ -58,7 +58,7 @@ fn concurrency(r: &ServeResult) -> Option<f64> {
 }
 
 /// Mean tokens per completed request from a total the file states.
-fn mean_len(r: &ServeResult, total_key: &str) -> Option<f64> {
+pub(super) fn mean_len(r: &ServeResult, total_key: &str) -> Option<f64> {
     let total = r.fields.get(total_key)?.as_f64()?;
     (r.completed > 0).then(|| total / r.completed as f64)
 }
@@ -68,7 +68,7 @@ fn mean_len(r: &ServeResult, total_key: &str) -> Option<f64> {
     clippy::cast_sign_loss,
     reason = "token counts: positive, rounded, far below u64::MAX"
 )]
-fn tokens(x: f64) -> u64 {
+pub(super) fn tokens(x: f64) -> u64 {
     x.round().max(1.0) as u64
 }
 

@@ -7,6 +7,56 @@ use serde::{Deserialize, Serialize};
 
 use super::model::ServeResult;
 
+/// Which setting a sweep varies from point to point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepAxis {
+    /// `--request-rate`: points keyed by requests per second (`inf` last).
+    RequestRate,
+    /// `--max-concurrency`: points keyed by the concurrency limit.
+    MaxConcurrency,
+}
+
+impl SweepAxis {
+    /// The name the case key and the store write.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SweepAxis::RequestRate => "rate",
+            SweepAxis::MaxConcurrency => "conc",
+        }
+    }
+
+    /// The axis a stored name stands for (`""` is no sweep).
+    #[must_use]
+    pub fn parse(text: &str) -> Option<SweepAxis> {
+        match text {
+            "rate" => Some(SweepAxis::RequestRate),
+            "conc" => Some(SweepAxis::MaxConcurrency),
+            _ => None,
+        }
+    }
+
+    /// The point of a result on this axis, as the case key writes it (`"4"`, `"inf"`, `"64"`;
+    /// no concurrency limit is `"none"`).
+    #[must_use]
+    pub fn point_of(self, result: &ServeResult) -> String {
+        match self {
+            SweepAxis::RequestRate => format_rate(result.settings.request_rate),
+            SweepAxis::MaxConcurrency => result
+                .settings
+                .max_concurrency
+                .map_or_else(|| "none".to_owned(), |c| c.to_string()),
+        }
+    }
+
+    /// The order of points along the axis (by value; `inf` and "no limit" last).
+    #[must_use]
+    pub fn order_value(point: &str) -> f64 {
+        point.parse::<f64>().unwrap_or(f64::INFINITY)
+    }
+}
+
 /// One point of a service grid. Lengths and concurrency are `None` where the run does not fix
 /// them (a `ShareGPT` dataset, no concurrency limit).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -19,7 +69,14 @@ pub struct ServeKey {
     pub max_concurrency: Option<u64>,
     pub input_len: Option<u64>,
     pub output_len: Option<u64>,
+    /// A sweep's axis: the case is the whole sweep (its points are its files), the axis's own
+    /// field is [`SWEPT_RATE`] (a rate sweep) or `None` (a concurrency sweep).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepAxis>,
 }
+
+/// The request rate a rate sweep's key holds: every rate of the sweep.
+pub const SWEPT_RATE: &str = "sweep";
 
 /// A rate as the key writes it: `None` (unlimited) is `"inf"`; whole numbers without a
 /// fraction; others with the shortest exact form.
@@ -67,19 +124,46 @@ impl ServeKey {
             max_concurrency: s.max_concurrency,
             input_len: s.input_len,
             output_len: s.output_len,
+            sweep: None,
         }
+    }
+
+    /// The key of the sweep a result is one point of: the swept setting left out.
+    #[must_use]
+    pub fn sweep_of_result(
+        suite: &str,
+        result: &ServeResult,
+        model_override: Option<&str>,
+        axis: SweepAxis,
+    ) -> Self {
+        ServeKey::of_result(suite, result, model_override).into_sweep(axis)
+    }
+
+    /// The key of the sweep over `axis` this point belongs to.
+    #[must_use]
+    pub fn into_sweep(mut self, axis: SweepAxis) -> Self {
+        self.sweep = Some(axis);
+        match axis {
+            SweepAxis::RequestRate => SWEPT_RATE.clone_into(&mut self.request_rate),
+            SweepAxis::MaxConcurrency => self.max_concurrency = None,
+        }
+        self
     }
 }
 
 impl fmt::Display for ServeKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}/{}/rate={}",
-            self.suite, self.model, self.request_rate
-        )?;
+        write!(f, "{}/{}", self.suite, self.model)?;
+        if self.sweep == Some(SweepAxis::RequestRate) {
+            write!(f, "/sweep=rate")?;
+        } else {
+            write!(f, "/rate={}", self.request_rate)?;
+        }
         if let Some(c) = self.max_concurrency {
             write!(f, "/conc={c}")?;
+        }
+        if self.sweep == Some(SweepAxis::MaxConcurrency) {
+            write!(f, "/sweep=conc")?;
         }
         if let Some(i) = self.input_len {
             write!(f, "/in={i}")?;
@@ -113,8 +197,21 @@ mod tests {
             max_concurrency: Some(16),
             input_len: Some(1024),
             output_len: None,
+            sweep: None,
         };
         assert_eq!(k.to_string(), "serve/m/rate=4/conc=16/in=1024");
+        let rates = ServeKey {
+            request_rate: SWEPT_RATE.into(),
+            sweep: Some(SweepAxis::RequestRate),
+            ..k.clone()
+        };
+        assert_eq!(rates.to_string(), "serve/m/sweep=rate/conc=16/in=1024");
+        let conc = ServeKey {
+            max_concurrency: None,
+            sweep: Some(SweepAxis::MaxConcurrency),
+            ..k
+        };
+        assert_eq!(conc.to_string(), "serve/m/rate=4/sweep=conc/in=1024");
     }
 
     #[test]
@@ -126,6 +223,7 @@ mod tests {
             max_concurrency: None,
             input_len: None,
             output_len: None,
+            sweep: None,
         };
         let mut keys = [key("inf"), key("16"), key("4"), key("0.5"), key("1")];
         keys.sort_by(ServeKey::grid_cmp);

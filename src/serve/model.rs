@@ -100,6 +100,10 @@ pub struct Samples {
     pub ttfts_ms: Vec<f64>,
     /// Every inter-token latency of every successful request, request after request.
     pub itls_ms: Vec<f64>,
+    /// Each request's time per output token (`sum(itls) / (output_len - 1)`), where the file
+    /// has both `itls` and `output_lens`; empty otherwise.
+    #[serde(default)]
+    pub tpots_ms: Vec<f64>,
     pub input_lens: Vec<u64>,
     pub output_lens: Vec<u64>,
 }

@@ -438,6 +438,8 @@ fn samples(f: &Fields<'_>) -> Result<Option<Samples>, ServeError> {
         .filter(|(i, x)| ok[*i] && usable(*x))
         .map(|(_, x)| x * 1000.0)
         .collect();
+    let output_lens = count_array(f, "output_lens")?;
+    let tpots_ms = request_tpots(itls.as_deref(), &output_lens, &ok);
     let itls_ms = itls
         .unwrap_or_default()
         .into_iter()
@@ -450,9 +452,30 @@ fn samples(f: &Fields<'_>) -> Result<Option<Samples>, ServeError> {
     Ok(Some(Samples {
         ttfts_ms,
         itls_ms,
+        tpots_ms,
         input_lens: count_array(f, "input_lens")?,
-        output_lens: count_array(f, "output_lens")?,
+        output_lens,
     }))
+}
+
+/// Each successful request's time per output token (ms), as vLLM defines it: the time after
+/// the first token over the tokens after the first, `sum(itls) / (output_len - 1)` (a streamed
+/// chunk of several tokens is one gap, so the gaps' count can be below `output_len - 1`).
+/// Requests of one output token have none; without both arrays there are none.
+fn request_tpots(itls: Option<&[Vec<f64>]>, output_lens: &[u64], ok: &[bool]) -> Vec<f64> {
+    let Some(itls) = itls else {
+        return Vec::new();
+    };
+    if output_lens.len() != itls.len() {
+        return Vec::new();
+    }
+    itls.iter()
+        .zip(output_lens)
+        .enumerate()
+        .filter(|(i, (gaps, out))| ok[*i] && **out > 1 && !gaps.is_empty())
+        .map(|(_, (gaps, out))| gaps.iter().sum::<f64>() * 1000.0 / (*out - 1) as f64)
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .collect()
 }
 
 #[cfg(test)]

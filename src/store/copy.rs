@@ -29,6 +29,7 @@ pub(crate) const TABLES: &[(&str, &[&str])] = &[
     ("serve_repeats", &["result_id", "repeat"]),
     ("serve_metrics", &["result_id", "repeat", "metric"]),
     ("serve_baseline_moves", &["id"]),
+    ("serve_sweep_points", &["result_id", "repeat"]),
     ("run_canaries", &["run_id"]),
     ("run_groups", &["run_id"]),
     ("run_budgets", &["run_id"]),

@@ -63,6 +63,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(12, "0012_budget_records"),
     migration!(13, "0013_series_parallel", true),
     migration!(14, "0014_result_quality"),
+    migration!(15, "0015_serve_sweeps", true),
 ];
 
 /// Run once before the first migration on `PostgreSQL`: the version table (`SQLite` keeps the
@@ -235,7 +236,8 @@ mod tests {
                 "serve_metrics",
                 "serve_repeats",
                 "serve_results",
-                "serve_series"
+                "serve_series",
+                "serve_sweep_points"
             ]
         );
         assert_eq!(table_names(conn, "view"), ["current_baselines"]);

@@ -13,7 +13,7 @@ use super::db::{Store, ns_to_timestamp, parse_json, parse_text, u64_to_i64};
 use super::error::StoreError;
 use super::types::{BaselineMoveKind, RunId};
 use crate::case::Verdict;
-use crate::serve::ServeKey;
+use crate::serve::{ServeKey, SweepAxis, SweepPoint};
 
 /// One repeat of a service case to store: the load generator's result object as written.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
@@ -25,6 +25,9 @@ pub struct NewServeRepeat {
     pub raw_json: String,
     /// The metrics read from it, by canonical name.
     pub metrics: BTreeMap<String, f64>,
+    /// Where the file lies in its sweep, for a sweep's files.
+    #[serde(default)]
+    pub sweep_point: Option<SweepPoint>,
 }
 
 /// One service case of a run to store (also kept whole in a rescue file).
@@ -51,6 +54,7 @@ pub struct StoredServeRepeat {
     #[serde(skip)]
     pub raw_json: String,
     pub metrics: BTreeMap<String, f64>,
+    pub sweep_point: Option<SweepPoint>,
 }
 
 /// A stored service result.
@@ -72,7 +76,8 @@ pub struct StoredServeCase {
 
 const CASE_SELECT: &str = "SELECT r.id, r.run_id, r.run_started_at_ns, r.verdict, r.error,
         r.settings_json, r.decision_json, r.estimate_json, r.stderr_tail,
-        s.suite, s.model, s.request_rate, s.max_concurrency, s.input_len, s.output_len, s.gpu_sku
+        s.suite, s.model, s.request_rate, s.max_concurrency, s.input_len, s.output_len, s.gpu_sku,
+        s.sweep
      FROM serve_results r JOIN serve_series s ON s.id = r.series_id";
 
 struct RawCase {
@@ -92,6 +97,7 @@ struct RawCase {
     input_len: i64,
     output_len: i64,
     gpu_sku: String,
+    sweep: String,
 }
 
 impl RawCase {
@@ -113,6 +119,7 @@ impl RawCase {
             input_len: row.get("input_len")?,
             output_len: row.get("output_len")?,
             gpu_sku: row.get("gpu_sku")?,
+            sweep: row.get("sweep")?,
         })
     }
 }
@@ -124,6 +131,11 @@ fn opt(v: i64) -> Option<u64> {
 
 fn zero(path: &std::path::Path, what: &'static str, v: Option<u64>) -> Result<i64, StoreError> {
     v.map_or(Ok(0), |v| u64_to_i64(path, what, v))
+}
+
+/// The swept axis as the series stores it ('' for a single point).
+fn sweep_name(key: &ServeKey) -> &'static str {
+    key.sweep.map_or("", SweepAxis::as_str)
 }
 
 fn series_id(
@@ -140,18 +152,20 @@ fn series_id(
         zero(path, "max concurrency", key.max_concurrency)?,
         zero(path, "input length", key.input_len)?,
         zero(path, "output length", key.output_len)?,
-        gpu_sku
+        gpu_sku,
+        sweep_name(key)
     ];
     tx.execute(
         "INSERT OR IGNORE INTO serve_series
-             (suite, model, request_rate, max_concurrency, input_len, output_len, gpu_sku)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             (suite, model, request_rate, max_concurrency, input_len, output_len, gpu_sku, sweep)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
         values,
     )
     .map_err(fail)?;
     tx.query_row(
         "SELECT id FROM serve_series WHERE suite = ?1 AND model = ?2 AND request_rate = ?3
-           AND max_concurrency = ?4 AND input_len = ?5 AND output_len = ?6 AND gpu_sku = ?7",
+           AND max_concurrency = ?4 AND input_len = ?5 AND output_len = ?6 AND gpu_sku = ?7
+           AND sweep = ?8",
         values,
         |r| r.get(0),
     )
@@ -226,6 +240,23 @@ pub(super) fn write_serve_cases(
                 add.execute(params![result_id, repeat, metric, value])
                     .map_err(fail("write service metrics"))?;
             }
+            if let Some(p) = &rep.sweep_point {
+                tx.execute(
+                    "INSERT INTO serve_sweep_points (result_id, repeat, point, sweep_repeat, gpus,
+                         interactivity_tok_s_user, throughput_tok_s_gpu)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                    params![
+                        result_id,
+                        repeat,
+                        p.point,
+                        p.sweep_repeat,
+                        p.gpus,
+                        p.interactivity_tok_s_user.filter(|v| v.is_finite()),
+                        p.throughput_tok_s_gpu.filter(|v| v.is_finite())
+                    ],
+                )
+                .map_err(fail("write a sweep point"))?;
+            }
         }
         if case.promote {
             tx.execute(
@@ -260,7 +291,7 @@ impl Store {
             .prepare_cached(
                 "SELECT id FROM serve_series WHERE suite = ?1 AND model = ?2 AND request_rate = ?3
                    AND max_concurrency = ?4 AND input_len = ?5 AND output_len = ?6
-                   AND gpu_sku = ?7",
+                   AND gpu_sku = ?7 AND sweep = ?8",
             )
             .and_then(|mut stmt| {
                 stmt.query_row(
@@ -271,7 +302,8 @@ impl Store {
                         conc,
                         input,
                         output,
-                        gpu_sku
+                        gpu_sku,
+                        sweep_name(key)
                     ],
                     |r| r.get(0),
                 )
@@ -466,6 +498,7 @@ impl Store {
                 max_concurrency: opt(r.conc),
                 input_len: opt(r.input_len),
                 output_len: opt(r.output_len),
+                sweep: SweepAxis::parse(&r.sweep),
             },
             gpu_sku: r.gpu_sku,
             verdict,
@@ -493,6 +526,7 @@ impl Store {
                         schema: row.get("schema_name")?,
                         raw_json: row.get("raw_json")?,
                         metrics: BTreeMap::new(),
+                        sweep_point: None,
                     })
                 })?
                 .collect()
@@ -509,6 +543,34 @@ impl Store {
         for (repeat, metric, value) in rows {
             if let Some(rep) = repeats.iter_mut().find(|r| r.repeat == repeat) {
                 rep.metrics.insert(metric, value);
+            }
+        }
+        let points: Vec<(u32, SweepPoint)> = self
+            .conn
+            .prepare_cached(
+                "SELECT repeat, point, sweep_repeat, gpus, interactivity_tok_s_user,
+                        throughput_tok_s_gpu
+                 FROM serve_sweep_points WHERE result_id = ?1",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map([result_id], |r| {
+                    Ok((
+                        r.get("repeat")?,
+                        SweepPoint {
+                            point: r.get("point")?,
+                            sweep_repeat: r.get("sweep_repeat")?,
+                            gpus: r.get("gpus")?,
+                            interactivity_tok_s_user: r.get("interactivity_tok_s_user")?,
+                            throughput_tok_s_gpu: r.get("throughput_tok_s_gpu")?,
+                        },
+                    ))
+                })?
+                .collect()
+            })
+            .map_err(self.fail("read sweep points"))?;
+        for (repeat, point) in points {
+            if let Some(rep) = repeats.iter_mut().find(|r| r.repeat == repeat) {
+                rep.sweep_point = Some(point);
             }
         }
         Ok(repeats)

@@ -168,7 +168,7 @@ fn a_v11_store_with_budgeted_nights_upgrades_in_place_and_keeps_its_budget_repor
     assert_planned_from_history(&budgeted_night(&env, None));
     let conn = rusqlite::Connection::open(env.db()).expect("open");
     // Upgraded to the latest schema (v13 gave the series tp and ep, v14 the accuracy guard's
-    // `result_quality`).
+    // `result_quality`, v15 the service sweeps).
     assert_eq!(version(&conn), utilgate::store::SCHEMA_VERSION);
     conn.execute(
         "ATTACH DATABASE ?1 AS before",
@@ -176,12 +176,17 @@ fn a_v11_store_with_budgeted_nights_upgrades_in_place_and_keeps_its_budget_repor
     )
     .expect("attach");
     for (t, n) in V11_TABLES.iter().zip(&rows) {
-        // v13 gave `series` two columns (tp, ep); the columns it had are compared.
-        let columns = if *t == "series" {
-            "id, suite, model, precision, phase, batch, context, gpu_sku, axes"
-        } else {
-            "*"
-        };
+        // The v11 table's own columns: a later migration may add one (13: series.tp and ep, 15: serve_series.sweep).
+        let columns: Vec<String> = conn
+            .prepare(&format!(
+                "SELECT name FROM pragma_table_info('{t}', 'before')"
+            ))
+            .expect("columns")
+            .query_map([], |r| r.get(0))
+            .expect("columns")
+            .collect::<Result<_, _>>()
+            .expect("columns");
+        let columns = columns.join(", ");
         let lost: i64 = conn
             .query_row(
                 &format!(
@@ -232,23 +237,30 @@ fn a_v11_pg_store_with_budgeted_nights_upgrades_in_place_and_keeps_its_budget_re
     connect()
         .batch_execute(&fixture("v11-budget.pg.sql"))
         .expect("restore");
-    // Every row of a table as text, sorted; `series` by the columns it had at v11 (v13 gave it
-    // tp and ep).
-    let rows_of = |c: &mut postgres::Client, t: &str| -> Vec<String> {
-        let row = if t == "series" {
-            "ROW(r.id, r.suite, r.model, r.precision, r.phase, r.batch, r.context, r.gpu_sku, \
-             r.axes)::text"
-        } else {
-            "r::text"
-        };
+    // Every row of a table as text over the given columns, sorted.
+    let rows_of = |c: &mut postgres::Client, t: &str, columns: &str| -> Vec<String> {
         let mut rows: Vec<String> = c
-            .query(&format!("SELECT {row} FROM {t} r"), &[])
+            .query(&format!("SELECT ROW({columns})::text FROM {t}"), &[])
             .expect("rows")
             .iter()
             .map(|r| r.get(0))
             .collect();
         rows.sort();
         rows
+    };
+    // Each v11 table's own columns: later migrations add some (13: series.tp and ep, 15:
+    // serve_series.sweep), which the rows kept are not compared on.
+    let columns_of = |c: &mut postgres::Client, t: &str| -> String {
+        c.query(
+            "SELECT column_name::text FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position",
+            &[&t],
+        )
+        .expect("columns")
+        .iter()
+        .map(|r| r.get::<_, String>(0))
+        .collect::<Vec<_>>()
+        .join(", ")
     };
     let mut c = connect();
     let version = |c: &mut postgres::Client| -> i64 {
@@ -257,14 +269,19 @@ fn a_v11_pg_store_with_budgeted_nights_upgrades_in_place_and_keeps_its_budget_re
             .get(0)
     };
     assert_eq!(version(&mut c), 11);
-    let before: Vec<Vec<String>> = V11_TABLES.iter().map(|t| rows_of(&mut c, t)).collect();
+    let columns: Vec<String> = V11_TABLES.iter().map(|t| columns_of(&mut c, t)).collect();
+    let before: Vec<Vec<String>> = V11_TABLES
+        .iter()
+        .zip(&columns)
+        .map(|(t, cols)| rows_of(&mut c, t, cols))
+        .collect();
     assert_eq!(before.iter().map(Vec::len).sum::<usize>(), 19);
 
     let env = fixture_env();
     assert_planned_from_history(&budgeted_night(&env, Some(&url)));
     assert_eq!(version(&mut c), utilgate::store::SCHEMA_VERSION);
-    for (t, rows) in V11_TABLES.iter().zip(&before) {
-        let after = rows_of(&mut c, t);
+    for ((t, rows), cols) in V11_TABLES.iter().zip(&before).zip(&columns) {
+        let after = rows_of(&mut c, t, cols);
         let kept = rows
             .iter()
             .filter(|r| after.binary_search(r).is_ok())

@@ -12,7 +12,7 @@ use serde_json::json;
 use sha2::Digest as _;
 use utilgate::case::{CaseKey, Phase, Verdict};
 use utilgate::compare::budget::{CaseRecord, NightRecord, PlanNote, RepeatCost, Stop};
-use utilgate::serve::ServeKey;
+use utilgate::serve::{SWEPT_RATE, ServeKey, SweepAxis, SweepPoint};
 use utilgate::store::{
     BaselineMove, BaselineMoveKind, NewEvidence, NewProbe, NewResult, NewRun, NewServeCase,
     NewServeRepeat, RunGroup, Store,
@@ -99,14 +99,17 @@ fn result(batch: u64, i: u32) -> NewResult {
 }
 
 fn serve_case(i: u32) -> NewServeCase {
+    // Every fifth run also holds a rate sweep (its files placed in `serve_sweep_points`).
+    let sweep = i.is_multiple_of(5);
     NewServeCase {
         key: ServeKey {
             suite: "serve".into(),
             model: "llama-3.1-8b".into(),
-            request_rate: "4".into(),
+            request_rate: if sweep { SWEPT_RATE } else { "4" }.into(),
             max_concurrency: Some(16),
             input_len: Some(1024),
             output_len: None,
+            sweep: sweep.then_some(SweepAxis::RequestRate),
         },
         verdict: Some(Verdict::Pass),
         error: None,
@@ -123,6 +126,13 @@ fn serve_case(i: u32) -> NewServeCase {
                     ("ttft_p50_ms".to_owned(), 20.0 + f64::from(i) / 3.0),
                     ("tpot_p99_ms".to_owned(), 9.0 + f64::from(r) / 7.0),
                 ]),
+                sweep_point: sweep.then(|| SweepPoint {
+                    point: if r == 0 { "4" } else { "inf" }.to_owned(),
+                    sweep_repeat: 0,
+                    gpus: 8,
+                    interactivity_tok_s_user: Some(30.0 + f64::from(i) / 7.0),
+                    throughput_tok_s_gpu: Some(150.0 - f64::from(r)),
+                }),
             })
             .collect(),
         promote: i.is_multiple_of(2),

@@ -55,18 +55,32 @@ fn judge(base: &[ServeResult], now: &[ServeResult]) -> ServeDecision {
 
 #[test]
 fn unchanged_passes_and_first_run_is_new() {
-    let base = run(1.0, 1.0);
-    let d = judge(&base, &run(1.0, 1.0));
+    let base = run_of(400, 1.0);
+    let d = judge(&base, &run_of(400, 1.0));
     assert_eq!(d.verdict, Verdict::Pass, "{:?}", d.reasons);
-    assert_eq!(d.metrics.len(), 4);
+    assert_eq!(d.metrics.len(), 4, "400 requests bound their p99");
+    let d = judge(&run(1.0, 1.0), &run(1.0, 1.0));
+    assert_eq!(d.metrics.len(), 3, "200 requests do not bound their p99");
     let new = decide_serve(None, &base, &[], &ServePolicy::default(), 1);
     assert_eq!(new.verdict, Verdict::New);
 }
 
+/// `run` with `requests` sent and completed per repeat.
+fn run_of(requests: u64, lat: f64) -> Vec<ServeResult> {
+    let mut r = run(lat, 1.0);
+    for rep in &mut r {
+        rep.completed = requests;
+        rep.settings.num_prompts = Some(requests);
+        rep.settings.total_input_tokens = Some(requests * 512);
+    }
+    r
+}
+
 #[test]
 fn a_thirty_percent_slower_p99_ttft_regresses_naming_the_metric() {
-    let base = run(1.0, 1.0);
-    let mut now = run(1.0, 1.0);
+    // 400 requests a repeat bound their p99 (a p99 needs 299 at 95% confidence).
+    let base = run_of(400, 1.0);
+    let mut now = run_of(400, 1.0);
     for r in &mut now {
         *r.metrics.get_mut("p99_ttft_ms").expect("p99") *= 1.3;
     }
@@ -161,6 +175,7 @@ fn per_request_samples_feed_the_median_metrics() {
             rep.samples = Some(Samples {
                 ttfts_ms: ttfts,
                 itls_ms: Vec::new(),
+                tpots_ms: Vec::new(),
                 input_lens: Vec::new(),
                 output_lens: Vec::new(),
             });
@@ -183,6 +198,28 @@ fn per_request_samples_feed_the_median_metrics() {
     assert!(!itl.per_request, "no ITL samples: the file's figure");
     let d = judge(&with_samples(1.0), &with_samples(1.2));
     assert_eq!(d.verdict, Verdict::Regressed);
+}
+
+#[test]
+fn the_p99_of_a_hundred_requests_is_not_gated_and_says_what_they_support() {
+    let base = run_of(100, 1.0);
+    let mut now = run_of(100, 1.0);
+    for r in &mut now {
+        *r.metrics.get_mut("p99_ttft_ms").expect("p99") *= 1.3;
+    }
+    let d = judge(&base, &now);
+    assert_eq!(d.verdict, Verdict::Pass, "{:?}", d.reasons);
+    assert!(
+        d.metrics.iter().all(|m| m.metric != "p99_ttft_ms"),
+        "no point estimate gated"
+    );
+    let said = d
+        .reasons
+        .iter()
+        .find(|r| r.starts_with("p99_ttft_ms is not gated"))
+        .expect("the reason");
+    assert!(said.contains("100 requests"), "{said}");
+    assert!(said.contains("support at most p97.0"), "{said}");
 }
 
 #[test]

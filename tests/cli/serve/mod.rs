@@ -11,8 +11,10 @@ use std::process::Output;
 use crate::env::{TestEnv, stderr};
 
 mod import;
+mod plausible;
 mod report;
 mod suite;
+mod sweep;
 
 pub(crate) const STUB: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
