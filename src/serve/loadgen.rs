@@ -13,7 +13,9 @@ mod guidellm;
 mod inference_perf;
 mod mlperf;
 
-use serde_json::Value;
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
 
 use super::error::ServeError;
 use super::model::{Schema, ServeResult};
@@ -110,6 +112,125 @@ impl Tool {
             self.remedy.to_owned(),
         )
     }
+}
+
+/// Reads a tool's JSON with errors that name the tool, the file and the field's path.
+struct Doc<'a> {
+    tool: &'a Tool,
+    origin: &'a str,
+}
+
+type Object = Map<String, Value>;
+
+impl Doc<'_> {
+    /// The value at `path`; absent and `null` are `None`.
+    fn get<'v>(&self, root: &'v Object, path: &[&str]) -> Option<&'v Value> {
+        let (last, parents) = path.split_last()?;
+        let mut obj = root;
+        for key in parents {
+            obj = obj.get(*key)?.as_object()?;
+        }
+        obj.get(*last).filter(|v| !v.is_null())
+    }
+
+    fn need<'v>(&self, root: &'v Object, path: &[&str]) -> Result<&'v Value, ServeError> {
+        self.get(root, path)
+            .ok_or_else(|| self.tool.missing(self.origin, &path.join(".")))
+    }
+
+    fn need_object<'v>(&self, root: &'v Object, path: &[&str]) -> Result<&'v Object, ServeError> {
+        let v = self.need(root, path)?;
+        v.as_object()
+            .ok_or_else(|| self.tool.not_a(self.origin, &path.join("."), "an object", v))
+    }
+
+    fn need_number(&self, root: &Object, path: &[&str]) -> Result<f64, ServeError> {
+        let v = self.need(root, path)?;
+        v.as_f64()
+            .ok_or_else(|| self.tool.not_a(self.origin, &path.join("."), "a number", v))
+    }
+
+    fn number(&self, root: &Object, path: &[&str]) -> Result<Option<f64>, ServeError> {
+        self.get(root, path)
+            .map(|v| {
+                v.as_f64()
+                    .ok_or_else(|| self.tool.not_a(self.origin, &path.join("."), "a number", v))
+            })
+            .transpose()
+    }
+
+    /// A whole number (`40` or `40.0`).
+    fn count(&self, root: &Object, path: &[&str]) -> Result<Option<u64>, ServeError> {
+        self.number(root, path)?
+            .map(|x| {
+                whole(x).ok_or_else(|| {
+                    self.tool.not_a(
+                        self.origin,
+                        &path.join("."),
+                        "a whole number",
+                        &Value::from(x),
+                    )
+                })
+            })
+            .transpose()
+    }
+
+    fn text(&self, root: &Object, path: &[&str]) -> Option<String> {
+        self.get(root, path)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    }
+
+    /// Puts every statistic of the distribution at `path` into `metrics` as
+    /// `{stat}_{family}_ms`, each value times `to_ms`. `stat` maps the tool's statistic names
+    /// (`avg`, `p99`, `std_dev`, ...) to canonical ones; others are left in the fields only.
+    fn distribution(
+        &self,
+        root: &Object,
+        path: &[&str],
+        family: &str,
+        to_ms: f64,
+        stat: fn(&str) -> Option<String>,
+        metrics: &mut BTreeMap<String, f64>,
+    ) -> Result<(), ServeError> {
+        let Some(v) = self.get(root, path) else {
+            return Ok(());
+        };
+        let Some(obj) = v.as_object() else {
+            return Err(self
+                .tool
+                .not_a(self.origin, &path.join("."), "an object of statistics", v));
+        };
+        for (key, x) in obj {
+            let Some(name) = stat(key) else { continue };
+            match x {
+                Value::Null => {}
+                Value::Number(n) => {
+                    if let Some(x) = n.as_f64().filter(|x| x.is_finite()) {
+                        metrics.insert(format!("{name}_{family}_ms"), x * to_ms);
+                    }
+                }
+                other => {
+                    let field = format!("{}.{key}", path.join("."));
+                    return Err(self.tool.not_a(self.origin, &field, "a number", other));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `x` as a whole number when it is one.
+fn whole(x: f64) -> Option<u64> {
+    (x.fract() == 0.0 && (0.0..1.8e19).contains(&x)).then(|| {
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "checked integral, non-negative and below u64::MAX"
+        )]
+        let n = x as u64;
+        n
+    })
 }
 
 /// The canonical statistic of a percentile: the 50th is `median` (the name the vLLM reader and
