@@ -22,10 +22,7 @@ use super::model::{Schema, ServeResult};
 
 /// The results of a text (non-JSON) format this module reads; `None` when `text` is none of
 /// them.
-pub(super) fn parse_text(
-    text: &str,
-    origin: &str,
-) -> Option<Result<Vec<ServeResult>, ServeError>> {
+pub(super) fn parse_text(text: &str, origin: &str) -> Option<Result<Vec<ServeResult>, ServeError>> {
     if mlperf::is_summary(text) {
         return Some(mlperf::parse(text, origin).map(|r| vec![r]));
     }
@@ -140,8 +137,10 @@ impl Doc<'_> {
 
     fn need_object<'v>(&self, root: &'v Object, path: &[&str]) -> Result<&'v Object, ServeError> {
         let v = self.need(root, path)?;
-        v.as_object()
-            .ok_or_else(|| self.tool.not_a(self.origin, &path.join("."), "an object", v))
+        v.as_object().ok_or_else(|| {
+            self.tool
+                .not_a(self.origin, &path.join("."), "an object", v)
+        })
     }
 
     fn need_number(&self, root: &Object, path: &[&str]) -> Result<f64, ServeError> {
@@ -197,9 +196,12 @@ impl Doc<'_> {
             return Ok(());
         };
         let Some(obj) = v.as_object() else {
-            return Err(self
-                .tool
-                .not_a(self.origin, &path.join("."), "an object of statistics", v));
+            return Err(self.tool.not_a(
+                self.origin,
+                &path.join("."),
+                "an object of statistics",
+                v,
+            ));
         };
         for (key, x) in obj {
             let Some(name) = stat(key) else { continue };

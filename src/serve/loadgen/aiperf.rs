@@ -37,7 +37,11 @@ const LATENCIES: [(&str, &str, &str); 4] = [
 const THROUGHPUTS: [(&str, &str, &str); 4] = [
     ("request_throughput", "request_throughput", "requests/sec"),
     ("output_token_throughput", "output_throughput", "tokens/sec"),
-    ("total_token_throughput", "total_token_throughput", "tokens/sec"),
+    (
+        "total_token_throughput",
+        "total_token_throughput",
+        "tokens/sec",
+    ),
     ("input_token_throughput", "input_throughput", "tokens/sec"),
 ];
 
@@ -85,7 +89,10 @@ fn check_unit(doc: &Doc<'_>, obj: &Object, name: &str, want: &str) -> Result<(),
 }
 
 pub(super) fn parse_json(obj: &Object, origin: &str) -> Result<ServeResult, ServeError> {
-    let doc = Doc { tool: &TOOL, origin };
+    let doc = Doc {
+        tool: &TOOL,
+        origin,
+    };
     let mut metrics = BTreeMap::new();
     doc.need_object(obj, &["request_latency"])?;
     for (name, family, unit) in LATENCIES {
@@ -138,7 +145,11 @@ fn settings(doc: &Doc<'_>, obj: &Object) -> Result<Settings, ServeError> {
             .as_array()?
             .iter()
             .filter_map(Value::as_object)
-            .find(|o| o.get("kind").and_then(Value::as_str).is_none_or(|k| k == "profiling"))
+            .find(|o| {
+                o.get("kind")
+                    .and_then(Value::as_str)
+                    .is_none_or(|k| k == "profiling")
+            })
     };
     let model = first(&["models", "items"]).and_then(|m| doc.text(m, &["name"]));
     let mut s = Settings {
@@ -153,8 +164,12 @@ fn settings(doc: &Doc<'_>, obj: &Object) -> Result<Settings, ServeError> {
     if let Some(data) = first(&["datasets"]) {
         s.dataset = doc.text(data, &["type"]);
         s.seed = doc.count(data, &["random_seed"])?;
-        s.input_len = doc.number(data, &["prompts", "isl", "mean"])?.and_then(whole);
-        s.output_len = doc.number(data, &["prompts", "osl", "mean"])?.and_then(whole);
+        s.input_len = doc
+            .number(data, &["prompts", "isl", "mean"])?
+            .and_then(whole);
+        s.output_len = doc
+            .number(data, &["prompts", "osl", "mean"])?
+            .and_then(whole);
     }
     if s.seed.is_none() {
         s.seed = doc.count(obj, &["run_info", "random_seed"])?;
@@ -173,7 +188,10 @@ const CSV_LATENCIES: [(&str, &str); 4] = [
 const CSV_VALUES: [(&str, &str); 4] = [
     ("Request Throughput (requests/sec)", "request_throughput"),
     ("Output Token Throughput (tokens/sec)", "output_throughput"),
-    ("Total Token Throughput (tokens/sec)", "total_token_throughput"),
+    (
+        "Total Token Throughput (tokens/sec)",
+        "total_token_throughput",
+    ),
     ("Input Token Throughput (tokens/sec)", "input_throughput"),
 ];
 
@@ -260,8 +278,14 @@ pub(super) fn parse_csv(text: &str, origin: &str) -> Result<ServeResult, ServeEr
         }
     }
     need("Request Throughput (requests/sec)")?;
-    let completed = whole(need("Request Count")?)
-        .ok_or_else(|| TOOL.err(origin, "Request Count", "is not a whole number".to_owned(), TOOL.remedy.to_owned()))?;
+    let completed = whole(need("Request Count")?).ok_or_else(|| {
+        TOOL.err(
+            origin,
+            "Request Count",
+            "is not a whole number".to_owned(),
+            TOOL.remedy.to_owned(),
+        )
+    })?;
     let duration_s = need("Benchmark Duration (sec)")?;
     let failed = value("Error Request Count")?.and_then(whole);
     let mut fields = Map::new();

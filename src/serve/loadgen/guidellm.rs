@@ -78,7 +78,10 @@ fn percentile(key: &str) -> Option<String> {
 }
 
 pub(super) fn parse(obj: &Object, origin: &str) -> Result<Vec<ServeResult>, ServeError> {
-    let doc = Doc { tool: &TOOL, origin };
+    let doc = Doc {
+        tool: &TOOL,
+        origin,
+    };
     let benchmarks = doc.need(obj, &["benchmarks"])?;
     let Some(benchmarks) = benchmarks.as_array() else {
         return Err(TOOL.not_a(origin, "benchmarks", "an array", benchmarks));

@@ -47,7 +47,10 @@ fn stat(key: &str) -> Option<String> {
 }
 
 pub(super) fn parse(obj: &Object, origin: &str) -> Result<ServeResult, ServeError> {
-    let doc = Doc { tool: &TOOL, origin };
+    let doc = Doc {
+        tool: &TOOL,
+        origin,
+    };
     let mut metrics = BTreeMap::new();
     doc.need_object(obj, &["successes", "latency", "request_latency"])?;
     for (name, family) in LATENCIES {
