@@ -47,8 +47,8 @@ pub enum ServeError {
     },
     #[error("{origin}: holds {count} results, but one repeat writes exactly one")]
     SeveralResults { origin: String, count: usize },
-    /// A field of another load generator's report (AIPerf, GuideLLM, inference-perf, MLPerf
-    /// LoadGen) is missing or not what the supported versions write: `field` is its path in the
+    /// A field of another load generator's report (`AIPerf`, `GuideLLM`, inference-perf, `MLPerf`
+    /// `LoadGen`) is missing or not what the supported versions write: `field` is its path in the
     /// file, `fix` the hint.
     #[error("{origin}: {tool} result: `{field}` {problem}")]
     Field {

@@ -1,6 +1,6 @@
-//! Readers for the load generators besides vLLM and `SGLang`: AIPerf's profile export (JSON or
-//! CSV), GuideLLM's benchmark report, kubernetes-sigs/inference-perf's summary report and MLPerf
-//! LoadGen's text summary. Each maps its units and statistics onto the canonical metric names
+//! Readers for the load generators besides vLLM and `SGLang`: `AIPerf`'s profile export (JSON or
+//! CSV), `GuideLLM`'s benchmark report, kubernetes-sigs/inference-perf's summary report and `MLPerf`
+//! `LoadGen`'s text summary. Each maps its units and statistics onto the canonical metric names
 //! of `model.rs` (`p99_ttft_ms`, `median_itl_ms`, `output_throughput`, ...) and keeps every
 //! field of the file. Pure: text in, results out; `parse.rs` asks here first.
 //!
@@ -121,6 +121,10 @@ type Object = Map<String, Value>;
 
 impl Doc<'_> {
     /// The value at `path`; absent and `null` are `None`.
+    #[expect(
+        clippy::unused_self,
+        reason = "one accessor family on `Doc`: its siblings name the tool and file in errors"
+    )]
     fn get<'v>(&self, root: &'v Object, path: &[&str]) -> Option<&'v Value> {
         let (last, parents) = path.split_last()?;
         let mut obj = root;
@@ -241,7 +245,7 @@ fn stat_name(p: f64) -> Option<String> {
     if !(0.0..=100.0).contains(&p) {
         return None;
     }
-    if p == 50.0 {
+    if p.total_cmp(&50.0).is_eq() {
         return Some("median".to_owned());
     }
     Some(format!("p{p}"))

@@ -17,13 +17,13 @@ pub enum Schema {
     VllmBenchmarkServing,
     /// `python -m sglang.bench_serving --output-file` (JSON lines, `e2e_latency` metrics).
     SglangBenchServing,
-    /// AIPerf's profile export (`profile_export_aiperf.json` or `.csv`), `serve/loadgen/aiperf.rs`.
+    /// `AIPerf`'s profile export (`profile_export_aiperf.json` or `.csv`), `serve/loadgen/aiperf.rs`.
     AiperfProfileExport,
-    /// GuideLLM's benchmark report (`benchmarks.json`), one result per benchmark.
+    /// `GuideLLM`'s benchmark report (`benchmarks.json`), one result per benchmark.
     GuidellmBenchmarks,
     /// kubernetes-sigs/inference-perf's summary report (`summary_lifecycle_metrics.json`).
     InferencePerfSummary,
-    /// MLPerf LoadGen's `mlperf_log_summary.txt`.
+    /// `MLPerf` `LoadGen`'s `mlperf_log_summary.txt`.
     MlperfLoadgenSummary,
 }
 

@@ -1,6 +1,6 @@
 //! Parses load-generator result text into [`ServeResult`]s: one JSON object (vLLM) or JSON lines
-//! (`SGLang` appends one object per run); the other load generators' formats (AIPerf, GuideLLM,
-//! inference-perf, MLPerf LoadGen) are recognised by content and read by `loadgen`. Pure: the
+//! (`SGLang` appends one object per run); the other load generators' formats (`AIPerf`, `GuideLLM`,
+//! inference-perf, `MLPerf` `LoadGen`) are recognised by content and read by `loadgen`. Pure: the
 //! text and its origin arrive as arguments.
 //!
 //! Built for the formats, not for a few samples: unknown keys are kept, Python's non-standard

@@ -1,9 +1,9 @@
-//! AIPerf's profile export (`aiperf profile`, the successor of genai-perf): the JSON
+//! `AIPerf`'s profile export (`aiperf profile`, the successor of genai-perf): the JSON
 //! `profile_export_aiperf.json` (schema 1.x, every metric an object with its `unit` and
 //! statistics) and the CSV `profile_export_aiperf.csv` (display names with units, values
 //! rounded to two decimals, no run settings). Pure.
 //!
-//! AIPerf's `inter_token_latency` is per request, (latency - TTFT) / (output tokens - first
+//! `AIPerf`'s `inter_token_latency` is per request, (latency - TTFT) / (output tokens - first
 //! chunk's tokens): vLLM's TPOT, so it is read as `tpot`; its `inter_chunk_latency` (every gap
 //! between streamed chunks) is vLLM's ITL.
 
@@ -25,7 +25,7 @@ const TOOL: Tool = Tool {
 /// The key the stored form of a CSV export keeps its text under.
 pub(super) const CSV_JSON_KEY: &str = "aiperf_profile_export_csv";
 
-/// Latency distributions: AIPerf's name, the canonical family, and the unit it writes.
+/// Latency distributions: `AIPerf`'s name, the canonical family, and the unit it writes.
 const LATENCIES: [(&str, &str, &str); 4] = [
     ("time_to_first_token", "ttft", "ms"),
     ("inter_token_latency", "tpot", "ms"),
@@ -33,7 +33,7 @@ const LATENCIES: [(&str, &str, &str); 4] = [
     ("request_latency", "e2el", "ms"),
 ];
 
-/// Throughputs: AIPerf's name, the canonical metric, and the unit it writes.
+/// Throughputs: `AIPerf`'s name, the canonical metric, and the unit it writes.
 const THROUGHPUTS: [(&str, &str, &str); 4] = [
     ("request_throughput", "request_throughput", "requests/sec"),
     ("output_token_throughput", "output_throughput", "tokens/sec"),
@@ -54,7 +54,7 @@ pub(super) fn is_csv(text: &str) -> bool {
     text.trim_start().starts_with("Metric,avg,")
 }
 
-/// AIPerf's statistic names: `avg`, `min`, `max`, `std`, `p1` .. `p99` (`count` and `sum` are
+/// `AIPerf`'s statistic names: `avg`, `min`, `max`, `std`, `p1` .. `p99` (`count` and `sum` are
 /// not statistics of the latency).
 fn stat(key: &str) -> Option<String> {
     match key {
@@ -133,7 +133,7 @@ pub(super) fn parse_json(obj: &Object, origin: &str) -> Result<ServeResult, Serv
     })
 }
 
-/// The run's settings from `input_config` (AIPerf 0.13's layout: `models.items[].name`,
+/// The run's settings from `input_config` (`AIPerf` 0.13's layout: `models.items[].name`,
 /// `phases[]` with the profiling phase's `type`, `rate`, `concurrency` and `requests`,
 /// `datasets[]` with `random_seed` and the synthetic `prompts.isl/osl` means).
 fn settings(doc: &Doc<'_>, obj: &Object) -> Result<Settings, ServeError> {
@@ -195,25 +195,25 @@ const CSV_VALUES: [(&str, &str); 4] = [
     ("Input Token Throughput (tokens/sec)", "input_throughput"),
 ];
 
-/// The CSV export: a table of distributions (`Metric,avg,min,max,sum,p1,...`) and, after a
-/// blank line, one of single values (`Metric,Value`). Every row is keyed by its display name.
-pub(super) fn parse_csv(text: &str, origin: &str) -> Result<ServeResult, ServeError> {
-    let csv_err = |e: csv::Error| {
-        TOOL.err(
-            origin,
-            "(CSV)",
-            format!("is not CSV: {e}"),
-            TOOL.remedy.to_owned(),
-        )
-    };
+/// The CSV's rows by display name, each a map of column name to the non-empty cell.
+type Rows = BTreeMap<String, BTreeMap<String, String>>;
+
+fn csv_rows(text: &str, origin: &str) -> Result<Rows, ServeError> {
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
         .from_reader(text.as_bytes());
     let mut header: Vec<String> = Vec::new();
-    let mut rows: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    let mut rows = Rows::new();
     for record in reader.records() {
-        let record = record.map_err(csv_err)?;
+        let record = record.map_err(|e| {
+            TOOL.err(
+                origin,
+                "(CSV)",
+                format!("is not CSV: {e}"),
+                TOOL.remedy.to_owned(),
+            )
+        })?;
         let Some(first) = record.get(0) else { continue };
         if first == "Metric" {
             header = record.iter().map(str::to_owned).collect();
@@ -228,6 +228,13 @@ pub(super) fn parse_csv(text: &str, origin: &str) -> Result<ServeResult, ServeEr
             .collect();
         rows.insert(first.to_owned(), row);
     }
+    Ok(rows)
+}
+
+/// The CSV export: a table of distributions (`Metric,avg,min,max,sum,p1,...`) and, after a
+/// blank line, one of single values (`Metric,Value`). Every row is keyed by its display name.
+pub(super) fn parse_csv(text: &str, origin: &str) -> Result<ServeResult, ServeError> {
+    let rows = csv_rows(text, origin)?;
     let number = |name: &str, col: &str, v: &str| {
         v.parse::<f64>().map_err(|_| {
             TOOL.err(

@@ -1,8 +1,8 @@
-//! GuideLLM's benchmark report (`guidellm run --output kind=json`, `benchmarks.json`, report
+//! `GuideLLM`'s benchmark report (`guidellm run --output kind=json`, `benchmarks.json`, report
 //! version 2 of guidellm 0.8): one result per benchmark of the report (a rate or concurrency
 //! of a sweep). Pure.
 //!
-//! GuideLLM's `inter_token_latency_ms` is per request, (last token - first token) / (output
+//! `GuideLLM`'s `inter_token_latency_ms` is per request, (last token - first token) / (output
 //! tokens - 1): vLLM's TPOT, so it is read as `tpot`. Its `time_per_output_token_ms` divides the
 //! whole latency, first token included, by the output tokens: no vLLM metric is that, so it
 //! stays in the fields only. `request_latency` is in seconds.
@@ -25,7 +25,7 @@ const TOOL: Tool = Tool {
     remedy: "pass the benchmarks.json that `guidellm run` wrote, unedited",
 };
 
-/// Latency distributions: GuideLLM's metric, the canonical family, the factor to ms.
+/// Latency distributions: `GuideLLM`'s metric, the canonical family, the factor to ms.
 const LATENCIES: [(&str, &str, f64); 3] = [
     ("time_to_first_token_ms", "ttft", 1.0),
     ("inter_token_latency_ms", "tpot", 1.0),
@@ -62,7 +62,7 @@ fn stat(key: &str) -> Option<String> {
     }
 }
 
-/// GuideLLM writes percentiles with the decimal point after two digits: `p001` is the 0.1th,
+/// `GuideLLM` writes percentiles with the decimal point after two digits: `p001` is the 0.1th,
 /// `p01` the 1st, `p50` the median, `p999` the 99.9th.
 fn percentile(key: &str) -> Option<String> {
     let digits = key.strip_prefix('p')?;

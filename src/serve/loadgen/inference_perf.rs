@@ -2,11 +2,11 @@
 //! per-stage `stage_N_lifecycle_metrics.json` and the run's `summary_lifecycle_metrics.json`,
 //! inference-perf 0.7). Latencies are in seconds. Pure.
 //!
-//! inference-perf's `time_per_output_token` is per request, (latency - TTFT) / (output tokens
-//! - 1): vLLM's TPOT; `inter_token_latency` is every gap between tokens: vLLM's ITL;
-//! `normalized_time_per_output_token` (latency / output tokens) has no vLLM name and stays in
-//! the fields. The report names no model (pass `--model`), and the summary of several stages
-//! states no single rate (import the stage files to key each by its rate).
+//! inference-perf's `time_per_output_token` is per request, latency less TTFT over the output
+//! tokens after the first: vLLM's TPOT; `inter_token_latency` is every gap between tokens:
+//! vLLM's ITL; `normalized_time_per_output_token` (latency over output tokens) has no vLLM name
+//! and stays in the fields. The report names no model (pass `--model`), and the summary of
+//! several stages states no single rate (import the stage files to key each by its rate).
 
 use std::collections::BTreeMap;
 

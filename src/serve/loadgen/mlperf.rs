@@ -1,4 +1,4 @@
-//! MLPerf LoadGen's `mlperf_log_summary.txt` (the `mlcommons-loadgen` 5.x/6.x text summary):
+//! `MLPerf` `LoadGen`'s `mlperf_log_summary.txt` (the `mlcommons-loadgen` 5.x/6.x text summary):
 //! `key : value` lines in sections, latencies in nanoseconds, an LLM benchmark's first-token
 //! and time-per-output-token statistics when it ran with `use_token_latencies`. Pure.
 //!

@@ -1,5 +1,5 @@
-//! `utilgate import serve` of the other load generators' own files (AIPerf, GuideLLM,
-//! inference-perf, MLPerf LoadGen; `tests/fixtures/loadgen/`) into a real store, read back by
+//! `utilgate import serve` of the other load generators' own files (`AIPerf`, `GuideLLM`,
+//! inference-perf, `MLPerf` `LoadGen`; `tests/fixtures/loadgen/`) into a real store, read back by
 //! `utilgate runs show`: every figure as the file states it, in ms.
 
 use std::path::PathBuf;
