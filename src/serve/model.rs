@@ -196,7 +196,10 @@ pub fn canonical_metric(key: &str) -> Option<String> {
 /// The direction of a canonical metric.
 #[must_use]
 pub fn direction_of(metric: &str) -> Direction {
-    if metric.starts_with("std_") || metric.starts_with("min_") || metric.starts_with("max_") {
+    // A latency's extremes are one request each: recorded, never gated.
+    let extreme =
+        (metric.starts_with("min_") || metric.starts_with("max_")) && metric.ends_with("_ms");
+    if metric.starts_with("std_") || extreme {
         return Direction::Info;
     }
     if metric.ends_with("_ms") {
@@ -230,6 +233,7 @@ mod tests {
             ("total_input_tokens", None),
             ("p_ttft_ms", None),
             ("p101_ttft_ms", None),
+            ("max_tpot_ms", Some("max_tpot_ms")),
             ("mean_foo_ms", None),
             ("date", None),
         ];
@@ -264,5 +268,8 @@ mod tests {
         assert_eq!(direction_of("output_throughput"), Direction::Higher);
         assert_eq!(direction_of("request_goodput"), Direction::Higher);
         assert_eq!(direction_of("concurrency"), Direction::Info);
+        assert_eq!(direction_of("max_ttft_ms"), Direction::Info);
+        assert_eq!(direction_of("min_e2el_ms"), Direction::Info);
+        assert_eq!(direction_of("max_output_tokens_per_s"), Direction::Higher);
     }
 }
