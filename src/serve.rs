@@ -1,5 +1,6 @@
 //! Service benchmarks (DESIGN.md §12): readers for load-generator result files (`vllm bench
-//! serve`, the older `benchmark_serving.py`, `SGLang`'s `bench_serving`), one model of a result
+//! serve`, the older `benchmark_serving.py`, `SGLang`'s `bench_serving`, `AIPerf`, `GuideLLM`,
+//! inference-perf, `MLPerf` `LoadGen`), one model of a result
 //! with its metrics and their directions, the case key of a service case, and the utilisation
 //! estimates a service result implies. Pure but [`read`], which reads a file.
 
@@ -8,6 +9,7 @@ mod error;
 mod estimate;
 mod frontier;
 mod key;
+mod loadgen;
 mod model;
 mod parse;
 mod plausible;

@@ -51,6 +51,17 @@ pub enum ServeError {
     NotOnFrontier { origin: String, key: &'static str },
     #[error("the sweep {case} has {points} point(s): a frontier needs at least two")]
     OnePointSweep { case: String, points: usize },
+    /// A field of another load generator's report (`AIPerf`, `GuideLLM`, inference-perf, `MLPerf`
+    /// `LoadGen`) is missing or not what the supported versions write: `field` is its path in the
+    /// file, `fix` the hint.
+    #[error("{origin}: {tool} result: `{field}` {problem}")]
+    Field {
+        origin: String,
+        tool: &'static str,
+        field: String,
+        problem: String,
+        fix: String,
+    },
 }
 
 impl ServeError {
@@ -65,7 +76,7 @@ impl ServeError {
                 "pass the file written by `vllm bench serve --save-result` or `sglang.bench_serving --output-file`"
             }
             ServeError::UnknownSchema { .. } => {
-                "utilgate reads vLLM's `--save-result` files (both schemas) and SGLang's bench_serving JSONL"
+                "utilgate reads vLLM's `--save-result` files (both schemas), SGLang's bench_serving JSONL, AIPerf's profile export (JSON or CSV), GuideLLM's benchmarks JSON, inference-perf's summary report and MLPerf LoadGen's mlperf_log_summary.txt"
             }
             ServeError::MissingKey { .. } => {
                 "the file looks truncated or hand-edited; re-run the load generator with --save-result"
@@ -83,6 +94,7 @@ impl ServeError {
             ServeError::SeveralResults { .. } => {
                 "SGLang appends to --output-file: give each repeat a fresh file ($UTILGATE_RESULT_FILE is one)"
             }
+            ServeError::Field { fix, .. } => return Some(fix.clone()),
         };
         Some(hint.to_owned())
     }

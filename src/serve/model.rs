@@ -17,6 +17,14 @@ pub enum Schema {
     VllmBenchmarkServing,
     /// `python -m sglang.bench_serving --output-file` (JSON lines, `e2e_latency` metrics).
     SglangBenchServing,
+    /// `AIPerf`'s profile export (`profile_export_aiperf.json` or `.csv`), `serve/loadgen/aiperf.rs`.
+    AiperfProfileExport,
+    /// `GuideLLM`'s benchmark report (`benchmarks.json`), one result per benchmark.
+    GuidellmBenchmarks,
+    /// kubernetes-sigs/inference-perf's summary report (`summary_lifecycle_metrics.json`).
+    InferencePerfSummary,
+    /// `MLPerf` `LoadGen`'s `mlperf_log_summary.txt`.
+    MlperfLoadgenSummary,
 }
 
 impl Schema {
@@ -26,6 +34,10 @@ impl Schema {
             Schema::VllmBenchServe => "vllm_bench_serve",
             Schema::VllmBenchmarkServing => "vllm_benchmark_serving",
             Schema::SglangBenchServing => "sglang_bench_serving",
+            Schema::AiperfProfileExport => "aiperf_profile_export",
+            Schema::GuidellmBenchmarks => "guidellm_benchmarks",
+            Schema::InferencePerfSummary => "inference_perf_summary",
+            Schema::MlperfLoadgenSummary => "mlperf_loadgen_summary",
         }
     }
 }
@@ -178,7 +190,7 @@ pub fn canonical_metric(key: &str) -> Option<String> {
     if !LATENCY_FAMILIES.contains(&family) {
         return None;
     }
-    let stat_ok = matches!(stat, "mean" | "median" | "std")
+    let stat_ok = matches!(stat, "mean" | "median" | "std" | "min" | "max")
         || stat.strip_prefix('p').is_some_and(|p| {
             !p.is_empty() && p.parse::<f64>().is_ok_and(|v| (0.0..=100.0).contains(&v))
         });
@@ -188,7 +200,10 @@ pub fn canonical_metric(key: &str) -> Option<String> {
 /// The direction of a canonical metric.
 #[must_use]
 pub fn direction_of(metric: &str) -> Direction {
-    if metric.starts_with("std_") {
+    // A latency's extremes are one request each: recorded, never gated.
+    let extreme =
+        (metric.starts_with("min_") || metric.starts_with("max_")) && metric.ends_with("_ms");
+    if metric.starts_with("std_") || extreme {
         return Direction::Info;
     }
     if metric.ends_with("_ms") {
@@ -222,6 +237,7 @@ mod tests {
             ("total_input_tokens", None),
             ("p_ttft_ms", None),
             ("p101_ttft_ms", None),
+            ("max_tpot_ms", Some("max_tpot_ms")),
             ("mean_foo_ms", None),
             ("date", None),
         ];
@@ -256,5 +272,8 @@ mod tests {
         assert_eq!(direction_of("output_throughput"), Direction::Higher);
         assert_eq!(direction_of("request_goodput"), Direction::Higher);
         assert_eq!(direction_of("concurrency"), Direction::Info);
+        assert_eq!(direction_of("max_ttft_ms"), Direction::Info);
+        assert_eq!(direction_of("min_e2el_ms"), Direction::Info);
+        assert_eq!(direction_of("max_output_tokens_per_s"), Direction::Higher);
     }
 }

@@ -1,5 +1,7 @@
 //! Parses load-generator result text into [`ServeResult`]s: one JSON object (vLLM) or JSON lines
-//! (`SGLang` appends one object per run). Pure: the text and its origin arrive as arguments.
+//! (`SGLang` appends one object per run); the other load generators' formats (`AIPerf`, `GuideLLM`,
+//! inference-perf, `MLPerf` `LoadGen`) are recognised by content and read by `loadgen`. Pure: the
+//! text and its origin arrive as arguments.
 //!
 //! Built for the formats, not for a few samples: unknown keys are kept, Python's non-standard
 //! `NaN` / `Infinity` tokens (what `json.dumps` writes for an empty mean or an unlimited rate)
@@ -10,12 +12,16 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::error::ServeError;
+use super::loadgen;
 use super::model::{Samples, Schema, ServeResult, Settings, canonical_metric};
 
 type Object = Map<String, Value>;
 
 /// Parses every result in `text`; `origin` (the file name) prefixes every error.
 pub fn parse(text: &str, origin: &str) -> Result<Vec<ServeResult>, ServeError> {
+    if let Some(results) = loadgen::parse_text(text, origin) {
+        return results;
+    }
     let text = quote_non_finite(text);
     let trimmed = text.trim();
     if trimmed.is_empty() {
@@ -24,7 +30,10 @@ pub fn parse(text: &str, origin: &str) -> Result<Vec<ServeResult>, ServeError> {
         });
     }
     match serde_json::from_str::<Value>(trimmed) {
-        Ok(value) => Ok(vec![parse_value(value, origin)?]),
+        Ok(value) => match loadgen::parse_value(&value, origin) {
+            Some(results) => results,
+            None => Ok(vec![parse_value(value, origin)?]),
+        },
         Err(whole) => {
             // JSON lines: every non-empty line one object. A file that is neither reports the
             // first error of the whole-document parse when it has a single line.

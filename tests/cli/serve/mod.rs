@@ -11,6 +11,7 @@ use std::process::Output;
 use crate::env::{TestEnv, stderr};
 
 mod import;
+mod loadgen;
 mod plausible;
 mod report;
 mod suite;
