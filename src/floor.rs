@@ -50,7 +50,7 @@ mod parallel;
 pub use crate::case::Parallelism;
 pub use parallel::ParallelFloor;
 
-use crate::case::Phase;
+use crate::case::{CaseKey, Phase};
 use crate::catalog::gpu::GpuSpec;
 use crate::catalog::model::{BareSpec, ModelSpec, Part, TransformerSpec};
 use crate::catalog::precision::{ComputeDtype, Precision, Scales};
@@ -290,6 +290,24 @@ pub fn floor(
         batch,
         context,
         Parallelism::SINGLE,
+    )
+}
+
+/// The floor of case `key`'s step at `precision`: its phase, batch, context and parallelism.
+pub fn floor_of_case(
+    model: &ModelSpec,
+    gpu: &GpuSpec,
+    precision: &Precision,
+    key: &CaseKey,
+) -> Result<Floor, FloorError> {
+    floor_on(
+        model,
+        gpu,
+        precision,
+        key.phase,
+        key.batch,
+        key.context,
+        key.parallelism(),
     )
 }
 

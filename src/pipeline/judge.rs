@@ -213,18 +213,7 @@ pub fn judge_case(
         .unwrap_or_default();
     let mut decision = compare::with_env_causes(decision, &env_changes);
     if case.error.is_none() && !case.quality.is_empty() {
-        let then = match &baseline {
-            Some(b) => store.result_quality(b.id)?,
-            None => compare::quality::QualityCounts::new(),
-        };
-        let gate = config.map_or_else(GateConfig::default, |c| c.gate.clone());
-        let policy = compare::quality::QualityPolicy {
-            threshold_pts: gate.quality_max_drop_pts,
-            // Each metric its own share of the grid's one-sided false-alarm level.
-            alpha: gate.family_alpha / (m * case.quality.len()) as f64,
-        };
-        let checks = compare::quality::judge_quality(&then, &case.quality, &policy);
-        compare::quality::apply_quality(&mut decision, checks);
+        judge_quality(store, config, case, baseline.as_ref(), m, &mut decision)?;
     }
     Ok(Judgement {
         key: case.key.clone(),
@@ -233,6 +222,38 @@ pub fn judge_case(
         env_changes,
         threshold_pct: policy.max_drop_pct,
     })
+}
+
+/// The accuracy guard: `case`'s quality metrics against the baseline's (`Store::result_quality`),
+/// each at its share of the grid's (`m` cases) one-sided false-alarm level, folded into its
+/// decision (`compare::quality::apply_quality`).
+fn judge_quality(
+    store: &Store,
+    config: Option<&Config>,
+    case: &CaseInput,
+    baseline: Option<&StoredResult>,
+    m: usize,
+    decision: &mut Decision,
+) -> Result<(), Error> {
+    let then = match baseline {
+        Some(b) => store.result_quality(b.id)?,
+        None => compare::quality::QualityCounts::new(),
+    };
+    let default_gate;
+    let gate = if let Some(c) = config {
+        &c.gate
+    } else {
+        default_gate = GateConfig::default();
+        &default_gate
+    };
+    let policy = compare::quality::QualityPolicy {
+        threshold_pts: gate.quality_max_drop_pts,
+        // Each metric its own share of the grid's one-sided false-alarm level.
+        alpha: gate.family_alpha / (m * case.quality.len()) as f64,
+    };
+    let checks = compare::quality::judge_quality(&then, &case.quality, &policy);
+    compare::quality::apply_quality(decision, checks);
+    Ok(())
 }
 
 /// A stored result as a candidate for a reference (`None` without a floor).

@@ -244,14 +244,20 @@ mod tests {
         assert!(table_names(conn, "index").contains(&"results_by_series_time".to_owned()));
     }
 
-    #[test]
-    fn v9_keeps_every_case_and_lets_axes_tell_cases_apart() {
+    /// A new `SQLite` store with foreign keys on, migrated to `version`.
+    fn sqlite_store_at(version: i64) -> (tempfile::TempDir, std::path::PathBuf, Conn) {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = dir.path().join("s.db");
         let raw = Connection::open(&path).expect("open");
         raw.execute_batch("PRAGMA foreign_keys = ON").expect("fk");
         let mut conn = Conn::Sqlite(raw);
-        migrate(&mut conn, &path, 8).expect("v8");
+        migrate(&mut conn, &path, version).expect("migrates");
+        (dir, path, conn)
+    }
+
+    #[test]
+    fn v9_keeps_every_case_and_lets_axes_tell_cases_apart() {
+        let (_dir, path, mut conn) = sqlite_store_at(8);
         let c = conn.sqlite().expect("sqlite");
         c.execute_batch(
             "INSERT INTO runs (id, started_at_ns, finished_at_ns, gpu_sku, utilgate_version)
@@ -304,12 +310,7 @@ mod tests {
     /// v13: every stored case keeps its key at tp = ep = 1, and tp and ep tell cases apart.
     #[test]
     fn v13_keeps_every_case_and_lets_tp_and_ep_tell_cases_apart() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("s.db");
-        let raw = Connection::open(&path).expect("open");
-        raw.execute_batch("PRAGMA foreign_keys = ON").expect("fk");
-        let mut conn = Conn::Sqlite(raw);
-        migrate(&mut conn, &path, 12).expect("v12");
+        let (_dir, path, mut conn) = sqlite_store_at(12);
         let c = conn.sqlite().expect("sqlite");
         c.execute_batch(
             "INSERT INTO runs (id, started_at_ns, finished_at_ns, gpu_sku, utilgate_version)
