@@ -101,6 +101,33 @@ impl Parallelism {
     }
 }
 
+/// A speculative-decoding case's draft and draft length, read from its key's reserved axes
+/// `draft` and `draft_k` (a suite's `[suite.speculative]` sets them; docs/floor.md). A step is
+/// then one round: the draft proposes `k` tokens per sequence, the target verifies `k + 1`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Speculation {
+    /// A model name (catalogue or `[models]`), or [`Speculation::NGRAM`]: prompt lookup, no
+    /// draft model on the GPU.
+    pub draft: String,
+    /// Tokens drafted per sequence per round.
+    pub k: u64,
+}
+
+impl Speculation {
+    /// The draft that looks tokens up in the prompt (n-gram matching) instead of running a model.
+    pub const NGRAM: &'static str = "ngram";
+    /// The axis naming the draft.
+    pub const DRAFT_AXIS: &'static str = "draft";
+    /// The axis giving the draft length.
+    pub const K_AXIS: &'static str = "draft_k";
+
+    /// The draft model's name; `None` for n-gram drafting.
+    #[must_use]
+    pub fn draft_model(&self) -> Option<&str> {
+        (self.draft != Self::NGRAM).then_some(self.draft.as_str())
+    }
+}
+
 /// The identity of a case across runs. Results are only ever compared within one GPU SKU, which
 /// is stored beside the key rather than in it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -165,6 +192,17 @@ impl CaseKey {
             tp: self.tp,
             ep: self.ep,
         }
+    }
+
+    /// The key's speculative decoding, when its axes carry a draft and a whole draft length.
+    #[must_use]
+    pub fn speculation(&self) -> Option<Speculation> {
+        let draft = self.axes.get(Speculation::DRAFT_AXIS)?;
+        let k = self.axes.get(Speculation::K_AXIS)?.parse().ok()?;
+        Some(Speculation {
+            draft: draft.to_owned(),
+            k,
+        })
     }
 }
 

@@ -47,8 +47,10 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 mod parallel;
+mod speculative;
 pub use crate::case::Parallelism;
 pub use parallel::ParallelFloor;
+pub use speculative::{SpeculativeFloor, round_floor};
 
 use crate::case::{CaseKey, Phase};
 use crate::catalog::gpu::GpuSpec;
@@ -79,6 +81,8 @@ pub enum FloorError {
     InvalidParallelism { reason: String },
     #[error("GPU {gpu} has no interconnect bandwidth, needed for the collectives of tp or ep > 1")]
     NoInterconnect { gpu: String },
+    #[error("cannot floor this speculative round: {reason}")]
+    InvalidSpeculation { reason: String },
 }
 
 impl FloorError {
@@ -91,6 +95,11 @@ impl FloorError {
                  mxfp4-wo or nvfp4-wo computes in bf16), or declare the peak in utilgate.toml: \
                  [gpu] dense_tflops = {{ {dtype} = ... }}"
             )),
+            FloorError::InvalidSpeculation { .. } => Some(
+                "declare [suite.speculative] with draft = a model of the catalogue or [models] \
+                 (or \"ngram\") and k = [1 or more], on decode cases only"
+                    .to_string(),
+            ),
             FloorError::InvalidParallelism { .. } => Some(
                 "choose tp dividing the attention heads, and ep (mixture-of-experts models \
                  only) dividing the experts and a multiple of tp"
@@ -145,12 +154,23 @@ pub struct ByteBreakdown {
     /// them; shown apart, not added to the total).
     #[serde(default)]
     pub scales: f64,
+    /// A speculative round's draft steps, every byte they move (0 without speculation).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub draft: f64,
+}
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl ByteBreakdown {
     #[must_use]
     pub fn total(&self) -> f64 {
-        self.weights + self.embedding + self.lm_head + self.kv_read + self.kv_write
+        self.weights + self.embedding + self.lm_head + self.kv_read + self.kv_write + self.draft
     }
 }
 
@@ -163,12 +183,15 @@ pub struct FlopBreakdown {
     pub attention: f64,
     /// The output projection for the tokens whose logits are computed.
     pub lm_head: f64,
+    /// A speculative round's draft steps, all their FLOPs (0 without speculation).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub draft: f64,
 }
 
 impl FlopBreakdown {
     #[must_use]
     pub fn total(&self) -> f64 {
-        self.linear + self.attention + self.lm_head
+        self.linear + self.attention + self.lm_head + self.draft
     }
 }
 
@@ -208,6 +231,10 @@ pub struct Floor {
     /// GPU's share).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel: Option<ParallelFloor>,
+    /// A speculative round: the draft's steps and the target's verification (every figure
+    /// above is the round's: both added).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculative: Option<SpeculativeFloor>,
 }
 
 /// Utilisation of a measured step time, as fractions (0.5 = 50%).
@@ -293,13 +320,34 @@ pub fn floor(
     )
 }
 
-/// The floor of case `key`'s step at `precision`: its phase, batch, context and parallelism.
+/// The floor of case `key`'s step at `precision`: its phase, batch, context and parallelism,
+/// and for a speculative case (`key.speculation()`) one round with `draft` (the draft model's
+/// spec; `None` for n-gram drafting).
 pub fn floor_of_case(
     model: &ModelSpec,
+    draft: Option<&ModelSpec>,
     gpu: &GpuSpec,
     precision: &Precision,
     key: &CaseKey,
 ) -> Result<Floor, FloorError> {
+    if let Some(spec) = key.speculation() {
+        if key.phase != Phase::Decode {
+            return Err(FloorError::InvalidSpeculation {
+                reason: "speculative decoding drafts decode steps; a prefill case has none"
+                    .to_owned(),
+            });
+        }
+        return round_floor(
+            model,
+            draft,
+            gpu,
+            precision,
+            key.batch,
+            key.context,
+            key.parallelism(),
+            &spec,
+        );
+    }
     floor_on(
         model,
         gpu,
@@ -355,6 +403,25 @@ pub fn floor_on(
     context: u64,
     par: Parallelism,
 ) -> Result<Floor, FloorError> {
+    floor_step(model, gpu, precision, phase, batch, context, 1, par)
+}
+
+/// The floor of one step with `queries` new tokens per sequence in decode (1, or k + 1 for a
+/// speculative round's verification).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the step's coordinates, as floor_on's, plus its queries"
+)]
+fn floor_step(
+    model: &ModelSpec,
+    gpu: &GpuSpec,
+    precision: &Precision,
+    phase: Phase,
+    batch: u64,
+    context: u64,
+    queries: u64,
+    par: Parallelism,
+) -> Result<Floor, FloorError> {
     parallel::check(model, par)?;
     if batch == 0 {
         return Err(FloorError::ZeroBatch);
@@ -364,7 +431,7 @@ pub fn floor_on(
     }
     let (bandwidth, peak) = peaks(gpu, precision)?;
     let tokens = match phase {
-        Phase::Decode => batch,
+        Phase::Decode => batch * queries,
         Phase::Prefill => batch * context,
     };
     let step = Step {
@@ -372,15 +439,16 @@ pub fn floor_on(
         batch,
         context,
         tokens,
+        queries,
         par,
     };
     let (work, parallel) = match model {
         ModelSpec::Transformer(t) => {
             let work = transformer_work(t, precision, &step);
-            let parallel = parallel::layout(t, gpu, par, phase, batch, context)?;
+            let parallel = parallel::layout(t, gpu, par, phase, batch, context, queries)?;
             (work, parallel)
         }
-        ModelSpec::Bare(b) => (bare_work(b, precision, phase, batch, context, tokens), None),
+        ModelSpec::Bare(b) => (bare_work(b, precision, &step), None),
     };
     let mut notes = work.notes;
     if matches!(
@@ -422,6 +490,7 @@ pub fn floor_on(
         experts: work.experts,
         notes,
         parallel,
+        speculative: None,
     })
 }
 
@@ -536,8 +605,11 @@ struct Step {
     phase: Phase,
     batch: u64,
     context: u64,
-    /// Tokens of the whole step (batch for decode, batch x context for prefill).
+    /// Tokens of the whole step (batch x queries for decode, batch x context for prefill).
     tokens: u64,
+    /// Decode: new tokens per sequence (1; k + 1 when a speculative round verifies k drafted
+    /// tokens). Unused in prefill.
+    queries: u64,
     par: Parallelism,
 }
 
@@ -549,13 +621,14 @@ struct Work {
 }
 
 /// Σ over the queries of one sequence of the keys each sees, for one layer.
-/// Decode: C + 1 keys (the cache plus the new token), at most W.
+/// Decode of Q new tokens: query i (1-based) sees C + i keys (the cache, the tokens before it
+/// and itself), at most W: C + 1 for one token.
 /// Prefill: query i (1-based) sees i keys, at most W: Σ min(i, W) for i = 1..=P, which is
 /// P(P+1)/2 without a window (causal halving).
-fn keys_seen(phase: Phase, context: u64, window: Option<u64>) -> f64 {
+fn keys_seen(phase: Phase, context: u64, queries: u64, window: Option<u64>) -> f64 {
     let w = window.unwrap_or(u64::MAX);
     match phase {
-        Phase::Decode => (context + 1).min(w) as f64,
+        Phase::Decode => (1..=queries).map(|i| (context + i).min(w) as f64).sum(),
         Phase::Prefill => {
             let p = context as f64;
             if context <= w {
@@ -608,6 +681,7 @@ fn read_weights(
         kv_read: 0.0,
         kv_write: 0.0,
         scales: 0.0,
+        draft: 0.0,
     };
     let gathered_rows = local_tokens.min(vocab);
     for tensor in t.tensors() {
@@ -654,6 +728,7 @@ fn transformer_work(t: &TransformerSpec, precision: &Precision, step: &Step) -> 
         batch,
         context,
         tokens,
+        queries,
         par,
     } = *step;
     let mut notes = t.notes.clone();
@@ -662,7 +737,7 @@ fn transformer_work(t: &TransformerSpec, precision: &Precision, step: &Step) -> 
     // The busiest GPU's sequences and tokens (all of them on one GPU).
     let sequences = par.sequences(batch);
     let local_tokens = match phase {
-        Phase::Decode => sequences,
+        Phase::Decode => sequences * queries,
         Phase::Prefill => sequences * context,
     };
 
@@ -714,7 +789,7 @@ fn transformer_work(t: &TransformerSpec, precision: &Precision, step: &Step) -> 
     match phase {
         Phase::Decode => {
             bytes.kv_read = (sequences * cached) as f64 * per_layer_token;
-            bytes.kv_write = (sequences * t.num_hidden_layers) as f64 * per_layer_token;
+            bytes.kv_write = (sequences * queries * t.num_hidden_layers) as f64 * per_layer_token;
         }
         Phase::Prefill => {
             bytes.kv_write = (sequences * cached) as f64 * per_layer_token;
@@ -754,6 +829,7 @@ fn transformer_flops(
         phase,
         context,
         tokens,
+        queries,
         par,
         ..
     } = *step;
@@ -777,28 +853,36 @@ fn transformer_flops(
     let linear = 2.0 * split / tp * local_tokens as f64
         + 2.0 * replicated * local_tokens as f64
         + 2.0 * expert_active * tokens as f64 / par.gpus() as f64;
-    let lm_head = 2.0 * head_params / tp * sequences as f64;
+    // Logits for each sequence's new tokens in decode (all k + 1 a verification checks), for
+    // its last token in prefill.
+    let logit_rows = match phase {
+        Phase::Decode => sequences * queries,
+        Phase::Prefill => sequences,
+    };
+    let lm_head = 2.0 * head_params / tp * logit_rows as f64;
     // Attention: QKᵀ and AV, 2·head_dim FLOPs each per key per query head; heads split tp ways.
     let per_key = 4.0 * (t.num_attention_heads * t.head_dim) as f64 / tp;
-    let keys = full as f64 * keys_seen(phase, context, None)
-        + windowed as f64 * keys_seen(phase, context, window);
+    let keys = full as f64 * keys_seen(phase, context, queries, None)
+        + windowed as f64 * keys_seen(phase, context, queries, window);
     let attention = per_key * keys * sequences as f64;
 
     FlopBreakdown {
         linear,
         attention,
         lm_head,
+        draft: 0.0,
     }
 }
 
-fn bare_work(
-    b: &BareSpec,
-    precision: &Precision,
-    phase: Phase,
-    batch: u64,
-    context: u64,
-    tokens: u64,
-) -> Work {
+fn bare_work(b: &BareSpec, precision: &Precision, step: &Step) -> Work {
+    let Step {
+        phase,
+        batch,
+        context,
+        tokens,
+        queries,
+        ..
+    } = *step;
     let mut notes = vec![
         "bare form: every parameter counted as read once per step (the all-parameters \
          convention); kv_bytes_per_token taken as declared"
@@ -807,7 +891,7 @@ fn bare_work(
     let (kv_read, kv_write) = match phase {
         Phase::Decode => (
             (batch * context) as f64 * b.kv_bytes_per_token,
-            batch as f64 * b.kv_bytes_per_token,
+            (batch * queries) as f64 * b.kv_bytes_per_token,
         ),
         Phase::Prefill => (0.0, (batch * context) as f64 * b.kv_bytes_per_token),
     };
@@ -832,11 +916,13 @@ fn bare_work(
             kv_read,
             kv_write,
             scales: b.params * (precision.bytes_per_param_unshaped() - precision.weights.bytes()),
+            draft: 0.0,
         },
         flops: FlopBreakdown {
             linear: per_token * tokens as f64,
             attention: 0.0,
             lm_head: 0.0,
+            draft: 0.0,
         },
         experts: None,
         notes,

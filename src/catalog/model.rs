@@ -494,6 +494,12 @@ const BUILT_IN: &[BuiltIn] = &[
         config: include_str!("models/llama-3.1-8b.json"),
     },
     BuiltIn {
+        // The usual draft model of Llama 3.1 8B and 70B in speculative decoding.
+        name: "llama-3.2-1b",
+        hf_repo: "meta-llama/Llama-3.2-1B",
+        config: include_str!("models/llama-3.2-1b.json"),
+    },
+    BuiltIn {
         name: "llama-3.1-70b",
         hf_repo: "meta-llama/Llama-3.1-70B",
         config: include_str!("models/llama-3.1-70b.json"),

@@ -59,7 +59,8 @@ fn side_plan<'a>(
         .ok_or_else(|| format!("{} has no model {:?}", loaded.path.display(), key.model))?;
     let precision =
         Precision::parse(&key.precision, suite.kv_dtype.as_deref()).map_err(|e| e.to_string())?;
-    let floor = crate::floor::floor_of_case(model, gpu, &precision, key).map_err(|e| e.to_string());
+    let floor = crate::floor::floor_of_case(model, loaded.draft_of(key), gpu, &precision, key)
+        .map_err(|e| e.to_string());
     Ok(CasePlan {
         suite,
         key: key.clone(),

@@ -157,8 +157,14 @@ fn case_floors(
             let floor = Precision::parse(&key.precision, suite.kv_dtype.as_deref())
                 .map_err(|e| (e.to_string(), e.hint()))
                 .and_then(|precision| {
-                    crate::floor::floor_of_case(&loaded.models[&key.model], gpu, &precision, &key)
-                        .map_err(|e| (e.to_string(), e.hint()))
+                    crate::floor::floor_of_case(
+                        &loaded.models[&key.model],
+                        loaded.draft_of(&key),
+                        gpu,
+                        &precision,
+                        &key,
+                    )
+                    .map_err(|e| (e.to_string(), e.hint()))
                 });
             let (floor_ms, bound, error) = match floor {
                 Ok(f) => (Some(f.floor_ms), Some(f.bound.as_str().to_owned()), None),

@@ -13,6 +13,7 @@ pub(super) fn validate_axes(
     at: &dyn Fn(&str) -> String,
     push: &mut impl FnMut(String, String, &str),
 ) {
+    validate_speculative(suite, at, push);
     if suite.axes.is_empty() {
         check_overrides(suite, at, push);
         return;
@@ -62,12 +63,72 @@ pub(super) fn validate_axes(
     check_overrides(suite, at, push);
 }
 
+/// The speculative table: a draft named as an axis value may be, whole draft lengths, decode
+/// cases of a step suite, and no free axis of the same name. Whether the draft model is known
+/// is the floor's to say (`config check` and `run` report it on each case).
+fn validate_speculative(
+    suite: &SuiteConfig,
+    at: &dyn Fn(&str) -> String,
+    push: &mut impl FnMut(String, String, &str),
+) {
+    use crate::case::{Phase, Speculation};
+    let Some(spec) = &suite.speculative else {
+        return;
+    };
+    if suite.kind == SuiteKind::Serve {
+        push(
+            at("speculative"),
+            "applies only to step suites (a server's speculation is its own flag)".into(),
+            "remove [suite.speculative], or pass the server's speculative settings in its command",
+        );
+        return;
+    }
+    if let Err(err) = check_axis_value(Speculation::DRAFT_AXIS, &spec.draft) {
+        push(
+            at("speculative.draft"),
+            err.to_string(),
+            "name a model of the catalogue or [models] (e.g. \"llama-3.2-1b\"), or \"ngram\"",
+        );
+    }
+    if spec.k.is_empty() || spec.k.contains(&0) {
+        push(
+            at("speculative.k"),
+            format!("{:?} is not a list of draft lengths of 1 or more", spec.k),
+            "write k = [4] (tokens drafted per sequence per round), or several: k = [2, 4]",
+        );
+    }
+    let mut seen = BTreeSet::new();
+    if let Some(k) = spec.k.iter().find(|k| !seen.insert(**k)) {
+        push(
+            at("speculative.k"),
+            format!("{k} is listed twice"),
+            "list each draft length once: each is a case of its own",
+        );
+    }
+    if suite.phases.iter().any(|p| *p == Phase::Prefill) {
+        push(
+            at("phases"),
+            "holds prefill, but a speculative suite drafts decode steps only".into(),
+            "write phases = [\"decode\"], and time prefill in a suite of its own",
+        );
+    }
+    for name in [Speculation::DRAFT_AXIS, Speculation::K_AXIS] {
+        if suite.axes.contains_key(name) {
+            push(
+                at(&format!("axes.{name}")),
+                "is set by [suite.speculative]".into(),
+                "remove the axis: [suite.speculative] gives draft and k",
+            );
+        }
+    }
+}
+
 /// One point of the suite's axes to check its command template at: every axis whose name is
 /// valid, at its first valid value (a placeholder where it has none, which is reported
 /// apart), so a template naming a declared axis is never also reported as unknown.
 pub(super) fn template_sample(suite: &SuiteConfig) -> Axes {
-    let pairs = suite
-        .axes
+    let axes = suite.all_axes();
+    let pairs = axes
         .iter()
         .filter(|(name, _)| check_axis_name(name).is_ok())
         .map(|(name, values)| {
@@ -86,12 +147,13 @@ fn check_overrides(
     at: &dyn Fn(&str) -> String,
     push: &mut impl FnMut(String, String, &str),
 ) {
+    let axes = suite.all_axes();
     for (j, o) in suite.cases.iter().enumerate() {
         for (name, value) in &o.axes {
             let key = at(&format!("case[{j}].axes.{}", name.escape_debug()));
-            match suite.axes.get(name) {
+            match axes.get(name) {
                 None => {
-                    let known: Vec<&str> = suite.axes.keys().map(String::as_str).collect();
+                    let known: Vec<&str> = axes.keys().map(String::as_str).collect();
                     push(
                         key,
                         format!("{name:?} is not an axis of this suite"),

@@ -30,6 +30,15 @@ impl LoadedConfig {
             (None, None) => self.dir.join(&self.config.store.path),
         }
     }
+
+    /// The draft model of a speculative case (`key.speculation()`), resolved like the suite's
+    /// models; `None` without speculation, for n-gram drafting, or for an unknown draft (the
+    /// floor then says which).
+    #[must_use]
+    pub fn draft_of(&self, key: &crate::case::CaseKey) -> Option<&ModelSpec> {
+        let spec = key.speculation()?;
+        self.models.get(spec.draft_model()?)
+    }
 }
 
 /// Read, parse, resolve models and validate. The only I/O in this module.
@@ -75,7 +84,11 @@ pub fn load(path: &Path) -> Result<LoadedConfig, ConfigError> {
     }
     // Models named by suites but not declared come from the built-in catalogue.
     for suite in &config.suites {
-        for name in &suite.models {
+        let draft = suite
+            .speculative
+            .as_ref()
+            .and_then(|s| (s.draft != crate::case::Speculation::NGRAM).then_some(&s.draft));
+        for name in suite.models.iter().chain(draft) {
             if !models.contains_key(name)
                 && let Some(spec) = crate::catalog::model_by_name(name)
             {

@@ -41,6 +41,19 @@ pub struct Config {
     pub site: SiteConfig,
 }
 
+/// `[suite.speculative]`: a speculative-decoding suite's draft and draft lengths. A step is one
+/// round: the draft proposes `k` tokens per sequence, the target verifies `k + 1`; the harness
+/// reports the drafted tokens each step accepted (docs/protocol.md).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpeculativeConfig {
+    /// A model of the catalogue or `[models]` (a draft model, or an EAGLE / MTP head declared
+    /// as a model), or `"ngram"` (prompt lookup: no draft on the GPU).
+    pub draft: String,
+    /// Draft lengths, each its own case.
+    pub k: Vec<u64>,
+}
+
 /// `[site]`: the published site of `utilgate site` (docs/site.md). With `url` set, the pull
 /// request's comment and the nightly's issue link each case that needs a look to its page there.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -459,6 +472,10 @@ pub struct SuiteConfig {
     /// `UTILGATE_MODE` variable for the harness.
     #[serde(default)]
     pub axes: BTreeMap<String, Vec<String>>,
+    /// Speculative decoding: the draft and its lengths, each length a case of its own (the
+    /// key's `draft` and `draft_k` axes, `UTILGATE_DRAFT` and `UTILGATE_DRAFT_K`; docs/floor.md).
+    #[serde(default)]
+    pub speculative: Option<SpeculativeConfig>,
     #[serde(default = "default_warmup_steps")]
     pub warmup_steps: u64,
     #[serde(default = "default_steps")]
@@ -602,6 +619,22 @@ impl CaseOverride {
 }
 
 impl SuiteConfig {
+    /// The suite's free axes with its speculation's (`draft`, `draft_k`) added: what its case
+    /// keys, template variables and harness variables carry.
+    #[must_use]
+    pub fn all_axes(&self) -> BTreeMap<String, Vec<String>> {
+        let mut axes = self.axes.clone();
+        if let Some(spec) = &self.speculative {
+            use crate::case::Speculation;
+            axes.insert(Speculation::DRAFT_AXIS.to_owned(), vec![spec.draft.clone()]);
+            axes.insert(
+                Speculation::K_AXIS.to_owned(),
+                spec.k.iter().map(u64::to_string).collect(),
+            );
+        }
+        axes
+    }
+
     /// The practical threshold for one case: case override, then suite, then gate.
     #[must_use]
     pub fn max_drop_pct_for(&self, key: &crate::case::CaseKey, gate: &GateConfig) -> f64 {
@@ -662,7 +695,7 @@ impl SuiteConfig {
     /// The points of the suite's free axes (one empty point without axes), each checked.
     #[must_use]
     pub fn axis_points(&self) -> Vec<crate::case::Axes> {
-        crate::case::axis_points(&self.axes)
+        crate::case::axis_points(&self.all_axes())
             .into_iter()
             .filter_map(|point| crate::case::Axes::try_from(point.as_map().clone()).ok())
             .collect()

@@ -140,13 +140,14 @@ pub(super) fn layout(
     phase: Phase,
     batch: u64,
     context: u64,
+    queries: u64,
 ) -> Result<Option<ParallelFloor>, FloorError> {
     if par.is_single() {
         return Ok(None);
     }
     let sequences = par.sequences(batch);
     let tokens = match phase {
-        Phase::Decode => sequences,
+        Phase::Decode => sequences * queries,
         Phase::Prefill => sequences * context,
     };
     Ok(Some(ParallelFloor {

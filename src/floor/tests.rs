@@ -124,10 +124,10 @@ fn sliding_window_caps_the_kv_read() {
     assert_eq!(f.bytes.kv_read, (13.0 * 8000.0 + 13.0 * 4095.0) * per_layer);
     // Prefill with a window: Σ min(i, W).
     assert_eq!(
-        keys_seen(Phase::Prefill, 5, Some(3)),
+        keys_seen(Phase::Prefill, 5, 1, Some(3)),
         1.0 + 2.0 + 3.0 + 3.0 + 3.0
     );
-    assert_eq!(keys_seen(Phase::Prefill, 5, None), 15.0);
+    assert_eq!(keys_seen(Phase::Prefill, 5, 1, None), 15.0);
 }
 
 #[test]

@@ -40,8 +40,9 @@ pub(crate) fn plan_cases<'a>(
             let gpu = gpu.ok_or(Error::NoDeviceSpec)?;
             let model = &loaded.models[&key.model];
             let precision = Precision::parse(&key.precision, suite.kv_dtype.as_deref())?;
-            let floor = crate::floor::floor_of_case(model, gpu, &precision, &key)
-                .map_err(|e| e.to_string());
+            let floor =
+                crate::floor::floor_of_case(model, loaded.draft_of(&key), gpu, &precision, &key)
+                    .map_err(|e| e.to_string());
             plans.push(CasePlan {
                 suite,
                 kv_dtype: precision.kv.as_str().to_owned(),

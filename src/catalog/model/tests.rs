@@ -6,6 +6,7 @@ fn fixture(name: &str) -> &'static str {
     match name {
         "llama-3.1-8b" => include_str!("../../../tests/fixtures/hf_configs/llama-3.1-8b.json"),
         "llama-3.1-70b" => include_str!("../../../tests/fixtures/hf_configs/llama-3.1-70b.json"),
+        "llama-3.2-1b" => include_str!("../../../tests/fixtures/hf_configs/llama-3.2-1b.json"),
         "mistral-7b-v0.1" => {
             include_str!("../../../tests/fixtures/hf_configs/mistral-7b-v0.1.json")
         }
@@ -35,8 +36,9 @@ fn parse(name: &str) -> TransformerSpec {
 /// active counts of mixture-of-experts models from the model cards), matched exactly.
 #[test]
 fn parameter_counts_equal_published_totals() {
-    let cases: [(&str, u64, u64); 12] = [
+    let cases: [(&str, u64, u64); 13] = [
         ("llama-3.1-8b", 8_030_261_248, 8_030_261_248),
+        ("llama-3.2-1b", 1_235_814_400, 1_235_814_400),
         ("llama-3.1-70b", 70_553_706_496, 70_553_706_496),
         ("mistral-7b-v0.1", 7_241_732_096, 7_241_732_096),
         ("mistral-7b-v0.3", 7_248_023_552, 7_248_023_552),
