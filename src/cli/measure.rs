@@ -188,6 +188,13 @@ pub struct FloorArgs {
     /// Interconnect bandwidth per GPU, one direction, GB/s (default: the catalogue's link).
     #[arg(long)]
     pub interconnect_gb_s: Option<f64>,
+    /// Speculative decoding: the draft (a catalogue or config model, or `ngram`); the floor
+    /// is then one round, the draft's steps and the target's verification.
+    #[arg(long, requires = "draft_k")]
+    pub draft: Option<String>,
+    /// Tokens the draft proposes per sequence per round.
+    #[arg(long, requires = "draft")]
+    pub draft_k: Option<u64>,
     /// A measured step time in ms, to get MBU and MFU.
     #[arg(long)]
     pub step_ms: Option<f64>,

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 
+use crate::case::Speculation;
 use crate::catalog::{CatalogError, GpuSpec, ModelSpec, Precision};
 use crate::cli::{FloorArgs, Format};
 use crate::config::LoadedConfig;
@@ -107,6 +108,17 @@ pub fn floor(args: &FloorArgs) -> Result<Outcome, Error> {
         gpu = gpu.with_interconnect(gb_s)?;
     }
     let precision = floor_precision(&model, args)?;
+    let speculation = match (&args.draft, args.draft_k) {
+        (Some(draft), Some(k)) => Some(Speculation {
+            draft: draft.clone(),
+            k,
+        }),
+        _ => None,
+    };
+    let draft = match speculation.as_ref().and_then(Speculation::draft_model) {
+        Some(name) => Some(resolve_model(name, loaded.as_ref())?),
+        None => None,
+    };
     let report = build_report(
         &args.model,
         &model,
@@ -119,6 +131,7 @@ pub fn floor(args: &FloorArgs) -> Result<Outcome, Error> {
             tp: args.tp,
             ep: args.ep,
         },
+        speculation.as_ref().map(|s| (s, draft.as_ref())),
         args.step_ms,
     )?;
     for warning in &report.warnings {

@@ -7,11 +7,13 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::case::Phase;
+use crate::case::{Phase, Speculation};
 use crate::catalog::gpu::GpuSpec;
 use crate::catalog::model::ModelSpec;
 use crate::catalog::precision::Precision;
-use crate::floor::{Floor, FloorError, Parallelism, Utilisation, floor_on, footprint_on};
+use crate::floor::{
+    Floor, FloorError, Parallelism, Utilisation, floor_on, footprint_on, round_floor,
+};
 use crate::report::format::{grouped, si, sig4};
 
 /// The JSON schema version of [`FloorReport`].
@@ -36,6 +38,11 @@ pub struct FloorInputs {
     /// Tensor- and expert-parallel degrees (1 and 1 on one GPU).
     pub tp: u64,
     pub ep: u64,
+    /// A speculative round's draft (a model, or `ngram`) and draft length.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draft: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draft_k: Option<u64>,
     pub step_ms: Option<f64>,
 }
 
@@ -94,13 +101,38 @@ pub fn build_report(
     batch: u64,
     context: u64,
     par: Parallelism,
+    speculation: Option<(&Speculation, Option<&ModelSpec>)>,
     step_ms: Option<f64>,
 ) -> Result<FloorReport, FloorError> {
     if let Some(t) = step_ms.filter(|t| !(t.is_finite() && *t > 0.0)) {
         return Err(FloorError::InvalidStepTime(t));
     }
-    let floor = floor_on(model, gpu, precision, phase, batch, context, par)?;
-    let fp = footprint_on(model, precision, phase, batch, context, par);
+    let floor = match speculation {
+        Some((spec, draft)) if phase == Phase::Decode => {
+            round_floor(model, draft, gpu, precision, batch, context, par, spec)?
+        }
+        Some(_) => {
+            return Err(FloorError::InvalidSpeculation {
+                reason: "speculative decoding drafts decode steps; a prefill case has none"
+                    .to_owned(),
+            });
+        }
+        None => floor_on(model, gpu, precision, phase, batch, context, par)?,
+    };
+    let mut fp = footprint_on(model, precision, phase, batch, context, par);
+    // The draft model lives beside the target, its cache as long as the target's.
+    if let Some((spec, Some(draft))) = speculation {
+        let d = footprint_on(
+            draft,
+            precision,
+            phase,
+            par.sequences(batch),
+            context + spec.k,
+            Parallelism { tp: par.tp, ep: 1 },
+        );
+        fp.weights_bytes += d.weights_bytes;
+        fp.kv_bytes += d.kv_bytes;
+    }
     let total_bytes = fp.weights_bytes + fp.kv_bytes;
     let fits = gpu.memory_bytes.map(|m| total_bytes <= m);
     let mut warnings = Vec::new();
@@ -147,6 +179,8 @@ pub fn build_report(
             context,
             tp: par.tp,
             ep: par.ep,
+            draft: speculation.map(|(s, _)| s.draft.clone()),
+            draft_k: speculation.map(|(s, _)| s.k),
             step_ms,
         },
         params: ParamCounts {
@@ -218,6 +252,26 @@ pub fn render_human(report: &FloorReport) -> String {
         si(f.peak_flops_per_s, "FLOP/s"),
         i.compute_dtype
     );
+    if let Some(s) = &f.speculative {
+        let _ = writeln!(
+            out,
+            "  round   {} ms  draft {} (k = {}) {} ms, then verification of {} tokens per \
+             sequence {} ms",
+            sig4(f.floor_ms),
+            s.draft,
+            s.k,
+            sig4(s.draft_ms),
+            s.k + 1,
+            sig4(s.verify_ms)
+        );
+        let _ = writeln!(
+            out,
+            "  plain   {} ms  per token without speculation: the round beats it when it emits \
+             more than {:.2} tokens per sequence",
+            sig4(s.plain_decode_ms),
+            f.floor_ms / s.plain_decode_ms
+        );
+    }
     if let Some(p) = &f.parallel {
         let _ = writeln!(
             out,
@@ -291,8 +345,12 @@ fn render_breakdown(out: &mut String, report: &FloorReport) {
         ("lm_head", b.lm_head),
         ("KV cache read", b.kv_read),
         ("KV cache written", b.kv_write),
+        ("draft steps", b.draft),
         ("total", b.total()),
     ] {
+        if label == "draft steps" && f.speculative.is_none() {
+            continue;
+        }
         let _ = writeln!(out, "  {label:<26}{:>12}", si(v, "B"));
     }
     if b.scales > 0.0 {
@@ -325,8 +383,12 @@ fn render_breakdown(out: &mut String, report: &FloorReport) {
         ("linear layers", fl.linear),
         ("attention", fl.attention),
         ("lm_head", fl.lm_head),
+        ("draft steps", fl.draft),
         ("total", fl.total()),
     ] {
+        if label == "draft steps" && f.speculative.is_none() {
+            continue;
+        }
         let _ = writeln!(out, "  {label:<26}{:>12}", si(v, "FLOP"));
     }
 }
@@ -363,6 +425,7 @@ mod tests {
             1,
             4096,
             Parallelism::SINGLE,
+            None,
             Some(9.8),
         )
         .expect("should succeed");
@@ -395,6 +458,7 @@ mod tests {
             4096,
             Parallelism::SINGLE,
             None,
+            None,
         )
         .expect("should succeed");
         assert!(r.utilisation.is_none());
@@ -425,6 +489,7 @@ mod tests {
             1,
             1024,
             Parallelism::SINGLE,
+            None,
             Some(1.0),
         )
         .expect("should succeed");
@@ -450,6 +515,7 @@ mod tests {
             1,
             1,
             Parallelism::SINGLE,
+            None,
             Some(0.0),
         );
         assert_eq!(
@@ -473,6 +539,7 @@ mod tests {
             8,
             4096,
             Parallelism { tp: 2, ep: 8 },
+            None,
             None,
         )
         .expect("floor");
