@@ -23,6 +23,7 @@ pub(crate) mod night;
 pub mod quality;
 mod reference;
 mod service;
+pub mod speculation;
 mod stat;
 mod trend;
 

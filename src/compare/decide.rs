@@ -232,6 +232,9 @@ pub struct Decision {
     /// guard, [`super::quality`]); empty when it reported none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub quality: Vec<super::quality::QualityCheck>,
+    /// A speculative case's acceptance against the baseline's ([`super::speculation`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance: Option<super::speculation::AcceptanceCheck>,
 }
 
 /// What a case's verdict can resolve: the smallest drop it could confirm once a suspect is
@@ -350,6 +353,7 @@ impl Decision {
             slide: None,
             reasons: Vec::new(),
             quality: Vec::new(),
+            acceptance: None,
         }
     }
 }

@@ -287,6 +287,11 @@ pub struct GateConfig {
     /// percentage points, that fails a case whatever its speed (when its answers show it).
     #[serde(default = "default_quality_max_drop_pts")]
     pub quality_max_drop_pts: f64,
+    /// Speculative decoding's practical threshold: a drop in the share of drafted tokens
+    /// accepted, in percentage points, that fails a case whatever its speed (when its rounds
+    /// show it).
+    #[serde(default = "default_acceptance_max_drop_pts")]
+    pub acceptance_max_drop_pts: f64,
 }
 
 impl Default for GateConfig {
@@ -302,12 +307,17 @@ impl Default for GateConfig {
             gate_on: default_gate_on(),
             stat_max_drop_pct: BTreeMap::new(),
             quality_max_drop_pts: default_quality_max_drop_pts(),
+            acceptance_max_drop_pts: default_acceptance_max_drop_pts(),
         }
     }
 }
 
 fn default_quality_max_drop_pts() -> f64 {
     1.0
+}
+
+fn default_acceptance_max_drop_pts() -> f64 {
+    2.0
 }
 
 fn default_baseline_branch() -> String {

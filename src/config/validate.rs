@@ -46,6 +46,11 @@ pub fn validate(config: &Config, ctx: &ValidationContext<'_>) -> Vec<Problem> {
         "gate.quality_max_drop_pts",
         &mut push,
     );
+    check_drop_pct(
+        config.gate.acceptance_max_drop_pts,
+        "gate.acceptance_max_drop_pts",
+        &mut push,
+    );
     if let Some(url) = config.site.url.as_deref().filter(|u| !site_url_ok(u)) {
         push(
             "site.url".into(),

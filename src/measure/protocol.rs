@@ -35,6 +35,9 @@ pub struct HarnessReport {
     /// `{"quality": {"gsm8k": {"correct": 412, "total": 500}}}` or `{"score": 0.824, "n": 500}`;
     /// a metric reported twice adds its answers.
     pub quality: crate::compare::quality::QualityCounts,
+    /// A speculative case's drafted and accepted tokens over its counted rounds, from
+    /// `{"speculative": {"drafted": 1600, "accepted": 1123}}`; several lines add up.
+    pub speculative: Option<crate::compare::speculation::DraftCounts>,
 }
 
 /// A line of the results file that breaks protocol v1.
@@ -88,6 +91,8 @@ pub enum ProtocolErrorKind {
     QualityNotObject { found: &'static str },
     #[error("quality.{metric}{problem}")]
     QualityMetric { metric: String, problem: String },
+    #[error("speculative{problem}")]
+    Speculative { problem: String },
 }
 
 impl ProtocolError {
@@ -139,6 +144,11 @@ impl ProtocolError {
                 "write each metric's answers as {\"quality\": {\"gsm8k\": {\"correct\": 412, \
                  \"total\": 500}}}, or a share with its sample count as {\"score\": 0.824, \
                  \"n\": 500}"
+                    .to_owned()
+            }
+            ProtocolErrorKind::Speculative { .. } => {
+                "write the counted rounds' tokens as {\"speculative\": {\"drafted\": 1600, \
+                 \"accepted\": 1123}} (whole numbers, accepted at most drafted)"
                     .to_owned()
             }
             ProtocolErrorKind::ProfileNotString { key, .. } => format!(
@@ -368,7 +378,44 @@ fn parse_line(
             });
         }
     }
+    if !matches!(parsed.speculative, Json::Absent) {
+        let counts = draft_counts(parsed.speculative)
+            .map_err(|problem| ProtocolErrorKind::Speculative { problem })?;
+        report.speculative = Some(report.speculative.unwrap_or_default().plus(counts));
+    }
     Ok(())
+}
+
+/// `{"drafted": D, "accepted": A}`: whole numbers, A <= D.
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "whole, non-negative and below 2^53 where cast (checked before)"
+)]
+fn draft_counts(value: Json<'_>) -> Result<crate::compare::speculation::DraftCounts, String> {
+    let Json::Object(fields) = value else {
+        return Err(format!(" is {}, not an object", value.kind()));
+    };
+    let whole = |key: &str| -> Result<u64, String> {
+        match fields.iter().find(|(k, _)| k == key).map(|(_, v)| v) {
+            Some(Json::Number(Number::Unsigned(n))) => Ok(*n),
+            Some(Json::Number(Number::Float(x))) if x.fract() == 0.0 && *x >= 0.0 && *x < 9e15 => {
+                Ok(*x as u64)
+            }
+            Some(other) => Err(format!(
+                ".{key} is {}, not a whole number of tokens",
+                other.kind()
+            )),
+            None => Err(format!(" has no {key}")),
+        }
+    };
+    let (drafted, accepted) = (whole("drafted")?, whole("accepted")?);
+    if accepted > drafted {
+        return Err(format!(
+            " accepts {accepted} of {drafted} drafted tokens: accepted cannot exceed drafted"
+        ));
+    }
+    Ok(crate::compare::speculation::DraftCounts { drafted, accepted })
 }
 
 /// One quality metric: `{"correct": C, "total": N}` (whole numbers, C <= N) or
@@ -613,6 +660,8 @@ struct Line<'a> {
     ncu: Json<'a>,
     #[serde(default, borrow)]
     quality: Json<'a>,
+    #[serde(default, borrow)]
+    speculative: Json<'a>,
 }
 
 /// A JSON number as `serde_json` delivered it, so integers keep their exact text in `env`.

@@ -29,6 +29,8 @@ pub struct CaseInput {
     pub first_repeats: Option<usize>,
     /// The quality metrics its harness scored (the accuracy guard); empty when none.
     pub quality: crate::compare::quality::QualityCounts,
+    /// A speculative case's drafted and accepted tokens, as its harness reported them.
+    pub speculative: Option<crate::compare::speculation::DraftCounts>,
 }
 
 pub use crate::report::{BaselineRef, Judgement};
@@ -215,6 +217,19 @@ pub fn judge_case(
     if case.error.is_none() && !case.quality.is_empty() {
         judge_quality(store, config, case, baseline.as_ref(), m, &mut decision)?;
     }
+    if case.error.is_none()
+        && let Some(spec) = case.key.speculation()
+    {
+        judge_speculation(
+            store,
+            config,
+            case,
+            &spec,
+            baseline.as_ref(),
+            m,
+            &mut decision,
+        )?;
+    }
     Ok(Judgement {
         key: case.key.clone(),
         decision,
@@ -253,6 +268,48 @@ fn judge_quality(
     };
     let checks = compare::quality::judge_quality(&then, &case.quality, &policy);
     compare::quality::apply_quality(decision, checks);
+    Ok(())
+}
+
+/// Speculative decoding's acceptance: `case`'s drafted and accepted tokens against the
+/// baseline's (`Store::result_speculation`) at its share of the grid's false-alarm level,
+/// folded into its decision; a case whose harness reported none, or more drafts than its
+/// rounds allow, is `invalid` (`compare::speculation`).
+fn judge_speculation(
+    store: &Store,
+    config: Option<&Config>,
+    case: &CaseInput,
+    spec: &crate::case::Speculation,
+    baseline: Option<&StoredResult>,
+    m: usize,
+    decision: &mut Decision,
+) -> Result<(), Error> {
+    let steps: usize = case.repeats_ms.iter().map(Vec::len).sum();
+    let counts = match compare::speculation::check_counts(
+        case.speculative,
+        spec.k,
+        case.key.batch,
+        steps as u64,
+    ) {
+        Ok(counts) => counts,
+        Err(why) => {
+            compare::speculation::refuse(decision, why);
+            return Ok(());
+        }
+    };
+    let then = match baseline {
+        Some(b) => store.result_speculation(b.id)?,
+        None => None,
+    };
+    let gate = config.map(|c| &c.gate);
+    let default_gate = GateConfig::default();
+    let gate = gate.unwrap_or(&default_gate);
+    let policy = compare::quality::QualityPolicy {
+        threshold_pts: gate.acceptance_max_drop_pts,
+        alpha: gate.family_alpha / m as f64,
+    };
+    let check = compare::speculation::judge_acceptance(then, counts, spec.k, &policy);
+    compare::speculation::apply_acceptance(decision, check);
     Ok(())
 }
 

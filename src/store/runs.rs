@@ -485,6 +485,8 @@ fn write_results(
             .map_err(fail("write a result's budget record"))?;
         super::quality::write(tx, result_id, &r.quality)
             .map_err(fail("write a result's quality metrics"))?;
+        super::quality::write_speculation(tx, result_id, r.speculative)
+            .map_err(fail("write a result's drafted tokens"))?;
         if r.promote || !at.plan.only_flagged {
             add_move
                 .execute(params![

@@ -69,6 +69,7 @@ fn result(key: CaseKey, median_ms: f64, promote: bool) -> NewResult {
         budget: None,
         costs: Vec::new(),
         quality: std::collections::BTreeMap::new(),
+        speculative: None,
     }
 }
 
@@ -160,7 +161,52 @@ on_both_backends!(
     two_writers_both_land,
     the_runners_own_time_per_process_is_the_last_runs_time_outside_its_processes,
     a_results_quality_metrics_round_trip_and_stay_append_only,
+    a_results_drafted_tokens_round_trip_and_stay_append_only,
 );
+
+/// A speculative case's drafted and accepted tokens are stored per result, read back as
+/// written, never more accepted than drafted, and never changed afterwards.
+fn a_results_drafted_tokens_round_trip_and_stay_append_only(b: Backend) {
+    use crate::compare::speculation::DraftCounts;
+    let (_dir, _path, mut store) = temp_store(b);
+    let mut drafted = result(key("decode", 1), 6.0, true);
+    drafted.speculative = Some(DraftCounts {
+        drafted: 1600,
+        accepted: 1123,
+    });
+    let plain = result(key("decode", 8), 6.0, true);
+    store
+        .insert_run(&run("main", 0, vec![drafted.clone(), plain]))
+        .expect("inserts");
+    let run_1 = store.run(RunId(1)).expect("reads").expect("run 1");
+    let id = |batch: u64| {
+        run_1
+            .results
+            .iter()
+            .find(|r| r.key.batch == batch)
+            .expect("result")
+            .id
+    };
+    assert_eq!(
+        store.result_speculation(id(1)).expect("reads"),
+        drafted.speculative
+    );
+    assert_eq!(store.result_speculation(id(8)).expect("reads"), None);
+    let changed = store.conn.execute(
+        "UPDATE result_speculation SET accepted = 1200",
+        sql::params![],
+    );
+    assert!(changed.is_err(), "append-only: {changed:?}");
+    let mut impossible = result(key("decode", 2), 6.0, true);
+    impossible.speculative = Some(DraftCounts {
+        drafted: 10,
+        accepted: 11,
+    });
+    assert!(
+        store.insert_run(&run("main", 1, vec![impossible])).is_err(),
+        "accepted above drafted is refused"
+    );
+}
 
 /// The accuracy guard's answers are stored per result and metric, read back as written, and,
 /// like every result, never changed afterwards.

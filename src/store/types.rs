@@ -112,6 +112,8 @@ pub struct NewResult {
     /// The quality metrics its harness scored (`result_quality`), every repeat's answers added.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub quality: crate::compare::quality::QualityCounts,
+    /// A speculative case's drafted and accepted tokens (`result_speculation`).
+    pub speculative: Option<crate::compare::speculation::DraftCounts>,
 }
 
 /// Timestamps as RFC 3339 text in the rescue file.

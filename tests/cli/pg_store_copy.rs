@@ -95,6 +95,13 @@ fn result(batch: u64, i: u32) -> NewResult {
         } else {
             std::collections::BTreeMap::new()
         },
+        // Every fourth drafted its tokens: the speculation table is copied too.
+        speculative: i
+            .is_multiple_of(4)
+            .then_some(utilgate::compare::speculation::DraftCounts {
+                drafted: 1600,
+                accepted: 1000 + u64::from(i),
+            }),
     }
 }
 

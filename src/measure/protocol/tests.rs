@@ -412,6 +412,50 @@ fn quality_lines_are_counted_and_checked() {
     }
 }
 
+#[test]
+fn speculative_lines_add_their_rounds_and_are_checked() {
+    use crate::compare::speculation::DraftCounts;
+    let report = parse(
+        "{\"step_ms\": 7.9}\n\
+         {\"speculative\": {\"drafted\": 1600, \"accepted\": 1123}}\n\
+         {\"speculative\": {\"drafted\": 400.0, \"accepted\": 0}}\n",
+    )
+    .expect("valid");
+    assert_eq!(
+        report.speculative,
+        Some(DraftCounts {
+            drafted: 2000,
+            accepted: 1123
+        })
+    );
+    assert_eq!(
+        parse("{\"step_ms\": 7.9}\n").expect("valid").speculative,
+        None
+    );
+    for (line, expected) in [
+        (
+            "{\"speculative\": 3}",
+            "speculative is a number, not an object",
+        ),
+        (
+            "{\"speculative\": {\"drafted\": 4, \"accepted\": 5}}",
+            "speculative accepts 5 of 4 drafted tokens",
+        ),
+        (
+            "{\"speculative\": {\"drafted\": 4}}",
+            "speculative has no accepted",
+        ),
+        (
+            "{\"speculative\": {\"drafted\": 4, \"accepted\": 1.5}}",
+            "speculative.accepted is a number, not a whole number of tokens",
+        ),
+    ] {
+        let err = parse(line).expect_err(line);
+        assert!(err.to_string().contains(expected), "{line}: {err}");
+        assert!(err.hint().contains("\"drafted\": 1600"), "{}", err.hint());
+    }
+}
+
 proptest::proptest! {
     #[test]
     fn sanitized_text_has_no_controls_but_newline_and_tab(s in ".*") {

@@ -62,6 +62,9 @@ pub(crate) struct Measured {
     /// Quality metrics the harness scored (the accuracy guard), every repeat's answers added.
     #[serde(default)]
     pub(crate) quality: crate::compare::quality::QualityCounts,
+    /// A speculative case's drafted and accepted tokens, every repeat's added.
+    #[serde(default)]
+    pub(crate) speculative: Option<crate::compare::speculation::DraftCounts>,
 }
 
 /// What a repeat after the timed ones adds: variables for the harness, and a profiler around
@@ -443,6 +446,9 @@ impl Runner<'_> {
                     into.traces.extend(out.report.traces);
                     into.nsys.extend(out.report.nsys);
                     into.ncu.extend(out.report.ncu);
+                    if let Some(counts) = out.report.speculative {
+                        into.speculative = Some(into.speculative.unwrap_or_default().plus(counts));
+                    }
                     for (metric, count) in out.report.quality {
                         let entry = into.quality.entry(metric).or_default();
                         *entry = entry.plus(count);
