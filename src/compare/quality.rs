@@ -207,6 +207,31 @@ pub fn apply_quality(d: &mut Decision, checks: Vec<QualityCheck>) {
     for (i, s) in sentences.into_iter().enumerate() {
         d.reasons.insert(i, s);
     }
+    // The metrics that held, or have nothing to compare with yet, in one sentence last: the
+    // report shows every figure the harness scored, not only the failing ones.
+    let held: Vec<String> = checks
+        .iter()
+        .filter(|c| matches!(c.verdict, QualityVerdict::Pass | QualityVerdict::New))
+        .map(|c| {
+            let now = format!(
+                "{} {:.1}% ({}/{})",
+                c.metric,
+                100.0 * c.now.share(),
+                c.now.correct,
+                c.now.total
+            );
+            match c.then {
+                Some(then) if c.verdict == QualityVerdict::Pass => {
+                    format!("{now} against the baseline's {:.1}%", 100.0 * then.share())
+                }
+                _ => format!("{now}, no baseline figure yet"),
+            }
+        })
+        .collect();
+    if !held.is_empty() {
+        d.reasons
+            .push(format!("Quality held: {}.", held.join("; ")));
+    }
     d.quality = checks;
 }
 

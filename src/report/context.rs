@@ -213,6 +213,9 @@ impl Unconfirmed {
 pub struct CaseReport {
     pub case: String,
     pub key: CaseKey,
+    /// The key's point in the grid, `model/precision/phase/bB/cC`, with `/tpN` and `/epN`
+    /// where the case spans GPUs (the tables' first column; axes have columns of their own).
+    pub point: String,
     /// The suite's free axes at this case (`{"mode": "graphs"}`; `{}` without axes).
     pub axes: BTreeMap<String, String>,
     pub verdict: Verdict,
@@ -533,6 +536,7 @@ impl RunReport {
                 CaseReport {
                     case: j.key.to_string(),
                     key: j.key.clone(),
+                    point: j.key.point(),
                     axes: j.key.axes.as_map().clone(),
                     verdict: j.decision.verdict,
                     floor_ms: result.and_then(|r| r.floor_ms),

@@ -2,7 +2,7 @@
 //! degree a case of its own, keyed `.../tp2`, handed to the harness as `UTILGATE_TP` and
 //! `UTILGATE_EP`, floored per GPU with its all-reduces, stored and read back.
 
-use crate::env::{TestEnv, stderr};
+use crate::env::{TestEnv, stderr, stdout};
 
 /// Logs the degrees it was given, then reports 20 steps of 9 ms.
 const TP_HARNESS: &str = r#"#!/bin/sh
@@ -49,4 +49,19 @@ fn tp_degrees_are_cases_the_harness_sees_and_the_store_keeps() {
             .unwrap_or_else(|| panic!("no floor for tp {tp} in {text}"))
     };
     assert!(floor_of(2) < floor_of(1) * 0.6, "{text}");
+    // The comment's, the HTML report's and JUnit's tables name the degree beside the point
+    // (before, both cases read `llama-3.1-8b/bf16/decode/b1/c4096`).
+    for (format, row) in [
+        ("markdown", "| `llama-3.1-8b/bf16/decode/b1/c4096/tp2` |"),
+        ("html", ">llama-3.1-8b/bf16/decode/b1/c4096/tp2</a>"),
+        ("junit", "name=\"llama-3.1-8b/bf16/decode/b1/c4096/tp2\""),
+    ] {
+        let out = env
+            .cmd()
+            .args(["report", "--format", format])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert!(stdout(&out).contains(row), "{format}: {}", stdout(&out));
+    }
 }

@@ -24,6 +24,24 @@ fn answers_that_collapsed_fail_a_case_whose_steps_held() {
     // Two answers fewer of 500 a repeat: 0.4 points, under the 1-point threshold.
     let wobble = env.run("main", &[("CORRECT", "410")]);
     assert_eq!(wobble.status.code(), Some(0), "{}", stderr(&wobble));
+    // A metric that held is shown with its figures too, in the stored decision and the HTML
+    // report (before, only a failing metric had a sentence).
+    let held = "Quality held: gsm8k 82.0% (1230/1500) against the baseline's 82.4%.";
+    let report = env.json(&["runs", "show"]);
+    let reasons = case_of(&report, B1)["decision"]["reasons"].to_string();
+    assert!(reasons.contains(held), "{reasons}");
+    let html = env
+        .cmd()
+        .args(["report", "--format", "html"])
+        .output()
+        .expect("runs");
+    assert!(
+        stdout(&html).contains(
+            "Quality held: gsm8k 82.0% (1230&#x2f;1500) against the baseline&#x27;s 82.4%."
+        ),
+        "{}",
+        stdout(&html)
+    );
 
     // The same steps, but 300 of 500 right in each of the 3 repeats: 60.0% against the
     // baseline's 1230 of 1500 (82.0%).

@@ -363,6 +363,7 @@ fn values_are_escaped_for_each_format() {
     let mut report = sample_report();
     report.cases[0].key.model = "evil<script>|x".into();
     report.cases[0].case = report.cases[0].key.to_string();
+    report.cases[0].point = report.cases[0].key.point();
     let r = renderer();
     let html = r.render(ReportFormat::Html, &report).expect("renders");
     assert!(!html.contains("evil<script>"));
