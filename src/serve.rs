@@ -25,7 +25,7 @@ pub use frontier::{
     AreaBetween, Frontier, FrontierPoint, GPU_COUNT_FIELDS, PointError, SweepPoint, TPOT_METRICS,
     area_between, gpus_of_file, place_files, tpot_ms,
 };
-pub use key::{SWEPT_RATE, ServeKey, SweepAxis, format_rate};
+pub use key::{SWEPT_RATE, ServeKey, SweepAxis, UNSTATED_RATE, format_rate, rate_of};
 pub use model::{
     Direction, Samples, Schema, ServeResult, Settings, canonical_metric, direction_of,
 };

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::cli::{ImportRunArgs, ImportServeArgs};
+use crate::cli::{ImportRunArgs, ImportServeArgs, SweepArg};
 use crate::compare::{self, ServePolicy};
 use crate::config::GateConfig;
 use crate::error::Error;
@@ -120,6 +120,12 @@ fn read_inputs(args: &ImportServeArgs) -> Result<Vec<ServeCaseInput>, Error> {
                     }
                     if serve::tpot_ms(&result).is_none() {
                         return Err(not_on("median_tpot_ms"));
+                    }
+                    if axis == SweepArg::Rate && result.settings.rate_unstated {
+                        return Err(Error::Serve(serve::ServeError::no_rate(
+                            origin(),
+                            result.schema,
+                        )));
                     }
                     ServeKey::sweep_of_result(
                         &args.suite,

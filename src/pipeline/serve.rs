@@ -298,7 +298,12 @@ pub fn judge_and_store(
 /// The latency-split readings per model and suite, over the grid's rates and lengths.
 pub(crate) fn readings(cases: &[ServeCaseReport]) -> Vec<String> {
     let mut groups: BTreeMap<(String, String), Vec<SplitPoint>> = BTreeMap::new();
-    for c in cases.iter().filter(|c| c.verdict != Verdict::Error) {
+    // A case whose files state no rate has no place on the rate axis.
+    for c in cases
+        .iter()
+        .filter(|c| c.verdict != Verdict::Error)
+        .filter(|c| !c.settings.as_ref().is_some_and(|s| s.rate_unstated))
+    {
         let input = c
             .key
             .input_len

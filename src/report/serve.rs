@@ -127,7 +127,6 @@ pub fn service_table(cases: &[ServeCaseReport], terminal: Terminal) -> String {
     .beside_key(8);
     for c in cases {
         let m = |k: &str| c.means.get(k).copied();
-        let failed = m("failed").unwrap_or(0.0);
         table.row(vec![
             GridCell::left(&c.case),
             GridCell::right(num(m("median_ttft_ms"), 1)),
@@ -135,7 +134,12 @@ pub fn service_table(cases: &[ServeCaseReport], terminal: Terminal) -> String {
             GridCell::right(num(m("median_itl_ms"), 2)),
             GridCell::right(num(m("p99_itl_ms"), 2)),
             GridCell::right(num(m("output_throughput"), 1)),
-            GridCell::right(format!("{}/{failed:.0}", num(m("completed"), 0))),
+            // A count the files do not state is `-`, never 0.
+            GridCell::right(format!(
+                "{}/{}",
+                num(m("completed"), 0),
+                num(m("failed"), 0)
+            )),
             GridCell::left(worst(c)),
             GridCell::left(c.verdict.as_str()).colored(verdict_color(c.verdict)),
         ]);
