@@ -30,5 +30,5 @@ pub use model::{
     Direction, Samples, Schema, ServeResult, Settings, canonical_metric, direction_of,
 };
 pub use parse::parse;
-pub use plausible::{Implausible, implausible};
+pub use plausible::{Implausible, implausible, unchecked_reason};
 pub use read::read_file;

@@ -127,6 +127,7 @@ impl Runner<'_> {
             estimate: None,
             gpus: suite.gpus,
             implausible: Vec::new(),
+            plausibility_note: None,
         };
         let template = suite.command.as_deref().unwrap_or_default();
         for repeat in 0..suite.repeats {
@@ -383,6 +384,7 @@ fn gather_sweeps(suites: &[&SuiteConfig], inputs: Vec<ServeCaseInput>) -> Vec<Se
                 estimate: None,
                 gpus: input.gpus,
                 implausible: Vec::new(),
+                plausibility_note: None,
             });
             out.len() - 1
         };
