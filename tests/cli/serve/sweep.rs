@@ -354,6 +354,10 @@ fn the_html_report_draws_both_frontiers_with_the_loss_shaded() {
     );
     assert!(svg.contains(r#"class="loss""#), "the loss is shaded: {svg}");
     assert!(svg.contains(">31.6<"), "the middle level is marked: {svg}");
+    assert!(
+        html.contains(r#"<td colspan="4">a sweep: see its frontier chart below</td>"#),
+        "the sweep's row points at its chart, no empty latencies"
+    );
 }
 
 /// The decision's figures of a judged sweep, lowest level first: (level, then, now, worse %).
