@@ -25,6 +25,7 @@ pub mod probe;
 mod render;
 mod serve;
 mod serve_chart;
+mod serve_frontier;
 mod serve_view;
 pub mod site;
 mod terminal;

@@ -25,10 +25,10 @@ pub use frontier::{
     AreaBetween, Frontier, FrontierPoint, GPU_COUNT_FIELDS, PointError, SweepPoint, TPOT_METRICS,
     area_between, gpus_of_file, place_files, tpot_ms,
 };
-pub use key::{SWEPT_RATE, ServeKey, SweepAxis, format_rate};
+pub use key::{SWEPT_RATE, ServeKey, SweepAxis, UNSTATED_RATE, format_rate, rate_of};
 pub use model::{
     Direction, Samples, Schema, ServeResult, Settings, canonical_metric, direction_of,
 };
 pub use parse::parse;
-pub use plausible::{Implausible, implausible};
+pub use plausible::{Implausible, implausible, unchecked_reason};
 pub use read::read_file;

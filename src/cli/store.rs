@@ -129,6 +129,12 @@ pub struct ImportServeArgs {
     /// at; repeat it for several (default: those of the baseline's frontier points).
     #[arg(long = "level", value_name = "TOK_S_USER", requires = "sweep")]
     pub levels: Vec<f64>,
+    /// Weight precision the server ran (bf16, fp8, int4, ...). A result file names none, so only
+    /// with it is each file's output throughput per GPU checked against the decode floor of the
+    /// model (`[models]` of the config, or built in) on `--gpu`; without it the cases say the
+    /// check did not run.
+    #[arg(long, value_name = "P")]
+    pub precision: Option<String>,
     #[command(flatten)]
     pub format: FormatArgs,
 }

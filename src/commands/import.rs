@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::cli::{ImportRunArgs, ImportServeArgs};
+use crate::cli::{ImportRunArgs, ImportServeArgs, SweepArg};
 use crate::compare::{self, ServePolicy};
 use crate::config::GateConfig;
 use crate::error::Error;
@@ -121,6 +121,12 @@ fn read_inputs(args: &ImportServeArgs) -> Result<Vec<ServeCaseInput>, Error> {
                     if serve::tpot_ms(&result).is_none() {
                         return Err(not_on("median_tpot_ms"));
                     }
+                    if axis == SweepArg::Rate && result.settings.rate_unstated {
+                        return Err(Error::Serve(serve::ServeError::no_rate(
+                            origin(),
+                            result.schema,
+                        )));
+                    }
                     ServeKey::sweep_of_result(
                         &args.suite,
                         &result,
@@ -141,6 +147,7 @@ fn read_inputs(args: &ImportServeArgs) -> Result<Vec<ServeCaseInput>, Error> {
                     estimate: None,
                     gpus: args.gpus,
                     implausible: Vec::new(),
+                    plausibility_note: None,
                 }),
             }
         }
@@ -170,7 +177,26 @@ pub fn import_serve(args: &ImportServeArgs) -> Result<Outcome, Error> {
         ),
         None => None,
     };
-    let inputs = read_inputs(args)?;
+    let mut inputs = read_inputs(args)?;
+    let precision = args
+        .precision
+        .as_deref()
+        .map(|p| crate::catalog::Precision::parse(p, None))
+        .transpose()?;
+    let no_models = std::collections::BTreeMap::new();
+    let models = loaded.as_ref().map_or(&no_models, |l| &l.models);
+    for input in &mut inputs {
+        input.check_imported(models, &args.gpu, precision.as_ref());
+    }
+    let mut notes: Vec<&str> = inputs
+        .iter()
+        .filter_map(|i| i.plausibility_note.as_deref())
+        .collect();
+    notes.sort_unstable();
+    notes.dedup();
+    for note in notes {
+        output::warn(note);
+    }
     let store_path = match &loaded {
         Some(l) => l.store_path(args.db.as_deref()),
         None => args

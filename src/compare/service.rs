@@ -468,6 +468,24 @@ fn unsupported_tail(metric: &str, current: &[ServeResult]) -> Option<String> {
             Some(r.completed)
         }
     };
+    // A file that states no request count (MLPerf LoadGen's summary) cannot show that its
+    // requests bound the percentile; its 0 is "not stated", never a count.
+    let has_gaps = |r: &ServeResult| r.samples.as_ref().is_some_and(|s| !s.itls_ms.is_empty());
+    let unstated = current
+        .iter()
+        .find(|r| !(r.requests_stated() || (family == "itl" && has_gaps(r))));
+    if let Some(r) = unstated {
+        let q = pct / 100.0;
+        return Some(format!(
+            "{metric} is not gated: the {} file states no request count (MLPerf LoadGen writes it \
+             to mlperf_log_detail.txt, not the summary), so nothing shows that its requests bound \
+             a p{pct} at {:.0}% confidence (a p{pct} needs at least {} requests). Gate a median or \
+             mean instead (suite key `gated`).",
+            r.schema.as_str(),
+            crate::stats::tail::TAIL_CONFIDENCE * 100.0,
+            crate::stats::tail::samples_needed(q, crate::stats::tail::TAIL_CONFIDENCE),
+        ));
+    }
     let n = current.iter().filter_map(samples).min()?;
     let what = if family == "itl" {
         "inter-token gaps"

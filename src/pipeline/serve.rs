@@ -30,6 +30,10 @@ pub struct ServeCaseInput {
     /// Files whose output throughput per GPU exceeds the decode floor's bound (checked where
     /// the model and the GPU are known): the case is `invalid`.
     pub implausible: Vec<serve::Implausible>,
+    /// Why the roofline plausibility was not checked, where it could not be (an import without
+    /// `--precision`, a model or GPU utilgate does not know, a file without the figures the
+    /// bound needs): said among the case's reasons, never silent.
+    pub plausibility_note: Option<String>,
 }
 
 impl ServeCaseInput {
@@ -54,6 +58,51 @@ impl ServeCaseInput {
                 serve::implausible(source, r, model, gpu, precision, gpus)
             })
             .collect();
+    }
+
+    /// The plausibility of an imported case: checked where the model (`models`, else built
+    /// in), the GPU and the precision are known, else a note saying which is missing and how to
+    /// supply it; a file the bound cannot be computed for is named in the note.
+    pub(crate) fn check_imported(
+        &mut self,
+        models: &BTreeMap<String, crate::catalog::ModelSpec>,
+        gpu: &str,
+        precision: Option<&crate::catalog::Precision>,
+    ) {
+        let model = models
+            .get(&self.key.model)
+            .cloned()
+            .or_else(|| crate::catalog::model_by_name(&self.key.model));
+        let spec = crate::catalog::gpu_by_name(gpu);
+        let why = match (precision, &model, &spec) {
+            (None, _, _) => Some(
+                "a result file names no weight precision; pass --precision (bf16, fp8, ...) to \
+                 check each file's throughput against the decode floor"
+                    .to_owned(),
+            ),
+            (Some(_), None, _) => Some(format!(
+                "the model `{}` is neither in the config's [models] nor built in; add it there \
+                 (params, kv_bytes_per_token or hf_config) and pass --config",
+                self.key.model
+            )),
+            (Some(_), Some(_), None) => Some(format!(
+                "--gpu `{gpu}` is not a GPU utilgate knows; pass the catalogue's name (`utilgate \
+                 gpus` lists them)"
+            )),
+            (Some(p), Some(m), Some(g)) => {
+                self.check_plausible(m, g, p);
+                let unchecked: Vec<String> = self
+                    .repeats
+                    .iter()
+                    .filter_map(|(source, r)| {
+                        serve::unchecked_reason(r).map(|why| format!("{source}: {why}"))
+                    })
+                    .collect();
+                (!unchecked.is_empty()).then(|| unchecked.join("; "))
+            }
+        };
+        self.plausibility_note =
+            why.map(|why| format!("Roofline plausibility not checked: {why}."));
     }
 
     /// Where each repeat lies in its sweep, in the order of `repeats` (empty for one point).
@@ -104,7 +153,13 @@ fn stored_repeats(case: &StoredServeCase) -> Vec<ServeResult> {
 /// A case with a file above its decode floor's bound is `invalid`, whatever its comparison
 /// said, with the arithmetic first among its reasons.
 fn with_plausibility(mut d: ServeDecision, input: &ServeCaseInput) -> ServeDecision {
-    if input.implausible.is_empty() || d.verdict == Verdict::Error {
+    if d.verdict == Verdict::Error {
+        return d;
+    }
+    if let Some(note) = &input.plausibility_note {
+        d.reasons.push(note.clone());
+    }
+    if input.implausible.is_empty() {
         return d;
     }
     d.verdict = Verdict::Invalid;
@@ -298,7 +353,12 @@ pub fn judge_and_store(
 /// The latency-split readings per model and suite, over the grid's rates and lengths.
 pub(crate) fn readings(cases: &[ServeCaseReport]) -> Vec<String> {
     let mut groups: BTreeMap<(String, String), Vec<SplitPoint>> = BTreeMap::new();
-    for c in cases.iter().filter(|c| c.verdict != Verdict::Error) {
+    // A case whose files state no rate has no place on the rate axis.
+    for c in cases
+        .iter()
+        .filter(|c| c.verdict != Verdict::Error)
+        .filter(|c| !c.settings.as_ref().is_some_and(|s| s.rate_unstated))
+    {
         let input = c
             .key
             .input_len

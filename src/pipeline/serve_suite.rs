@@ -78,7 +78,14 @@ fn grid(suite: &SuiteConfig) -> Vec<Point<'_>> {
 /// no lengths of a random dataset); what the file states always wins. The store keeps the
 /// filled settings with the case, and a later run fills its baseline's repeats from them.
 fn fill_settings(result: &mut ServeResult, point: &Point<'_>) {
+    // The rate asked for, where the file states none (an AIPerf CSV): "inf" or a number.
+    let asked = match point.key.request_rate.as_str() {
+        "inf" => Some(None),
+        r => r.parse::<f64>().ok().map(Some),
+    };
     result.settings.fill_unset(&serve::Settings {
+        request_rate: asked.flatten(),
+        rate_unstated: asked.is_none(),
         seed: Some(point.suite.seed.unwrap_or(DEFAULT_SEED)),
         input_len: point.key.input_len,
         output_len: point.key.output_len,
@@ -120,6 +127,7 @@ impl Runner<'_> {
             estimate: None,
             gpus: suite.gpus,
             implausible: Vec::new(),
+            plausibility_note: None,
         };
         let template = suite.command.as_deref().unwrap_or_default();
         for repeat in 0..suite.repeats {
@@ -376,6 +384,7 @@ fn gather_sweeps(suites: &[&SuiteConfig], inputs: Vec<ServeCaseInput>) -> Vec<Se
                 estimate: None,
                 gpus: input.gpus,
                 implausible: Vec::new(),
+                plausibility_note: None,
             });
             out.len() - 1
         };

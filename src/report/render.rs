@@ -172,6 +172,15 @@ impl Renderer {
             x.filter(|v| v.is_finite())
                 .map_or_else(|| "–".to_owned(), |v| format!("{v:.0}"))
         });
+        // A sweep's frontier as a Mermaid chart and a table (report/serve_frontier.rs): GitHub
+        // strips inline SVG from comments but draws Mermaid.
+        env.add_function("frontier_markdown", |frontier: Value, metrics: Value| {
+            let frontier = crate::compare::FrontierFigures::deserialize(frontier)?;
+            let metrics = Vec::<crate::compare::MetricDecision>::deserialize(metrics)?;
+            Ok::<_, minijinja::Error>(super::serve_frontier::frontier_markdown(
+                &frontier, &metrics,
+            ))
+        });
         env.add_function("sparkline", |points: Value| {
             Ok::<_, minijinja::Error>(sparkline(&Vec::<TrendPoint>::deserialize(points)?))
         });

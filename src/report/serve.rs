@@ -127,15 +127,37 @@ pub fn service_table(cases: &[ServeCaseReport], terminal: Terminal) -> String {
     .beside_key(8);
     for c in cases {
         let m = |k: &str| c.means.get(k).copied();
-        let failed = m("failed").unwrap_or(0.0);
+        // A sweep's files are different loads: no mean latency describes it. Its figures are
+        // its frontier's, stated under the table (`service_notes`).
+        let latencies = if c.frontier.is_some() {
+            [
+                "see frontier".to_owned(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]
+        } else {
+            [
+                num(m("median_ttft_ms"), 1),
+                num(m("p99_ttft_ms"), 1),
+                num(m("median_itl_ms"), 2),
+                num(m("p99_itl_ms"), 2),
+            ]
+        };
+        let [ttft50, ttft99, itl50, itl99] = latencies;
         table.row(vec![
             GridCell::left(&c.case),
-            GridCell::right(num(m("median_ttft_ms"), 1)),
-            GridCell::right(num(m("p99_ttft_ms"), 1)),
-            GridCell::right(num(m("median_itl_ms"), 2)),
-            GridCell::right(num(m("p99_itl_ms"), 2)),
+            GridCell::right(ttft50),
+            GridCell::right(ttft99),
+            GridCell::right(itl50),
+            GridCell::right(itl99),
             GridCell::right(num(m("output_throughput"), 1)),
-            GridCell::right(format!("{}/{failed:.0}", num(m("completed"), 0))),
+            // A count the files do not state is `-`, never 0.
+            GridCell::right(format!(
+                "{}/{}",
+                num(m("completed"), 0),
+                num(m("failed"), 0)
+            )),
             GridCell::left(worst(c)),
             GridCell::left(c.verdict.as_str()).colored(verdict_color(c.verdict)),
         ]);
@@ -153,6 +175,16 @@ pub fn service_notes(out: &mut String, cases: &[ServeCaseReport], readings: &[St
         let _ = writeln!(out, "\n{} — {}", c.case, c.verdict);
         for r in &c.reasons {
             let _ = writeln!(out, "  - {r}");
+        }
+    }
+    for c in cases {
+        if let Some(f) = &c.frontier {
+            let _ = writeln!(
+                out,
+                "{}: {}",
+                c.case,
+                super::serve_frontier::frontier_line(f, &c.metrics)
+            );
         }
     }
     for c in cases {

@@ -49,6 +49,14 @@ pub enum ServeError {
     SeveralResults { origin: String, count: usize },
     #[error("{origin}: a point of a sweep needs `{key}`, which the file does not hold")]
     NotOnFrontier { origin: String, key: &'static str },
+    /// A rate sweep (or anything else that needs the offered load) got a file that states no
+    /// request rate: `what` names the kind of file, `fix` the file that states it.
+    #[error("{origin}: {what} states no request rate, so it has no place in a rate sweep")]
+    NoRate {
+        origin: String,
+        what: &'static str,
+        fix: &'static str,
+    },
     #[error("the sweep {case} has {points} point(s): a frontier needs at least two")]
     OnePointSweep { case: String, points: usize },
     /// A field of another load generator's report (`AIPerf`, `GuideLLM`, inference-perf, `MLPerf`
@@ -65,6 +73,26 @@ pub enum ServeError {
 }
 
 impl ServeError {
+    /// The error for a result of `schema` that states no request rate where one is needed.
+    #[must_use]
+    pub fn no_rate(origin: String, schema: super::Schema) -> ServeError {
+        let (what, fix) = match schema {
+            super::Schema::AiperfProfileExport => (
+                "this AIPerf CSV export (profile_export_aiperf.csv)",
+                "import the profile_export_aiperf.json of the same `aiperf profile` run instead: it states the rate (the CSV states no settings at all)",
+            ),
+            super::Schema::InferencePerfSummary => (
+                "this inference-perf summary over several stages",
+                "import the stage_N_lifecycle_metrics.json files instead, one per stage: each states its stage's rate",
+            ),
+            _ => (
+                "this result",
+                "import a result file that states its request rate",
+            ),
+        };
+        ServeError::NoRate { origin, what, fix }
+    }
+
     /// A one-line suggestion printed after the error.
     #[must_use]
     pub fn hint(&self) -> Option<String> {
@@ -95,6 +123,7 @@ impl ServeError {
                 "SGLang appends to --output-file: give each repeat a fresh file ($UTILGATE_RESULT_FILE is one)"
             }
             ServeError::Field { fix, .. } => return Some(fix.clone()),
+            ServeError::NoRate { fix, .. } => fix,
         };
         Some(hint.to_owned())
     }

@@ -45,7 +45,8 @@ pub(super) fn concurrency(r: &ServeResult) -> Option<f64> {
     if let Some(c) = r.metrics.get("concurrency") {
         return Some(*c);
     }
-    if r.duration_s <= 0.0 {
+    // No duration stated (MLPerf LoadGen's summary): Little's law has nothing to divide by.
+    if r.duration_s <= 0.0 || !r.requests_stated() {
         return None;
     }
     let e2e_ms = r.metrics.get("mean_e2el_ms").copied().or_else(|| {
@@ -60,7 +61,7 @@ pub(super) fn concurrency(r: &ServeResult) -> Option<f64> {
 /// Mean tokens per completed request from a total the file states.
 pub(super) fn mean_len(r: &ServeResult, total_key: &str) -> Option<f64> {
     let total = r.fields.get(total_key)?.as_f64()?;
-    (r.completed > 0).then(|| total / r.completed as f64)
+    (r.completed > 0 && r.requests_stated()).then(|| total / r.completed as f64)
 }
 
 #[expect(

@@ -42,7 +42,7 @@ impl SweepAxis {
     #[must_use]
     pub fn point_of(self, result: &ServeResult) -> String {
         match self {
-            SweepAxis::RequestRate => format_rate(result.settings.request_rate),
+            SweepAxis::RequestRate => rate_of(&result.settings),
             SweepAxis::MaxConcurrency => result
                 .settings
                 .max_concurrency
@@ -90,6 +90,20 @@ pub fn format_rate(rate: Option<f64>) -> String {
     }
 }
 
+/// The request rate of a file that states none: unknown, never "inf".
+pub const UNSTATED_RATE: &str = "unknown";
+
+/// The rate of a result's settings as the key writes it: [`format_rate`], or
+/// [`UNSTATED_RATE`] where the file states no rate.
+#[must_use]
+pub fn rate_of(settings: &super::model::Settings) -> String {
+    if settings.rate_unstated {
+        UNSTATED_RATE.to_owned()
+    } else {
+        format_rate(settings.request_rate)
+    }
+}
+
 impl ServeKey {
     /// The order of a grid as people read it: by suite and model, then by request rate as a
     /// number (1 < 4 < 16 < inf, where the derived order of the text puts 16 before 4), then
@@ -120,7 +134,7 @@ impl ServeKey {
                 .map(str::to_owned)
                 .or_else(|| s.model.clone())
                 .unwrap_or_else(|| "unknown".to_owned()),
-            request_rate: format_rate(s.request_rate),
+            request_rate: rate_of(s),
             max_concurrency: s.max_concurrency,
             input_len: s.input_len,
             output_len: s.output_len,

@@ -58,8 +58,14 @@ pub enum Direction {
 /// benchmark hygiene): a difference in any of them makes a comparison `inconclusive`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
-    /// Requests per second; `None` is "inf" (all requests sent at once).
+    /// Requests per second; `None` is "inf" (all requests sent at once), unless
+    /// `rate_unstated`.
     pub request_rate: Option<f64>,
+    /// The file states no request rate at all (an `AIPerf` CSV export, an inference-perf summary
+    /// over several stages): the rate is unknown, never "inf", and the case is keyed
+    /// `rate=unknown` ([`crate::serve::UNSTATED_RATE`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rate_unstated: bool,
     /// Gamma-distribution shape of the arrival times (1 = Poisson).
     pub burstiness: Option<f64>,
     pub max_concurrency: Option<u64>,
@@ -81,13 +87,18 @@ pub struct Settings {
 impl Settings {
     /// Fills every setting this result does not state from `from` (what utilgate asked the
     /// load generator for: vLLM writes no seed and no lengths of a random dataset); a stated
-    /// setting always stays. The request rate and the concurrency limit are never filled: there
-    /// `None` is a stated "unlimited", not a gap.
+    /// setting always stays. The request rate is filled only where the file states no rate at
+    /// all (`rate_unstated`), the concurrency limit never: there `None` is a stated
+    /// "unlimited", not a gap.
     pub fn fill_unset(&mut self, from: &Settings) {
         fn fill<T: Clone>(mine: &mut Option<T>, theirs: Option<&T>) {
             if mine.is_none() {
                 *mine = theirs.cloned();
             }
+        }
+        if self.rate_unstated {
+            self.request_rate = from.request_rate;
+            self.rate_unstated = from.rate_unstated;
         }
         fill(&mut self.burstiness, from.burstiness.as_ref());
         fill(&mut self.num_prompts, from.num_prompts.as_ref());
@@ -139,6 +150,15 @@ pub struct ServeResult {
 }
 
 impl ServeResult {
+    /// Whether the file states how many requests completed and how long the benchmark ran.
+    /// `MLPerf` `LoadGen`'s summary states neither (they are in `mlperf_log_detail.txt`): its
+    /// `completed` and `duration_s` read 0 for "not stated", and nothing that needs them (a
+    /// tail percentile's bound, Little's law) may take that 0 for a count.
+    #[must_use]
+    pub fn requests_stated(&self) -> bool {
+        self.schema != Schema::MlperfLoadgenSummary
+    }
+
     /// Requests sent that did not complete: the file's `failed`, else prompts minus completed.
     #[must_use]
     pub fn failed_requests(&self) -> u64 {
@@ -262,6 +282,23 @@ mod tests {
         assert_eq!(stated.request_rate, None, "None is \"inf\", never a gap");
         assert_eq!(stated.seed, Some(7), "the asked-for seed fills the gap");
         assert_eq!(stated.input_len, None);
+
+        // A file that states no rate (an AIPerf CSV) takes the rate it was asked for; from
+        // settings that state none either it stays unknown.
+        let mut csv = Settings {
+            rate_unstated: true,
+            ..Settings::default()
+        };
+        csv.fill_unset(&Settings {
+            rate_unstated: true,
+            ..Settings::default()
+        });
+        assert!(csv.rate_unstated);
+        csv.fill_unset(&Settings {
+            request_rate: Some(4.0),
+            ..Settings::default()
+        });
+        assert_eq!((csv.request_rate, csv.rate_unstated), (Some(4.0), false));
     }
 
     #[test]

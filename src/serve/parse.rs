@@ -344,6 +344,7 @@ fn settings(f: &Fields<'_>, rate: f64) -> Result<Settings, ServeError> {
     };
     Ok(Settings {
         request_rate: rate.is_finite().then_some(rate),
+        rate_unstated: false,
         burstiness: f.number("burstiness")?,
         max_concurrency: f.count("max_concurrency")?,
         num_prompts: f.count("num_prompts")?,

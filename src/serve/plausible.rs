@@ -71,6 +71,29 @@ impl fmt::Display for Implausible {
     }
 }
 
+/// Why one result cannot be checked against its decode floor, `None` when it can: the bound
+/// needs the output throughput, the mean concurrency (the file's own, else Little's law from
+/// its requests, latency and duration) and the mean input length.
+#[must_use]
+pub fn unchecked_reason(result: &ServeResult) -> Option<&'static str> {
+    if !result.metrics.contains_key("output_throughput") {
+        return Some("it states no output throughput");
+    }
+    if !concurrency(result).is_some_and(|c| c.is_finite() && c > 0.0) {
+        return Some(
+            "its mean concurrency is unknown (it states none, nor the request count, latency \
+             and duration Little's law needs)",
+        );
+    }
+    if mean_len(result, "total_input_tokens").is_none() {
+        return Some(
+            "its mean prompt length is unknown (it states no total_input_tokens or no request \
+             count)",
+        );
+    }
+    None
+}
+
 /// The check of one result served on `gpus` GPUs; `None` when it is plausible or cannot be
 /// checked (no throughput, no concurrency, no input length).
 #[must_use]

@@ -299,7 +299,11 @@ pub(super) fn parse_csv(text: &str, origin: &str) -> Result<ServeResult, ServeEr
     fields.insert(CSV_JSON_KEY.to_owned(), Value::String(text.to_owned()));
     Ok(ServeResult {
         schema: TOOL.schema,
-        settings: Settings::default(),
+        // The CSV states no settings at all: its rate is unknown, not "inf".
+        settings: Settings {
+            rate_unstated: true,
+            ..Settings::default()
+        },
         completed,
         failed,
         duration_s,

@@ -70,10 +70,13 @@ pub(super) fn parse(obj: &Object, origin: &str) -> Result<ServeResult, ServeErro
             .ok_or_else(|| TOOL.missing(origin, "failures.count"))?,
     );
     let duration_s = doc.need_number(obj, &["benchmark_time_seconds"])?;
+    // A summary over several stages states no single rate: unknown, not "inf".
+    let request_rate = doc.number(obj, &["load_summary", "requested_rate"])?;
     Ok(ServeResult {
         schema: TOOL.schema,
         settings: Settings {
-            request_rate: doc.number(obj, &["load_summary", "requested_rate"])?,
+            request_rate,
+            rate_unstated: request_rate.is_none(),
             num_prompts: doc.count(obj, &["load_summary", "count"])?,
             ..Settings::default()
         },

@@ -191,3 +191,113 @@ fn a_renamed_field_is_an_error_naming_the_file_the_field_and_the_fix() {
         "a bad file fails before the store is touched"
     );
 }
+
+/// Files that state no request rate (`AIPerf`'s CSV, an inference-perf summary over several
+/// stages) are keyed `rate=unknown`, never `rate=inf` (all requests at once), and a rate sweep
+/// refuses them, naming the file that states the rate.
+#[test]
+fn files_that_state_no_rate_are_keyed_unknown_and_refused_by_a_rate_sweep() {
+    let env = bare();
+    let csv = real("loadgen/aiperf/rate8_profile_export_aiperf.csv");
+    let summary = real("loadgen/inference_perf/summary_lifecycle_metrics.json");
+    let out = import(
+        &env,
+        &[csv.clone(), summary.clone()],
+        &["--model", "tiny", "--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run = json(&out);
+    let names: Vec<&str> = run["service"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter_map(|c| c["case"].as_str())
+        .collect();
+    assert_eq!(names, ["serve/tiny/rate=unknown"], "{run}");
+    assert_eq!(
+        run["service"][0]["repeats"].as_array().map(Vec::len),
+        Some(2),
+        "both files state no rate: one case, two repeats"
+    );
+
+    let json_export = real("loadgen/aiperf/rate8_profile_export_aiperf.json");
+    let out = import(
+        &env,
+        &[json_export, csv],
+        &["--model", "tiny", "--sweep", "rate"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("rate8_profile_export_aiperf.csv: this AIPerf CSV export")
+            && err.contains("states no request rate"),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: import the profile_export_aiperf.json"),
+        "{err}"
+    );
+    let stage = real("loadgen/inference_perf/stage_0_lifecycle_metrics.json");
+    let out = import(
+        &env,
+        &[stage, summary],
+        &["--model", "tiny", "--sweep", "rate"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "summary_lifecycle_metrics.json: this inference-perf summary over several stages"
+        ) && err.contains("hint: import the stage_N_lifecycle_metrics.json files"),
+        "{err}"
+    );
+}
+
+/// `MLPerf` `LoadGen`'s summary states no request count and no duration: a tail percentile is
+/// not gated with a reason that says so (not "0 requests"), and the table shows no count.
+#[test]
+fn an_mlperf_summary_says_it_states_no_request_count() {
+    let env = bare();
+    let summary = real("loadgen/mlperf/server_mlperf_log_summary.txt");
+    let out = import(
+        &env,
+        std::slice::from_ref(&summary),
+        &["--model", "tiny", "--format", "json"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let c = json(&out)["service"][0].clone();
+    let reasons: Vec<&str> = c["reasons"]
+        .as_array()
+        .expect("reasons")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let p99 = reasons
+        .iter()
+        .find(|r| r.starts_with("p99_ttft_ms is not gated"))
+        .unwrap_or_else(|| panic!("{reasons:?}"));
+    assert!(
+        p99.contains("states no request count") && p99.contains("mlperf_log_detail.txt"),
+        "{p99}"
+    );
+    assert!(
+        !p99.contains("0 requests"),
+        "a count the file does not state: {p99}"
+    );
+    assert!(
+        reasons.iter().all(|r| !r.contains(" 0 requests")),
+        "{reasons:?}"
+    );
+
+    let table = env
+        .cmd()
+        .args(["runs", "show", "--db", "serve.db", "--color", "never"])
+        .output()
+        .expect("runs");
+    let text = stdout(&table);
+    let row = text
+        .lines()
+        .find(|l| l.contains("serve/tiny/rate=100"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("-/-"), "no count stated, none shown: {row}");
+}

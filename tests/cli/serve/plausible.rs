@@ -2,7 +2,7 @@
 //! GPU exceeds what the model's decode floor allows on the declared GPUs is `invalid`, with the
 //! arithmetic; the same files on the GPUs they really had pass.
 
-use super::{json, suite_run};
+use super::{import, json, stub_run, suite_run};
 use crate::env::{TestEnv, stderr};
 
 /// A 70B-parameter model in bf16 on H100s, served by the stand-in at an unlimited rate: about
@@ -84,4 +84,98 @@ fn throughput_beyond_the_decode_floor_is_invalid_with_the_arithmetic() {
     let out = suite_run(&env);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(json(&out)["service"][0]["verdict"], "new");
+}
+
+/// `import serve` of the same impossible files: a result file names no precision, so the check
+/// runs only with `--precision`; without it every case says it did not run, and why.
+#[test]
+fn import_checks_plausibility_with_a_precision_and_says_so_without() {
+    let env = TestEnv::new();
+    env.write_config(&config(1));
+    let files = stub_run(
+        &env,
+        "fast",
+        &[
+            "--model",
+            "stub-model",
+            "--request-rate",
+            "inf",
+            "--random-input-len",
+            "256",
+            "--random-output-len",
+            "32",
+        ],
+    );
+    let out = import(
+        &env,
+        &files,
+        &["--gpu", "h100-sxm", "--format", "json", "--no-promote"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let case = json(&out)["service"][0].clone();
+    assert_eq!(
+        case["verdict"], "new",
+        "not judged impossible: {:?}",
+        case["reasons"]
+    );
+    let reasons: Vec<&str> = case["reasons"]
+        .as_array()
+        .expect("reasons")
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("Roofline plausibility not checked")
+                && r.contains("names no weight precision")
+                && r.contains("--precision")),
+        "{reasons:?}"
+    );
+    assert!(
+        stderr(&out).contains("Roofline plausibility not checked"),
+        "said on stderr too: {}",
+        stderr(&out)
+    );
+
+    let out = import(
+        &env,
+        &files,
+        &[
+            "--gpu",
+            "h100-sxm",
+            "--precision",
+            "bf16",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "invalid fails the gate: {}",
+        stderr(&out)
+    );
+    let case = json(&out)["service"][0].clone();
+    assert_eq!(case["verdict"], "invalid");
+    let reason = case["reasons"][0].as_str().expect("reason");
+    assert!(
+        reason.starts_with("Faster than the roofline allows"),
+        "{reason}"
+    );
+    for part in [
+        "fast-0.json",
+        "on 1 GPU(s)",
+        "above the",
+        "decode floor",
+        "h100-sxm",
+    ] {
+        assert!(reason.contains(part), "{part}: {reason}");
+    }
+    assert!(!stderr(&out).contains("not checked"), "{}", stderr(&out));
+
+    // A precision utilgate does not know is an error naming it, before the store is touched.
+    let out = import(&env, &files, &["--gpu", "h100-sxm", "--precision", "bf17"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("bf17"), "{}", stderr(&out));
 }

@@ -354,4 +354,138 @@ fn the_html_report_draws_both_frontiers_with_the_loss_shaded() {
     );
     assert!(svg.contains(r#"class="loss""#), "the loss is shaded: {svg}");
     assert!(svg.contains(">31.6<"), "the middle level is marked: {svg}");
+    assert!(
+        html.contains(r#"<td colspan="4">a sweep: see its frontier chart below</td>"#),
+        "the sweep's row points at its chart, no empty latencies"
+    );
+}
+
+/// The decision's figures of a judged sweep, lowest level first: (level, then, now, worse %).
+fn decided_levels(case: &serde_json::Value) -> Vec<(f64, f64, f64, f64)> {
+    let levels = case["frontier"]["levels"].as_array().expect("levels");
+    let mut rows: Vec<(f64, f64, f64, f64)> = levels
+        .iter()
+        .map(|l| {
+            let level = l.as_f64().expect("level");
+            let m = case["metrics"]
+                .as_array()
+                .expect("metrics")
+                .iter()
+                .find(|m| m["metric"] == format!("tok/s/gpu at {level:.1} tok/s/user").as_str())
+                .expect("a decision per level");
+            let f = |k: &str| m[k].as_f64().expect(k);
+            (level, f("then"), f("now"), f("worse_pct"))
+        })
+        .collect();
+    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    rows
+}
+
+#[test]
+fn the_pr_comment_draws_the_frontier_as_a_mermaid_chart_with_the_decisions_figures() {
+    let env = bare();
+    baseline(&env);
+    let slow = scaled(&env, "slow", [1.0, 0.92, 1.0], [1.0; 3]);
+    let out = import_sweep(&env, &slow);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let rows = decided_levels(&only_case(&json(&out)));
+    assert_eq!(rows.len(), 3);
+
+    let out = env
+        .cmd()
+        .args(["report", "--db", "serve.db", "--format", "markdown"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let md = stdout(&out);
+    let at = md
+        .find("```mermaid\nxychart-beta\n")
+        .unwrap_or_else(|| panic!("a mermaid chart: {md}"));
+    let chart = &md[at..];
+    let chart = &chart[..chart[3..].find("```").expect("the fence closes") + 3];
+    let t = |x: f64| format!("{x:.1}");
+    let categories: Vec<String> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mark = if i == 1 { " largest loss" } else { "" };
+            format!("\"{}{mark}\"", t(r.0))
+        })
+        .collect();
+    assert!(
+        chart.contains(&format!(
+            "x-axis \"interactivity (tok/s per user)\" [{}]",
+            categories.join(", ")
+        )),
+        "{chart}"
+    );
+    let then: Vec<String> = rows.iter().map(|r| t(r.1)).collect();
+    let now: Vec<String> = rows.iter().map(|r| t(r.2)).collect();
+    assert!(
+        chart.contains(&format!(
+            "    line [{}]\n    line [{}]\n",
+            then.join(", "),
+            now.join(", ")
+        )),
+        "baseline's line, then tonight's: {chart}"
+    );
+    // The table: the same figures, the change per level, the largest loss marked.
+    for (i, r) in rows.iter().enumerate() {
+        let level = if i == 1 {
+            format!("**{}** (largest loss)", t(r.0))
+        } else {
+            t(r.0)
+        };
+        let verdict = if i == 1 { "🔴 regressed" } else { "✅ pass" };
+        let row = format!(
+            "| {level} | {} | {} | {:+.1}% | {verdict} |",
+            t(r.1),
+            t(r.2),
+            -r.3 + 0.0
+        );
+        assert!(md.contains(&row), "{row} in {md}");
+    }
+    assert!(
+        md.contains("| **31.6** (largest loss) | 169.3 | 155.8 | -8.0% | 🔴 regressed |"),
+        "the figures docs/serve.md states: {md}"
+    );
+    assert!(
+        !md.contains("<svg"),
+        "GitHub strips inline SVG from comments"
+    );
+}
+
+#[test]
+fn a_sweeps_terminal_row_points_at_its_frontier_with_the_decisions_figures() {
+    let env = bare();
+    baseline(&env);
+    let slow = scaled(&env, "slow", [1.0, 0.92, 1.0], [1.0; 3]);
+    let decided = decided_levels(&only_case(&json(&import_sweep(&env, &slow))));
+    // The same files again, shown in the terminal: judged against the same baseline.
+    let out = import(
+        &env,
+        &slow,
+        &["--sweep", "rate", "--gpus", "8", "--color", "never"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let text = stdout(&out);
+    let row = text
+        .lines()
+        .find(|l| l.contains("sweep=rate") && l.contains("regressed"))
+        .unwrap_or_else(|| panic!("the sweep's row: {text}"));
+    assert!(row.contains("see frontier"), "{row}");
+    assert!(
+        row.contains("-/-"),
+        "no request count is stated for a sweep as a whole: {row}"
+    );
+    let (level, then, now, worse) = decided[1];
+    let line = format!(
+        "at {level:.1} tok/s/user {then:.1} -> {now:.1} ({:+.1}%, largest loss)",
+        -worse
+    );
+    assert!(text.contains(&line), "{line} in {text}");
+    assert!(
+        text.contains("frontier, output tok/s per GPU then -> now: "),
+        "{text}"
+    );
 }
