@@ -127,6 +127,14 @@ class Reporter:
             raise ValueError("%s: %d correct of %d is not a score" % (metric, correct, total))
         self._line({"quality": {str(metric): {"correct": correct, "total": total}}})
 
+    def speculative(self, drafted, accepted):
+        """Report a speculative case's drafted and accepted tokens over its counted rounds
+        (utilgate judges the share accepted against the baseline's, whatever the speed)."""
+        drafted, accepted = int(drafted), int(accepted)
+        if drafted < 0 or not (0 <= accepted <= drafted):
+            raise ValueError("%d accepted of %d drafted is not a count" % (accepted, drafted))
+        self._line({"speculative": {"drafted": drafted, "accepted": accepted}})
+
     def close(self):
         self._file.close()
 
@@ -212,13 +220,18 @@ class Timer:
         return (time.perf_counter_ns() - t0) / 1e6
 
 
-def run(step, case=None, device="auto", extra_env=None, score=None):
+def run(step, case=None, device="auto", extra_env=None, score=None, drafts=None):
     """Call `step(i)` for i in 0 .. warmup_steps + steps - 1, timing each, and report every
     time to `$UTILGATE_OUT`. Returns the timed (non-warm-up) step times in ms.
 
     `score`, when given, is called once after the timed steps (never timed) with the case and
     returns `{metric: (correct, total)}`, e.g. exact matches on a fixed prompt set run through
-    the same code path; each is reported as a quality metric."""
+    the same code path; each is reported as a quality metric.
+
+    `drafts`, for a speculative suite (`UTILGATE_DRAFT_K` set), returns the engine's cumulative
+    `(drafted, accepted)` token counters (vLLM's `num_draft_tokens`, `num_accepted_tokens`); it
+    is read before the first timed step and after the last, and the difference is reported, so
+    warm-up rounds never count."""
     case = case or Case.from_env()
     timer = Timer(device)
     timed = []
@@ -226,12 +239,19 @@ def run(step, case=None, device="auto", extra_env=None, score=None):
         env = versions(extra_env)
         env["timer"] = timer.kind
         out.env(env)
+        before = None
         for i in range(case.warmup_steps + case.steps):
+            if drafts is not None and i == case.warmup_steps:
+                before = drafts()
             ms = timer.time_ms(step, i)
             warm = i < case.warmup_steps
             out.step(ms, warmup=warm)
             if not warm:
                 timed.append(ms)
+        if drafts is not None:
+            after = drafts()
+            before = before if before is not None else after
+            out.speculative(after[0] - before[0], after[1] - before[1])
         if score is not None:
             for metric, (correct, total) in sorted(score(case).items()):
                 out.quality(metric, correct, total)

@@ -114,6 +114,72 @@ timeout_s = 60
     assert!(median(1) > median(0), "{} vs {}", median(1), median(0));
 }
 
+/// A speculative step: each round drafts k tokens per sequence and 3 of every 4 are accepted;
+/// the engine's counters run through the warm-up too.
+const DRAFTING_STEP: &str = r#"
+import os
+import utilgate_harness as ug
+
+case = ug.Case.from_env()
+k = int(os.environ["UTILGATE_DRAFT_K"])
+counters = [0, 0]
+work = list(range(2000 * case.batch))
+
+def step(i):
+    sum(x * x for x in work)
+    counters[0] += case.batch * k
+    counters[1] += case.batch * k * 3 // 4
+
+ug.run(step, case, drafts=lambda: tuple(counters))
+"#;
+
+#[test]
+fn python_helper_reports_the_timed_rounds_drafts_only() {
+    assert!(python3(), "python3 must be on PATH");
+    let helper_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("harness/python");
+    let env = TestEnv::new();
+    env.write("step.py", DRAFTING_STEP);
+    env.write_config(&format!(
+        r#"
+[gpu]
+mem_bandwidth_gb_s = 1000
+dense_tflops = {{ bf16 = 100 }}
+
+[models.small]
+params = 1.0e6
+kv_bytes_per_token = 1024
+
+[[suite]]
+name = "py"
+command = "python3 step.py"
+env = {{ PYTHONPATH = "{}" }}
+models = ["small"]
+precisions = ["bf16"]
+phases = ["decode"]
+batches = [2]
+contexts = [128]
+warmup_steps = 3
+steps = 15
+repeats = 2
+timeout_s = 60
+speculative = {{ draft = "ngram", k = [4] }}
+"#,
+        helper_dir.display()
+    ));
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let store = Store::open_existing_read_only(&env.db(), Duration::from_secs(5)).expect("store");
+    let run = store.run(RunId(1)).expect("read").expect("run 1");
+    let result = &run.results[0];
+    // 15 timed rounds x batch 2 x k 4 = 120 drafted per process, 90 accepted; two processes.
+    // The 3 warm-up rounds' 24 drafts per process are left out.
+    let counts = store
+        .result_speculation(result.id)
+        .expect("reads")
+        .expect("counts");
+    assert_eq!((counts.drafted, counts.accepted), (240, 180));
+}
+
 #[test]
 fn python_helper_refuses_to_run_outside_utilgate() {
     assert!(python3(), "python3 is needed on PATH (CI installs it)");
