@@ -10,6 +10,7 @@ mod ab;
 mod against;
 pub mod bisect;
 pub mod budget;
+pub mod energy;
 mod canary;
 mod changepoint;
 mod common;

@@ -210,6 +210,17 @@ pub fn parse(text: &str) -> Result<HarnessReport, ProtocolError> {
     parse_with(text, StepRange::default())
 }
 
+/// The timed steps a results file holds so far, read while the harness still writes it: its
+/// complete lines only (a half-written last line waits for the next reading); `None` when
+/// those do not parse (the repeat's own parse says why, at its end).
+#[must_use]
+pub fn timed_steps_written(text: &str) -> Option<u64> {
+    let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
+    parse(complete)
+        .ok()
+        .map(|r| u64::try_from(r.steps_ms.len()).unwrap_or(u64::MAX))
+}
+
 /// Parses the whole results file of one repeat.
 ///
 /// A UTF-8 byte-order mark at the start is skipped (some Windows-born tools write one). Blank

@@ -62,6 +62,29 @@ pub(crate) struct Measured {
     /// Quality metrics the harness scored (the accuracy guard), every repeat's answers added.
     #[serde(default)]
     pub(crate) quality: crate::compare::quality::QualityCounts,
+    /// Each timed repeat's energy over its timed window, or why it has none (NVML only).
+    #[serde(default)]
+    pub(crate) energy: Vec<crate::compare::energy::RepeatEnergy>,
+}
+
+/// One repeat's energy from its readings (`gpu::energy`); a case on several GPUs has none, as
+/// NVML watches one of them.
+fn repeat_energy(
+    key: &CaseKey,
+    repeat: u32,
+    samples: &[GpuSample],
+    written: usize,
+) -> crate::compare::energy::RepeatEnergy {
+    let gpus = key.tp.saturating_mul(key.ep);
+    let measured = if gpus > 1 {
+        Err(format!(
+            "the case runs on {gpus} GPUs and utilgate watches one, so its joules would be a \
+             share of the step's"
+        ))
+    } else {
+        crate::gpu::energy::repeat_energy(samples, written as u64)
+    };
+    crate::compare::energy::RepeatEnergy { repeat, measured }
 }
 
 /// What a repeat after the timed ones adds: variables for the harness, and a profiler around
@@ -417,14 +440,31 @@ impl Runner<'_> {
                     max_ms: limits.max_step_ms,
                 },
             };
+            // Each reading counts the timed steps written so far: the energy's window.
+            let results_file = harness::results_path(&out_dir, repeat);
+            let written = || {
+                std::fs::read_to_string(&results_file)
+                    .ok()
+                    .and_then(|text| crate::measure::protocol::timed_steps_written(&text))
+            };
             let (result, samples) = match self.watch {
-                Some(watch) => watch.sample(|| harness::run_repeat(&spec, &self.cancel)),
+                Some(watch) => {
+                    watch.sample(&written, || harness::run_repeat(&spec, &self.cancel))
+                }
                 None => (harness::run_repeat(&spec, &self.cancel), Vec::new()),
             };
-            into.gpu_samples.extend(samples);
             let _ = std::fs::remove_dir_all(&out_dir);
             match result {
                 Ok(mut out) => {
+                    if self.watch.is_some() && extra.is_none() {
+                        into.energy.push(repeat_energy(
+                            &plan.key,
+                            repeat,
+                            &samples,
+                            out.report.steps_ms.len(),
+                        ));
+                    }
+                    into.gpu_samples.extend(samples);
                     if let Err(message) =
                         self.check_steps(plan, repeat, steps, &mut out.report.steps_ms)
                     {
@@ -451,11 +491,18 @@ impl Runner<'_> {
                         into.stderr_tail = Some(out.stderr_tail);
                     }
                 }
-                Err(HarnessError::Cancelled) => return Err(Error::Interrupted),
+                Err(HarnessError::Cancelled) => {
+                    into.gpu_samples.extend(samples);
+                    return Err(Error::Interrupted);
+                }
                 // The budget's end, not the harness: the repeat is dropped, the case judged
                 // on what it has.
-                Err(HarnessError::TimedOut { .. }) if timeout < suite_timeout => return Ok(false),
+                Err(HarnessError::TimedOut { .. }) if timeout < suite_timeout => {
+                    into.gpu_samples.extend(samples);
+                    return Ok(false);
+                }
                 Err(err) => {
+                    into.gpu_samples.extend(samples);
                     into.stderr_tail = err.stderr_tail().map(str::to_owned);
                     let mut message = format!("repeat {repeat}: {err}");
                     if let Some(hint) = err.hint() {

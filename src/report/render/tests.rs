@@ -59,6 +59,7 @@ fn decision(verdict: Verdict, now: f64, then: f64, reasons: &[&str]) -> Decision
         slide: None,
         reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),
         quality: Vec::new(),
+        energy: None,
     }
 }
 
