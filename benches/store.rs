@@ -155,6 +155,7 @@ fn new_result(key: &CaseKey, rng: &mut StdRng, promote: bool) -> NewResult {
         budget: None,
         costs: Vec::new(),
         quality: std::collections::BTreeMap::new(),
+        energy: Vec::new(),
     }
 }
 

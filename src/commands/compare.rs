@@ -45,6 +45,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
                 gpu_state: r.gpu_state_json.clone(),
                 first_repeats: r.budget.as_ref().map(|b| b.first_repeats as usize),
                 quality: store.result_quality(r.id)?,
+                energy: store.result_energy(r.id)?,
             })
         })
         .collect::<Result<_, Error>>()?;

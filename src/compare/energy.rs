@@ -206,6 +206,8 @@ pub struct EnergyCheck {
     pub interval_pct: Option<(f64, f64)>,
     pub p_value: Option<f64>,
     pub threshold_pct: f64,
+    /// Whether `gate_on` lists `joules_per_token` (else the check is shown, never folded in).
+    pub gated: bool,
     /// Whether this check set the case's verdict (a step time that held while energy fell).
     pub decides: bool,
 }
@@ -257,8 +259,9 @@ pub fn joules(j: f64) -> String {
 }
 
 /// Judge tonight's energy per token against the baseline's, each repeat one process, at the
-/// per-case level of `tests` tests (the grid's cases times the gated statistics). `None` when
-/// tonight has no figure: a case without energy is judged on its steps alone.
+/// per-case level of `tests` tests (the grid's cases times the gated statistics); `gated`:
+/// whether the verdict may follow it. `None` when tonight has no figure: a case without
+/// energy is judged on its steps alone.
 #[must_use]
 pub fn judge_energy(
     then: &[RepeatEnergy],
@@ -266,6 +269,7 @@ pub fn judge_energy(
     tokens_per_step: u64,
     policy: &Policy,
     tests: usize,
+    gated: bool,
 ) -> Option<EnergyCheck> {
     let now_figures = figures(now, tokens_per_step)?;
     let then_figures = figures(then, tokens_per_step);
@@ -282,6 +286,7 @@ pub fn judge_energy(
         interval_pct: None,
         p_value: None,
         threshold_pct,
+        gated,
         decides: false,
     };
     if then_j.is_empty() {
@@ -325,10 +330,27 @@ pub fn judge_energy(
     Some(check)
 }
 
-/// Folds the energy check into the case's decision: a regression of energy per token makes a
-/// judged case `regressed`, one the noise cannot resolve makes a pass `inconclusive`; the
-/// sentence carries the figures. The step-time figures stay as they were.
+/// Folds the energy check into the case's decision: when gated, a regression of energy per
+/// token makes a judged case `regressed`, one the noise cannot resolve makes a pass
+/// `inconclusive`; the sentence carries the figures. Ungated, the check is kept and a change
+/// beyond the threshold is a sentence that says it does not fail. The step-time figures stay
+/// as they were.
 pub fn apply_energy(d: &mut Decision, mut check: EnergyCheck) {
+    if !check.gated {
+        if matches!(check.verdict, Verdict::Regressed | Verdict::Improved) {
+            let way = if check.verdict == Verdict::Regressed {
+                "Energy regressed"
+            } else {
+                "Energy improved"
+            };
+            d.reasons.push(format!(
+                "{way} (not gated): {}; add \"joules_per_token\" to gate_on to judge it.",
+                check.change()
+            ));
+        }
+        d.energy = Some(check);
+        return;
+    }
     let limit = check
         .now
         .power_limit_w

@@ -148,6 +148,7 @@ fn imported_result(b: &ExportedBaseline) -> NewResult {
         budget: None,
         costs: Vec::new(),
         quality: std::collections::BTreeMap::new(),
+        energy: Vec::new(),
     }
 }
 

@@ -29,6 +29,8 @@ pub struct CaseInput {
     pub first_repeats: Option<usize>,
     /// The quality metrics its harness scored (the accuracy guard); empty when none.
     pub quality: crate::compare::quality::QualityCounts,
+    /// Each timed repeat's energy, or why it has none; empty without NVML.
+    pub energy: Vec<crate::compare::energy::RepeatEnergy>,
 }
 
 pub use crate::report::{BaselineRef, Judgement};
@@ -215,6 +217,9 @@ pub fn judge_case(
     if case.error.is_none() && !case.quality.is_empty() {
         judge_quality(store, config, case, baseline.as_ref(), m, &mut decision)?;
     }
+    if case.error.is_none() && !case.energy.is_empty() {
+        judge_energy(store, case, baseline.as_ref(), &policy, m, &mut decision)?;
+    }
     Ok(Judgement {
         key: case.key.clone(),
         decision,
@@ -253,6 +258,33 @@ fn judge_quality(
     };
     let checks = compare::quality::judge_quality(&then, &case.quality, &policy);
     compare::quality::apply_quality(decision, checks);
+    Ok(())
+}
+
+/// Energy per token: `case`'s repeats against the baseline's (`Store::result_energy`), at the
+/// per-case level of the grid's `m` cases times the gated statistics, kept in its decision and
+/// folded into its verdict when `gate_on` lists `joules_per_token`
+/// (`compare::energy::apply_energy`). A case without a figure is judged on its steps alone.
+fn judge_energy(
+    store: &Store,
+    case: &CaseInput,
+    baseline: Option<&StoredResult>,
+    policy: &compare::Policy,
+    m: usize,
+    decision: &mut Decision,
+) -> Result<(), Error> {
+    let then = match baseline {
+        Some(b) => store.result_energy(b.id)?,
+        None => Vec::new(),
+    };
+    let gated = policy.gates_energy();
+    let tests = m * (policy.stats().len() + usize::from(gated));
+    let tokens = compare::energy::tokens_per_step(&case.key);
+    if let Some(check) =
+        compare::energy::judge_energy(&then, &case.energy, tokens, policy, tests, gated)
+    {
+        compare::energy::apply_energy(decision, check);
+    }
     Ok(())
 }
 

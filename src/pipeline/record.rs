@@ -126,6 +126,7 @@ impl JudgedCase<'_> {
             budget: None,
             costs: Vec::new(),
             quality: measured.quality.clone(),
+            energy: measured.energy.clone(),
         }
     }
 }
@@ -152,5 +153,6 @@ pub(crate) fn case_input(
         gpu_state: None,
         first_repeats,
         quality: measured.quality.clone(),
+        energy: measured.energy.clone(),
     }
 }

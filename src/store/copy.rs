@@ -37,6 +37,7 @@ pub(crate) const TABLES: &[(&str, &[&str])] = &[
     ("result_budgets", &["result_id"]),
     ("result_repeat_costs", &["result_id", "repeat"]),
     ("result_quality", &["result_id", "metric"]),
+    ("result_energy", &["result_id", "repeat"]),
 ];
 
 /// Raw traces are pruned by retention (`Store::add_evidence`): a destination may keep blobs

@@ -736,6 +736,7 @@ pub fn night_run(night: &ImportedNight, gpu_sku: &str, default_branch: &str) -> 
             budget: None,
             costs: Vec::new(),
             quality: std::collections::BTreeMap::new(),
+            energy: Vec::new(),
         })
         .collect();
     super::NewRun {

@@ -485,6 +485,8 @@ fn write_results(
             .map_err(fail("write a result's budget record"))?;
         super::quality::write(tx, result_id, &r.quality)
             .map_err(fail("write a result's quality metrics"))?;
+        super::energy::write(tx, result_id, &r.energy)
+            .map_err(fail("write a result's energy records"))?;
         if r.promote || !at.plan.only_flagged {
             add_move
                 .execute(params![

@@ -112,6 +112,9 @@ pub struct NewResult {
     /// The quality metrics its harness scored (`result_quality`), every repeat's answers added.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub quality: crate::compare::quality::QualityCounts,
+    /// Each timed repeat's energy over its timed window, or why it has none (`result_energy`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub energy: Vec<crate::compare::energy::RepeatEnergy>,
 }
 
 /// Timestamps as RFC 3339 text in the rescue file.

@@ -68,6 +68,7 @@ fn stored_run(i: i64, branch: &str, median_ms: f64) -> NewRun {
             budget: None,
             costs: Vec::new(),
             quality: std::collections::BTreeMap::new(),
+            energy: Vec::new(),
         }],
     }
 }

@@ -62,6 +62,7 @@ fn new_run(w: u32, i: u32) -> NewRun {
                 budget: None,
                 costs: Vec::new(),
                 quality: std::collections::BTreeMap::new(),
+                energy: Vec::new(),
             }
         })
         .collect();

@@ -341,6 +341,7 @@ fn large_night(
                 budget: None,
                 costs: Vec::new(),
                 quality: std::collections::BTreeMap::new(),
+                energy: Vec::new(),
             }
         })
         .collect();

@@ -82,7 +82,7 @@ fn ten_percent_more_joules_per_token_regresses_at_the_same_step_time() {
     let policy = Policy::default();
     let then = repeats(&[1.00, 1.01, 0.99]);
     let now = repeats(&[1.10, 1.111, 1.089]);
-    let check = judge_energy(&then, &now, 8, &policy, 2).expect("a check");
+    let check = judge_energy(&then, &now, 8, &policy, 2, true).expect("a check");
     assert_eq!(check.verdict, Verdict::Regressed);
     let drop = check.drop_pct.expect("drop");
     // 1 - 1 / 1.1 = 9.09% of the tokens per joule lost.
@@ -114,9 +114,9 @@ fn ten_percent_more_joules_per_token_regresses_at_the_same_step_time() {
 fn unchanged_or_small_changes_pass_and_an_untrusted_case_stays_inconclusive() {
     let policy = Policy::default();
     let then = repeats(&[1.00, 1.01, 0.99]);
-    let same = judge_energy(&then, &repeats(&[1.0, 0.99, 1.01]), 8, &policy, 2).expect("check");
+    let same = judge_energy(&then, &repeats(&[1.0, 0.99, 1.01]), 8, &policy, 2, true).expect("check");
     assert_eq!(same.verdict, Verdict::Pass);
-    let small = judge_energy(&then, &repeats(&[1.01, 1.02, 1.0]), 8, &policy, 2).expect("check");
+    let small = judge_energy(&then, &repeats(&[1.01, 1.02, 1.0]), 8, &policy, 2, true).expect("check");
     assert_eq!(small.verdict, Verdict::Pass, "1% is under the 3% threshold");
     let mut d = Decision::bare(Verdict::Pass);
     apply_energy(&mut d, same);
@@ -124,7 +124,7 @@ fn unchanged_or_small_changes_pass_and_an_untrusted_case_stays_inconclusive() {
     assert!(!d.energy.as_ref().expect("kept").decides);
     assert_eq!(d.deciding_drop().0, GateStat::Median);
 
-    let worse = judge_energy(&then, &repeats(&[1.2, 1.21, 1.19]), 8, &policy, 2).expect("check");
+    let worse = judge_energy(&then, &repeats(&[1.2, 1.21, 1.19]), 8, &policy, 2, true).expect("check");
     let mut guarded = Decision::bare(Verdict::Inconclusive);
     guarded.untrusted = true;
     apply_energy(&mut guarded, worse);
@@ -135,7 +135,7 @@ fn unchanged_or_small_changes_pass_and_an_untrusted_case_stays_inconclusive() {
 fn a_baseline_without_energy_makes_the_check_new_and_none_without_a_figure() {
     let policy = Policy::default();
     let now = repeats(&[1.0, 1.0, 1.0]);
-    let check = judge_energy(&[], &now, 8, &policy, 1).expect("a check");
+    let check = judge_energy(&[], &now, 8, &policy, 1, true).expect("a check");
     assert_eq!(check.verdict, Verdict::New);
     assert_eq!(check.drop_pct, None);
     assert_eq!(check.change(), "1.000 J/token");
@@ -147,7 +147,7 @@ fn a_baseline_without_energy_makes_the_check_new_and_none_without_a_figure() {
         repeat: 0,
         measured: Err("no reading".into()),
     }];
-    assert!(judge_energy(&now, &refused, 8, &policy, 1).is_none());
+    assert!(judge_energy(&now, &refused, 8, &policy, 1, true).is_none());
 }
 
 #[test]
@@ -158,7 +158,7 @@ fn the_threshold_is_its_own_when_configured() {
         .insert(GateStat::JoulesPerToken, 12.0);
     let then = repeats(&[1.00, 1.01, 0.99]);
     let now = repeats(&[1.10, 1.111, 1.089]);
-    let check = judge_energy(&then, &now, 8, &policy, 2).expect("a check");
+    let check = judge_energy(&then, &now, 8, &policy, 2, true).expect("a check");
     assert_eq!(check.threshold_pct, 12.0);
     assert_eq!(check.verdict, Verdict::Pass, "9.1% is under 12%");
 }
@@ -169,4 +169,22 @@ fn joules_print_with_four_significant_digits() {
     assert_eq!(joules(0.012_345), "0.01235");
     assert_eq!(joules(412.34), "412.3");
     assert_eq!(joules(12_345.6), "12346");
+}
+
+#[test]
+fn ungated_energy_is_shown_but_never_moves_the_verdict() {
+    let policy = Policy::default();
+    let then = repeats(&[1.00, 1.01, 0.99]);
+    let now = repeats(&[1.10, 1.111, 1.089]);
+    let check = judge_energy(&then, &now, 8, &policy, 2, false).expect("a check");
+    assert_eq!(check.verdict, Verdict::Regressed);
+    let mut d = Decision::bare(Verdict::Pass);
+    apply_energy(&mut d, check);
+    assert_eq!(d.verdict, Verdict::Pass);
+    assert_eq!(d.deciding_drop().0, GateStat::Median);
+    assert_eq!(
+        d.reasons,
+        ["Energy regressed (not gated): joules per token rose 10.0% (1.000 -> 1.100 J/token; \
+          tokens per joule fell 9.1%); add \"joules_per_token\" to gate_on to judge it."]
+    );
 }
