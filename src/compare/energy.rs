@@ -213,7 +213,7 @@ pub struct EnergyCheck {
 }
 
 impl EnergyCheck {
-    /// "joules per token rose 10.0% (1.000 -> 1.100 J/token; tokens per joule fell 9.1%)".
+    /// "joules per token rose 10.0% (from 1.000 to 1.100 J/token; tokens per joule fell 9.1%)".
     #[must_use]
     pub fn change(&self) -> String {
         match (self.level_then_j, self.level_now_j, self.drop_pct) {
@@ -230,8 +230,8 @@ impl EnergyCheck {
                     ("rose", -drop)
                 };
                 format!(
-                    "joules per token {way} {by:.1}% ({} -> {} J/token; tokens per joule \
-                     {tpj_way} {tpj_by:.1}%)",
+                    "joules per token {way} {by:.1}% (from {} to {} J/token; tokens per \
+                     joule {tpj_way} {tpj_by:.1}%)",
                     joules(then),
                     joules(now)
                 )
@@ -358,11 +358,14 @@ pub fn apply_energy(d: &mut Decision, mut check: EnergyCheck) {
         .unwrap_or_default();
     let interval = check
         .interval_pct
-        .map(|(lo, hi)| format!(" (the noise allows {lo:.1}% to {hi:.1}%)"))
+        .map(|(lo, hi)| {
+            format!(" (the noise allows a fall of tokens per joule from {lo:.1}% to {hi:.1}%)")
+        })
         .unwrap_or_default();
     let sentence = match check.verdict {
         Verdict::Regressed => Some(format!(
-            "Energy regressed: {}{limit}, beyond the {}% threshold{interval}.",
+            "Energy regressed: {}{limit}; the fall of tokens per joule is beyond the {}% \
+             threshold{interval}.",
             check.change(),
             check.threshold_pct
         )),

@@ -155,8 +155,9 @@ fn ten_percent_more_joules_per_token_regresses_when_gated_on_energy() {
     let first = case["decision"]["reasons"][0].as_str().expect("a reason");
     assert!(
         first.starts_with(
-            "Energy regressed: joules per token rose 10.0% (1.000 -> 1.100 J/token; tokens per \
-             joule fell 9.1%) at a 700 W power limit, beyond the 3% threshold"
+            "Energy regressed: joules per token rose 10.0% (from 1.000 to 1.100 J/token; tokens per \
+             joule fell 9.1%) at a 700 W power limit; the fall of tokens per joule is beyond the \
+             3% threshold"
         ),
         "{first}"
     );
@@ -167,7 +168,7 @@ fn ten_percent_more_joules_per_token_regresses_when_gated_on_energy() {
     let text = stdout(&human);
     assert!(text.contains("J/token"), "{text}");
     assert!(
-        text.contains("Energy regressed: joules per token rose 10.0% (1.000 -> 1.100 J/token"),
+        text.contains("Energy regressed: joules per token rose 10.0% (from 1.000 to 1.100 J/token"),
         "{text}"
     );
     assert!(

@@ -91,7 +91,7 @@ fn ten_percent_more_joules_per_token_regresses_at_the_same_step_time() {
     assert!((1.0 - then_j / now_j - drop / 100.0).abs() < 1e-9);
     assert_eq!(
         check.change(),
-        "joules per token rose 10.0% (1.000 -> 1.100 J/token; tokens per joule fell 9.1%)"
+        "joules per token rose 10.0% (from 1.000 to 1.100 J/token; tokens per joule fell 9.1%)"
     );
 
     // Folded into a passing decision, it makes the case regressed and says so first.
@@ -104,7 +104,10 @@ fn ten_percent_more_joules_per_token_regresses_at_the_same_step_time() {
         "{:?}",
         d.reasons
     );
-    assert!(d.reasons[0].contains("at a 700 W power limit, beyond the 3% threshold"));
+    assert!(d.reasons[0].contains(
+        "at a 700 W power limit; the fall of tokens per joule is beyond the 3% threshold (the \
+         noise allows a fall of tokens per joule from"
+    ));
     assert_eq!(d.deciding_drop().0, GateStat::JoulesPerToken);
     assert!((d.deciding_drop().1.expect("drop") - drop).abs() < 1e-12);
     assert!(d.deciding_change().starts_with("joules per token rose 10.0%"));
@@ -184,7 +187,7 @@ fn ungated_energy_is_shown_but_never_moves_the_verdict() {
     assert_eq!(d.deciding_drop().0, GateStat::Median);
     assert_eq!(
         d.reasons,
-        ["Energy regressed (not gated): joules per token rose 10.0% (1.000 -> 1.100 J/token; \
+        ["Energy regressed (not gated): joules per token rose 10.0% (from 1.000 to 1.100 J/token; \
           tokens per joule fell 9.1%); add \"joules_per_token\" to gate_on to judge it."]
     );
 }
