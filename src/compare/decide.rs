@@ -137,10 +137,9 @@ impl Policy {
             .get(&stat)
             .copied()
             .unwrap_or(match stat {
-                GateStat::Median
-                | GateStat::Mean
-                | GateStat::Stall
-                | GateStat::JoulesPerToken => self.max_drop_pct,
+                GateStat::Median | GateStat::Mean | GateStat::Stall | GateStat::JoulesPerToken => {
+                    self.max_drop_pct
+                }
                 GateStat::P99 => 3.0 * self.max_drop_pct,
             })
     }
@@ -245,7 +244,7 @@ pub struct Decision {
     /// Energy per token against the baseline's, when the case measured it and `gate_on` lists
     /// `joules_per_token` ([`super::energy`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub energy: Option<super::energy::EnergyCheck>,
+    pub energy: Option<super::energy_record::EnergyCheck>,
 }
 
 /// What a case's verdict can resolve: the smallest drop it could confirm once a suspect is

@@ -24,72 +24,12 @@
 //! pinned baseline is the reference (no history pooled): energy is a new record and the
 //! lineage's older results have none.
 
-use serde::{Deserialize, Serialize};
-
 use super::decide::{Decision, Evidence, Policy, decide};
+pub use super::energy_record::{
+    EnergyCheck, EnergyFigures, EnergySource, EnergyWindow, RepeatEnergy, joules,
+};
 use super::gate_stat::GateStat;
 use crate::case::{CaseKey, Phase, Verdict};
-
-/// Where a repeat's joules came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EnergySource {
-    /// NVML's energy counter (millijoules since the driver loaded), read at both ends of the
-    /// window.
-    Counter,
-    /// The power readings integrated over the window (trapezoid rule on their own times).
-    Integral,
-}
-
-impl EnergySource {
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EnergySource::Counter => "counter",
-            EnergySource::Integral => "integral",
-        }
-    }
-
-    /// Parses a stored name.
-    #[must_use]
-    pub fn from_name(name: &str) -> Option<EnergySource> {
-        match name {
-            "counter" => Some(EnergySource::Counter),
-            "integral" => Some(EnergySource::Integral),
-            _ => None,
-        }
-    }
-}
-
-/// What one repeat's window measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EnergyWindow {
-    /// Joules the GPU used over the window.
-    pub joules: f64,
-    /// Timed steps that ended inside the window.
-    pub steps: u64,
-    /// The window's length (ms, on the sampler's clock).
-    pub window_ms: f64,
-    pub source: EnergySource,
-    /// The lowest enforced power limit read in the window (W), where NVML reported one.
-    pub power_limit_w: Option<f64>,
-}
-
-impl EnergyWindow {
-    /// Joules per step of this window.
-    #[must_use]
-    pub fn joules_per_step(&self) -> f64 {
-        self.joules / self.steps as f64
-    }
-}
-
-/// One repeat's energy: its window's figures, or why it has none (never a guess).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RepeatEnergy {
-    /// The repeat's number (0-based, as `UTILGATE_REPEAT`).
-    pub repeat: u32,
-    pub measured: Result<EnergyWindow, String>,
-}
 
 /// Tokens one step of `key` processes: `batch` for decode (one new token per sequence),
 /// `batch x context` for prefill (every prompt token of every sequence).
@@ -99,28 +39,6 @@ pub fn tokens_per_step(key: &CaseKey) -> u64 {
         Phase::Decode => key.batch,
         Phase::Prefill => key.batch.saturating_mul(key.context),
     }
-}
-
-/// A case's energy figures over the repeats that measured one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EnergyFigures {
-    pub joules_per_step: f64,
-    pub joules_per_token: f64,
-    /// Tokens per second per watt (= tokens per joule).
-    pub tokens_per_s_per_w: f64,
-    /// The mean power over the windows: their joules over their time (W).
-    pub mean_power_w: f64,
-    /// The lowest enforced power limit of the windows (W).
-    pub power_limit_w: Option<f64>,
-    /// "counter", "integral", or "counter and integral" when the repeats differ.
-    pub source: String,
-    /// Repeats with a figure, and of how many.
-    pub repeats: usize,
-    pub repeats_of: usize,
-    /// Steps inside the windows.
-    pub steps: u64,
-    /// Why repeats have no figure (one line each, "repeat 2: ...").
-    pub refused: Vec<String>,
 }
 
 /// Each measured repeat's joules per token, in repeat order.
@@ -189,75 +107,6 @@ pub fn figures(repeats: &[RepeatEnergy], tokens_per_step: u64) -> Option<EnergyF
     })
 }
 
-/// Energy per token against the baseline's: the gate's result, kept in the decision.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EnergyCheck {
-    /// `pass`, `regressed`, `improved`, `inconclusive`, or `new` (the baseline has no figure).
-    pub verdict: Verdict,
-    pub now: EnergyFigures,
-    pub then: Option<EnergyFigures>,
-    /// The levels the test compared (J/token; the repeats' geometric level, not the pooled
-    /// figure above).
-    pub level_now_j: Option<f64>,
-    pub level_then_j: Option<f64>,
-    /// Tokens per joule lost, percent (`1 - J_then / J_now`); negative when they rose.
-    pub drop_pct: Option<f64>,
-    /// The range of the drop the noise allows at the grid-corrected level.
-    pub interval_pct: Option<(f64, f64)>,
-    pub p_value: Option<f64>,
-    pub threshold_pct: f64,
-    /// Whether `gate_on` lists `joules_per_token` (else the check is shown, never folded in).
-    pub gated: bool,
-    /// Whether this check set the case's verdict (a step time that held while energy fell).
-    pub decides: bool,
-}
-
-impl EnergyCheck {
-    /// "joules per token rose 10.0% (from 1.000 to 1.100 J/token; tokens per joule fell 9.1%)".
-    #[must_use]
-    pub fn change(&self) -> String {
-        match (self.level_then_j, self.level_now_j, self.drop_pct) {
-            (Some(then), Some(now), Some(drop)) => {
-                let rise = (now / then - 1.0) * 100.0;
-                let (way, by) = if rise >= 0.0 {
-                    ("rose", rise)
-                } else {
-                    ("fell", -rise)
-                };
-                let (tpj_way, tpj_by) = if drop >= 0.0 {
-                    ("fell", drop)
-                } else {
-                    ("rose", -drop)
-                };
-                format!(
-                    "joules per token {way} {by:.1}% (from {} to {} J/token; tokens per \
-                     joule {tpj_way} {tpj_by:.1}%)",
-                    joules(then),
-                    joules(now)
-                )
-            }
-            _ => format!("{} J/token", joules(self.now.joules_per_token)),
-        }
-    }
-}
-
-/// A joules figure with four significant digits ("1.100", "0.01234", "412.3").
-#[must_use]
-pub fn joules(j: f64) -> String {
-    if !j.is_finite() || j == 0.0 {
-        return format!("{j}");
-    }
-    #[expect(
-        clippy::cast_possible_truncation,
-        reason = "the decimal exponent of a finite f64 is within i32"
-    )]
-    // The magnitude of the value as rounded to four digits (0.99999 prints as 1.000).
-    let rounded: f64 = format!("{j:.3e}").parse().unwrap_or(j);
-    let magnitude = rounded.abs().log10().floor() as i32;
-    let decimals = usize::try_from((3 - magnitude).max(0)).unwrap_or(0);
-    format!("{j:.decimals$}")
-}
-
 /// Judge tonight's energy per token against the baseline's, each repeat one process, at the
 /// per-case level of `tests` tests (the grid's cases times the gated statistics); `gated`:
 /// whether the verdict may follow it. `None` when tonight has no figure: a case without
@@ -295,7 +144,12 @@ pub fn judge_energy(
     // Each repeat a one-step process; the floor only has to be positive and below every step
     // (a utilisation over 100% would read as impossible), and is the same on both sides, so the
     // drop is the ratio of the levels alone.
-    let floor = now_j.iter().chain(&then_j).copied().fold(f64::INFINITY, f64::min) / 2.0;
+    let floor = now_j
+        .iter()
+        .chain(&then_j)
+        .copied()
+        .fold(f64::INFINITY, f64::min)
+        / 2.0;
     let as_processes = |j: &[f64]| -> Vec<Vec<f64>> { j.iter().map(|x| vec![*x]).collect() };
     let (now_p, then_p) = (as_processes(&now_j), as_processes(&then_j));
     let rule = Policy {

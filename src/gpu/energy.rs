@@ -179,7 +179,10 @@ mod tests {
             at(300.0, 700.0, Some(30)),
             at(400.0, 650.0, Some(50)),
         ];
-        for (s, mj) in samples.iter_mut().zip([990_000, 1_000_000, 1_070_000, 1_132_000]) {
+        for (s, mj) in samples
+            .iter_mut()
+            .zip([990_000, 1_000_000, 1_070_000, 1_132_000])
+        {
             s.energy_mj = Some(mj);
         }
         let w = repeat_energy(&samples, 50).expect("a window");

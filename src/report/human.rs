@@ -20,14 +20,8 @@ fn verdict_color(v: Verdict) -> Color {
     }
 }
 
-/// The run as a table with a details section for every case that needs attention.
-#[must_use]
-pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
-    // A suite's free axes are columns of their own after the case (which then shows its
-    // point in the built-in grid): two modes of one case read side by side.
-    let axes = crate::report::context::axis_names(&report.cases);
-    // Energy per token is a column only where a case measured it (#33 item 4).
-    let energy = report.cases.iter().any(|c| c.decision.energy.is_some());
+/// The run table's columns: the case, its axes, the figures, `J/token` where a case has one.
+fn header(axes: &[String], energy: bool) -> Vec<String> {
     let mut header: Vec<String> = vec!["case".to_owned()];
     header.extend(axes.iter().cloned());
     header.extend(
@@ -47,6 +41,18 @@ pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
         header.push("J/token".to_owned());
     }
     header.extend(["drop", "verdict"].map(str::to_owned));
+    header
+}
+
+/// The run as a table with a details section for every case that needs attention.
+#[must_use]
+pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
+    // A suite's free axes are columns of their own after the case (which then shows its
+    // point in the built-in grid): two modes of one case read side by side.
+    let axes = crate::report::context::axis_names(&report.cases);
+    // Energy per token is a column only where a case measured it (#33 item 4).
+    let energy = report.cases.iter().any(|c| c.decision.energy.is_some());
+    let header = header(&axes, energy);
     let verdict = header.len() - 1;
     let mut table = Grid::new(terminal, header)
         .key_column(0)

@@ -58,7 +58,11 @@ fn night(i: i64, branch: &str, per_token: &[f64]) -> NewRun {
     let on_main = branch == "main";
     // The same step times every night: only the joules move.
     let repeats_ms: Vec<Vec<f64>> = (0..3)
-        .map(|r| (0..20).map(|s| 10.0 + 0.01 * f64::from((r + s) % 5)).collect())
+        .map(|r| {
+            (0..20)
+                .map(|s| 10.0 + 0.01 * f64::from((r + s) % 5))
+                .collect()
+        })
         .collect();
     NewRun {
         started_at: t,
@@ -150,7 +154,13 @@ fn ten_percent_more_joules_per_token_regresses_when_gated_on_energy() {
     assert_eq!(now["repeats"], 3);
     assert_eq!(now["repeats_of"], 4);
     // The step time held: its own drop is noise, and the headline figure is the energy's.
-    assert!(case["decision"]["drop_pct"].as_f64().expect("step drop").abs() < 0.5);
+    assert!(
+        case["decision"]["drop_pct"]
+            .as_f64()
+            .expect("step drop")
+            .abs()
+            < 0.5
+    );
     assert_eq!(case["drop_pct"].as_f64(), Some(drop));
     let first = case["decision"]["reasons"][0].as_str().expect("a reason");
     assert!(
@@ -198,9 +208,9 @@ fn the_same_night_passes_when_energy_is_not_gated() {
         .filter_map(|r| r.as_str())
         .collect();
     assert!(
-        reasons.iter().any(|r| r.starts_with(
-            "Energy regressed (not gated): joules per token rose 10.0%"
-        )),
+        reasons
+            .iter()
+            .any(|r| r.starts_with("Energy regressed (not gated): joules per token rose 10.0%")),
         "{reasons:?}"
     );
     let out = env.cmd().args(["compare", "2"]).output().expect("runs");
@@ -242,7 +252,10 @@ fn gpu_run_stores_each_repeats_energy() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let store = Store::open_existing_read_only(&env.db(), std::time::Duration::from_secs(5))
         .expect("store");
-    let run = store.run(utilgate::store::RunId(1)).expect("reads").expect("run");
+    let run = store
+        .run(utilgate::store::RunId(1))
+        .expect("reads")
+        .expect("run");
     for r in &run.results {
         let energy = store.result_energy(r.id).expect("reads");
         assert_eq!(energy.len(), 3, "{energy:?}");

@@ -87,7 +87,10 @@ fn ten_percent_more_joules_per_token_regresses_at_the_same_step_time() {
     let drop = check.drop_pct.expect("drop");
     // 1 - 1 / 1.1 = 9.09% of the tokens per joule lost.
     assert!((drop - 9.09).abs() < 0.05, "{drop}");
-    let (then_j, now_j) = (check.level_then_j.expect("then"), check.level_now_j.expect("now"));
+    let (then_j, now_j) = (
+        check.level_then_j.expect("then"),
+        check.level_now_j.expect("now"),
+    );
     assert!((1.0 - then_j / now_j - drop / 100.0).abs() < 1e-9);
     assert_eq!(
         check.change(),
@@ -110,16 +113,21 @@ fn ten_percent_more_joules_per_token_regresses_at_the_same_step_time() {
     ));
     assert_eq!(d.deciding_drop().0, GateStat::JoulesPerToken);
     assert!((d.deciding_drop().1.expect("drop") - drop).abs() < 1e-12);
-    assert!(d.deciding_change().starts_with("joules per token rose 10.0%"));
+    assert!(
+        d.deciding_change()
+            .starts_with("joules per token rose 10.0%")
+    );
 }
 
 #[test]
 fn unchanged_or_small_changes_pass_and_an_untrusted_case_stays_inconclusive() {
     let policy = Policy::default();
     let then = repeats(&[1.00, 1.01, 0.99]);
-    let same = judge_energy(&then, &repeats(&[1.0, 0.99, 1.01]), 8, &policy, 2, true).expect("check");
+    let same =
+        judge_energy(&then, &repeats(&[1.0, 0.99, 1.01]), 8, &policy, 2, true).expect("check");
     assert_eq!(same.verdict, Verdict::Pass);
-    let small = judge_energy(&then, &repeats(&[1.01, 1.02, 1.0]), 8, &policy, 2, true).expect("check");
+    let small =
+        judge_energy(&then, &repeats(&[1.01, 1.02, 1.0]), 8, &policy, 2, true).expect("check");
     assert_eq!(small.verdict, Verdict::Pass, "1% is under the 3% threshold");
     let mut d = Decision::bare(Verdict::Pass);
     apply_energy(&mut d, same);
@@ -127,7 +135,8 @@ fn unchanged_or_small_changes_pass_and_an_untrusted_case_stays_inconclusive() {
     assert!(!d.energy.as_ref().expect("kept").decides);
     assert_eq!(d.deciding_drop().0, GateStat::Median);
 
-    let worse = judge_energy(&then, &repeats(&[1.2, 1.21, 1.19]), 8, &policy, 2, true).expect("check");
+    let worse =
+        judge_energy(&then, &repeats(&[1.2, 1.21, 1.19]), 8, &policy, 2, true).expect("check");
     let mut guarded = Decision::bare(Verdict::Inconclusive);
     guarded.untrusted = true;
     apply_energy(&mut guarded, worse);
@@ -162,7 +171,7 @@ fn the_threshold_is_its_own_when_configured() {
     let then = repeats(&[1.00, 1.01, 0.99]);
     let now = repeats(&[1.10, 1.111, 1.089]);
     let check = judge_energy(&then, &now, 8, &policy, 2, true).expect("a check");
-    assert_eq!(check.threshold_pct, 12.0);
+    assert!((check.threshold_pct - 12.0).abs() < 1e-12);
     assert_eq!(check.verdict, Verdict::Pass, "9.1% is under 12%");
 }
 
@@ -187,7 +196,9 @@ fn ungated_energy_is_shown_but_never_moves_the_verdict() {
     assert_eq!(d.deciding_drop().0, GateStat::Median);
     assert_eq!(
         d.reasons,
-        ["Energy regressed (not gated): joules per token rose 10.0% (from 1.000 to 1.100 J/token; \
-          tokens per joule fell 9.1%); add \"joules_per_token\" to gate_on to judge it."]
+        [
+            "Energy regressed (not gated): joules per token rose 10.0% (from 1.000 to 1.100 J/token; \
+          tokens per joule fell 9.1%); add \"joules_per_token\" to gate_on to judge it."
+        ]
     );
 }

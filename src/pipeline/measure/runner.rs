@@ -448,9 +448,7 @@ impl Runner<'_> {
                     .and_then(|text| crate::measure::protocol::timed_steps_written(&text))
             };
             let (result, samples) = match self.watch {
-                Some(watch) => {
-                    watch.sample(&written, || harness::run_repeat(&spec, &self.cancel))
-                }
+                Some(watch) => watch.sample(&written, || harness::run_repeat(&spec, &self.cancel)),
                 None => (harness::run_repeat(&spec, &self.cancel), Vec::new()),
             };
             let _ = std::fs::remove_dir_all(&out_dir);
