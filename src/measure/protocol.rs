@@ -212,11 +212,11 @@ pub fn parse(text: &str) -> Result<HarnessReport, ProtocolError> {
 
 /// The timed steps a results file holds so far, read while the harness still writes it: its
 /// complete lines only (a half-written last line waits for the next reading); `None` when
-/// those do not parse (the repeat's own parse says why, at its end).
+/// those do not parse under `range` (the repeat's own parse says why, at its end).
 #[must_use]
-pub fn timed_steps_written(text: &str) -> Option<u64> {
+pub fn timed_steps_written(text: &str, range: StepRange) -> Option<u64> {
     let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
-    parse(complete)
+    parse_with(complete, range)
         .ok()
         .map(|r| u64::try_from(r.steps_ms.len()).unwrap_or(u64::MAX))
 }

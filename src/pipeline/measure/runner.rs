@@ -442,10 +442,11 @@ impl Runner<'_> {
             };
             // Each reading counts the timed steps written so far: the energy's window.
             let results_file = harness::results_path(&out_dir, repeat);
+            let range = spec.step_range;
             let written = || {
                 std::fs::read_to_string(&results_file)
                     .ok()
-                    .and_then(|text| crate::measure::protocol::timed_steps_written(&text))
+                    .and_then(|text| crate::measure::protocol::timed_steps_written(&text, range))
             };
             let (result, samples) = match self.watch {
                 Some(watch) => watch.sample(&written, || harness::run_repeat(&spec, &self.cancel)),
