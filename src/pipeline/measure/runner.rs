@@ -575,3 +575,48 @@ pub(crate) fn this_exe() -> String {
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Readings of a repeat whose 50 timed steps were written between 200 and 400 ms.
+    fn readings() -> Vec<GpuSample> {
+        [(0.0, 0), (200.0, 10), (300.0, 30), (400.0, 50)]
+            .into_iter()
+            .map(|(t_ms, steps)| GpuSample {
+                t_ms,
+                power_w: Some(650.0),
+                timed_steps: Some(steps),
+                ..GpuSample::default()
+            })
+            .collect()
+    }
+
+    fn key(tp: u64) -> CaseKey {
+        CaseKey {
+            suite: "s".into(),
+            model: "m".into(),
+            precision: "bf16".into(),
+            phase: crate::case::Phase::Decode,
+            batch: 8,
+            context: 4096,
+            tp,
+            ep: 1,
+            axes: crate::case::Axes::default(),
+        }
+    }
+
+    #[test]
+    fn one_gpu_gets_its_window_and_several_get_the_reason() {
+        let one = repeat_energy(&key(1), 2, &readings(), 50);
+        assert_eq!(one.repeat, 2);
+        // 650 W over the 0.2 s window: 130 J for the 40 steps written inside it.
+        let w = one.measured.expect("a window");
+        assert!((w.joules - 130.0).abs() < 1e-9, "{}", w.joules);
+        assert_eq!(w.steps, 40);
+        let two = repeat_energy(&key(2), 0, &readings(), 50);
+        let why = two.measured.expect_err("no figure");
+        assert!(why.starts_with("the case runs on 2 GPUs"), "{why}");
+    }
+}
