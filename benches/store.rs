@@ -156,6 +156,7 @@ fn new_result(key: &CaseKey, rng: &mut StdRng, promote: bool) -> NewResult {
         costs: Vec::new(),
         quality: std::collections::BTreeMap::new(),
         speculative: None,
+        energy: Vec::new(),
     }
 }
 

@@ -171,6 +171,9 @@ for name in ("reference", "python-hf"):
         mbu = "%.1f%%" % (100 * c["mbu"]) if c.get("mbu") is not None else "-"
         util = "%.1f%%" % (100 * c["utilisation"]) if c.get("utilisation") is not None else "-"
         print("%-34s %10s %9s %9s %8s" % (c["case"][:34], med, mbu, util, c["verdict"]))
+        # Energy per token (#33 item 4): the line, or why a repeat has none.
+        if c.get("energy_line"):
+            print("   ", c["energy_line"][:240])
         if c.get("error"):
             print("   error:", c["error"][:200])
 print()

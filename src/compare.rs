@@ -14,6 +14,8 @@ mod canary;
 mod changepoint;
 mod common;
 mod decide;
+pub mod energy;
+mod energy_record;
 mod env;
 mod frontier;
 mod gate;

@@ -1,6 +1,7 @@
 //! The GPU itself: its state through NVML (fingerprint, sampling, the inconclusive guard) and
 //! the errors of the GPU-facing I/O (NVML, the CUDA driver, cuBLAS, NVRTC). Declarations only.
 
+pub mod energy;
 pub mod error;
 pub mod libs;
 pub mod nvml;

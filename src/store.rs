@@ -6,6 +6,7 @@ mod baselines;
 mod budgets;
 mod copy;
 mod db;
+mod energy;
 mod error;
 mod estimate;
 mod evidence;

@@ -46,6 +46,7 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
                 first_repeats: r.budget.as_ref().map(|b| b.first_repeats as usize),
                 quality: store.result_quality(r.id)?,
                 speculative: store.result_speculation(r.id)?,
+                energy: store.result_energy(r.id)?,
             })
         })
         .collect::<Result<_, Error>>()?;

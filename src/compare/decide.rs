@@ -106,12 +106,13 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// The gated statistics, first the one whose figures the decision shows, without repeats.
+    /// The gated statistics of the steps, first the one whose figures the decision shows,
+    /// without repeats (energy per token is judged apart, see [`Policy::gates_energy`]).
     #[must_use]
     pub fn stats(&self) -> Vec<GateStat> {
         let mut out: Vec<GateStat> = Vec::new();
         for s in &self.gate_on {
-            if !out.contains(s) {
+            if *s != GateStat::JoulesPerToken && !out.contains(s) {
                 out.push(*s);
             }
         }
@@ -121,16 +122,24 @@ impl Policy {
         out
     }
 
+    /// Whether `gate_on` lists energy per token (`compare::energy`).
+    #[must_use]
+    pub fn gates_energy(&self) -> bool {
+        self.gate_on.contains(&GateStat::JoulesPerToken)
+    }
+
     /// The practical threshold of one statistic: as configured, else `max_drop_pct` for the
-    /// median, the mean and the stall loss (each a throughput fall), and three times it for
-    /// the p99 (a tail is noisier).
+    /// median, the mean, the stall loss and energy per token (each a throughput fall, of tokens
+    /// per second or per joule), and three times it for the p99 (a tail is noisier).
     #[must_use]
     pub fn threshold_for(&self, stat: GateStat) -> f64 {
         self.stat_max_drop_pct
             .get(&stat)
             .copied()
             .unwrap_or(match stat {
-                GateStat::Median | GateStat::Mean | GateStat::Stall => self.max_drop_pct,
+                GateStat::Median | GateStat::Mean | GateStat::Stall | GateStat::JoulesPerToken => {
+                    self.max_drop_pct
+                }
                 GateStat::P99 => 3.0 * self.max_drop_pct,
             })
     }
@@ -235,6 +244,10 @@ pub struct Decision {
     /// A speculative case's acceptance against the baseline's ([`super::speculation`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acceptance: Option<super::speculation::AcceptanceCheck>,
+    /// Energy per token against the baseline's, when the case measured it and `gate_on` lists
+    /// `joules_per_token` ([`super::energy`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy: Option<super::energy_record::EnergyCheck>,
 }
 
 /// What a case's verdict can resolve: the smallest drop it could confirm once a suspect is
@@ -304,6 +317,9 @@ impl Decision {
     /// one decided, else `gated_on`'s (`drop_pct`).
     #[must_use]
     pub fn deciding_drop(&self) -> (GateStat, Option<f64>) {
+        if let Some(e) = self.energy.as_ref().filter(|e| e.decides) {
+            return (GateStat::JoulesPerToken, e.drop_pct);
+        }
         self.decided_by
             .and_then(|stat| self.tails.iter().find(|t| t.stat == stat))
             .map_or((self.gated_on, self.drop_pct), |t| (t.stat, t.drop_pct))
@@ -313,6 +329,9 @@ impl Decision {
     /// statistic's change in words.
     #[must_use]
     pub fn deciding_change(&self) -> String {
+        if let Some(e) = self.energy.as_ref().filter(|e| e.decides) {
+            return e.change();
+        }
         let (stat, drop) = self.deciding_drop();
         let Some(d) = drop else {
             return "noise".to_owned();
@@ -354,6 +373,7 @@ impl Decision {
             reasons: Vec::new(),
             quality: Vec::new(),
             acceptance: None,
+            energy: None,
         }
     }
 }

@@ -16,14 +16,19 @@ pub enum GateStat {
     Mean,
     P99,
     Stall,
+    /// Energy per token (`compare::energy`): not a statistic of the steps, judged by the same
+    /// rule from each repeat's joules.
+    #[serde(rename = "joules_per_token")]
+    JoulesPerToken,
 }
 
 impl GateStat {
-    pub const ALL: [GateStat; 4] = [
+    pub const ALL: [GateStat; 5] = [
         GateStat::Median,
         GateStat::Mean,
         GateStat::P99,
         GateStat::Stall,
+        GateStat::JoulesPerToken,
     ];
 
     #[must_use]
@@ -33,6 +38,7 @@ impl GateStat {
             GateStat::Mean => "mean",
             GateStat::P99 => "p99",
             GateStat::Stall => "stall",
+            GateStat::JoulesPerToken => "joules_per_token",
         }
     }
 }

@@ -46,6 +46,12 @@ pub(super) fn units(e: &Evidence<'_>, stat: GateStat) -> Result<Run, RunProblem>
     if stat == GateStat::Median {
         return Ok(run);
     }
+    if stat == GateStat::JoulesPerToken {
+        // `Policy::stats` leaves it out: the joules are `compare::energy`'s evidence.
+        return Err(RunProblem::Steps(
+            "joules per token is not a statistic of the step times".to_owned(),
+        ));
+    }
     let mut units = Vec::with_capacity(run.units.len());
     let mut jitter = 0.0;
     for rep in e.repeats_ms.iter().filter(|r| !r.is_empty()) {
@@ -86,7 +92,7 @@ pub(super) fn units(e: &Evidence<'_>, stat: GateStat) -> Result<Run, RunProblem>
                 let value = 1.0 + lost / n;
                 (value, sq / (n * n) / (value * value))
             }
-            GateStat::P99 | GateStat::Median => {
+            GateStat::P99 | GateStat::Median | GateStat::JoulesPerToken => {
                 let mut sorted = rep.clone();
                 sorted.sort_by(f64::total_cmp);
                 let median = crate::stats::quantile(&sorted, 0.5);

@@ -131,7 +131,7 @@ impl GpuMonitor {
         d.current_throttle_reasons().map_or(0, |r| r.bits())
     }
 
-    fn sample(&self, d: &Device<'_>, t_ms: f64) -> GpuSample {
+    fn sample(&self, d: &Device<'_>, t_ms: f64, timed_steps: Option<u64>) -> GpuSample {
         let util = d.utilization_rates().ok();
         GpuSample {
             t_ms,
@@ -143,6 +143,8 @@ impl GpuMonitor {
             reasons: self.reasons(d),
             gpu_util_pct: util.as_ref().map(|u| u.gpu),
             mem_util_pct: util.as_ref().map(|u| u.memory),
+            energy_mj: d.total_energy_consumption().ok(),
+            timed_steps,
         }
     }
 
@@ -151,6 +153,17 @@ impl GpuMonitor {
     pub fn sample_during<T>(
         &self,
         interval: Duration,
+        work: impl FnOnce() -> T,
+    ) -> (T, Vec<GpuSample>) {
+        self.sample_during_with(interval, &|| None, work)
+    }
+
+    /// [`GpuMonitor::sample_during`], tagging each reading with `timed_steps()`: how many timed
+    /// steps the harness had reported when it was taken (the energy's window, `gpu::energy`).
+    pub fn sample_during_with<T>(
+        &self,
+        interval: Duration,
+        timed_steps: &(dyn Fn() -> Option<u64> + Sync),
         work: impl FnOnce() -> T,
     ) -> (T, Vec<GpuSample>) {
         let Ok(device) = self.device() else {
@@ -163,7 +176,8 @@ impl GpuMonitor {
                 let mut taken = Vec::new();
                 loop {
                     let t_ms = start.elapsed().as_secs_f64() * 1e3;
-                    taken.push(self.sample(&device, t_ms));
+                    let steps = timed_steps();
+                    taken.push(self.sample(&device, t_ms, steps));
                     if stop.load(Ordering::Acquire) {
                         break;
                     }

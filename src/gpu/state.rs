@@ -184,6 +184,15 @@ pub struct GpuSample {
     pub reasons: u64,
     pub gpu_util_pct: Option<u32>,
     pub mem_util_pct: Option<u32>,
+    /// NVML's energy counter (`nvmlDeviceGetTotalEnergyConsumption`, millijoules since the
+    /// driver loaded; Volta and later), `None` where the board has none.
+    #[serde(default)]
+    pub energy_mj: Option<u64>,
+    /// Timed steps the harness had reported when the reading was taken (complete step lines in
+    /// its results file), `None` where the file could not be read: what places the reading in
+    /// the timed window (`gpu::energy`).
+    #[serde(default)]
+    pub timed_steps: Option<u64>,
 }
 
 /// The share of busy samples in which one clock-event reason was active.

@@ -308,6 +308,8 @@ mod tests {
             reasons,
             gpu_util_pct: None,
             mem_util_pct: None,
+            energy_mj: None,
+            timed_steps: None,
         }
     }
 

@@ -376,10 +376,16 @@ pub fn run_command(
     )
 }
 
+/// The results file (`UTILGATE_OUT`) of repeat `repeat` in `out_dir`.
+#[must_use]
+pub fn results_path(out_dir: &Path, repeat: u32) -> PathBuf {
+    out_dir.join(format!("repeat-{repeat}.jsonl"))
+}
+
 /// Runs one repeat: starts the harness, waits for it within the timeout while watching
 /// `cancel`, and parses its results file.
 pub fn run_repeat(spec: &RepeatSpec, cancel: &AtomicBool) -> Result<RepeatOutput, HarnessError> {
-    let out_path = spec.out_dir.join(format!("repeat-{}.jsonl", spec.repeat));
+    let out_path = results_path(spec.out_dir, spec.repeat);
     check_cwd(spec.cwd)?;
     // The protocol appends: a leftover file would add another run's steps to this one.
     match fs::remove_file(&out_path) {

@@ -220,6 +220,17 @@ pub fn parse(text: &str) -> Result<HarnessReport, ProtocolError> {
     parse_with(text, StepRange::default())
 }
 
+/// The timed steps a results file holds so far, read while the harness still writes it: its
+/// complete lines only (a half-written last line waits for the next reading); `None` when
+/// those do not parse under `range` (the repeat's own parse says why, at its end).
+#[must_use]
+pub fn timed_steps_written(text: &str, range: StepRange) -> Option<u64> {
+    let complete = text.rfind('\n').map_or("", |end| &text[..=end]);
+    parse_with(complete, range)
+        .ok()
+        .map(|r| u64::try_from(r.steps_ms.len()).unwrap_or(u64::MAX))
+}
+
 /// Parses the whole results file of one repeat.
 ///
 /// A UTF-8 byte-order mark at the start is skipped (some Windows-born tools write one). Blank

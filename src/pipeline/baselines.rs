@@ -149,6 +149,7 @@ fn imported_result(b: &ExportedBaseline) -> NewResult {
         costs: Vec::new(),
         quality: std::collections::BTreeMap::new(),
         speculative: None,
+        energy: Vec::new(),
     }
 }
 

@@ -54,9 +54,15 @@ impl GpuWatch {
         }
     }
 
-    /// Run `work` while sampling the GPU.
-    pub fn sample<T>(&self, work: impl FnOnce() -> T) -> (T, Vec<GpuSample>) {
-        self.monitor.sample_during(SAMPLE_INTERVAL, work)
+    /// Run `work` while sampling the GPU, each reading tagged with `timed_steps()` (the timed
+    /// steps the harness had reported by then).
+    pub fn sample<T>(
+        &self,
+        timed_steps: &(dyn Fn() -> Option<u64> + Sync),
+        work: impl FnOnce() -> T,
+    ) -> (T, Vec<GpuSample>) {
+        self.monitor
+            .sample_during_with(SAMPLE_INTERVAL, timed_steps, work)
     }
 
     /// The case's summary as stored in `results.gpu_state_json`.

@@ -31,6 +31,8 @@ pub struct CaseInput {
     pub quality: crate::compare::quality::QualityCounts,
     /// A speculative case's drafted and accepted tokens, as its harness reported them.
     pub speculative: Option<crate::compare::speculation::DraftCounts>,
+    /// Each timed repeat's energy, or why it has none; empty without NVML.
+    pub energy: Vec<crate::compare::energy::RepeatEnergy>,
 }
 
 pub use crate::report::{BaselineRef, Judgement};
@@ -230,6 +232,9 @@ pub fn judge_case(
             &mut decision,
         )?;
     }
+    if case.error.is_none() && !case.energy.is_empty() {
+        judge_energy(store, case, baseline.as_ref(), &policy, m, &mut decision)?;
+    }
     Ok(Judgement {
         key: case.key.clone(),
         decision,
@@ -310,6 +315,33 @@ fn judge_speculation(
     };
     let check = compare::speculation::judge_acceptance(then, counts, spec.k, &policy);
     compare::speculation::apply_acceptance(decision, check);
+    Ok(())
+}
+
+/// Energy per token: `case`'s repeats against the baseline's (`Store::result_energy`), at the
+/// per-case level of the grid's `m` cases times the gated statistics, kept in its decision and
+/// folded into its verdict when `gate_on` lists `joules_per_token`
+/// (`compare::energy::apply_energy`). A case without a figure is judged on its steps alone.
+fn judge_energy(
+    store: &Store,
+    case: &CaseInput,
+    baseline: Option<&StoredResult>,
+    policy: &compare::Policy,
+    m: usize,
+    decision: &mut Decision,
+) -> Result<(), Error> {
+    let then = match baseline {
+        Some(b) => store.result_energy(b.id)?,
+        None => Vec::new(),
+    };
+    let gated = policy.gates_energy();
+    let tests = m * (policy.stats().len() + usize::from(gated));
+    let tokens = compare::energy::tokens_per_step(&case.key);
+    if let Some(check) =
+        compare::energy::judge_energy(&then, &case.energy, tokens, policy, tests, gated)
+    {
+        compare::energy::apply_energy(decision, check);
+    }
     Ok(())
 }
 

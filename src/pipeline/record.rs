@@ -127,6 +127,7 @@ impl JudgedCase<'_> {
             costs: Vec::new(),
             quality: measured.quality.clone(),
             speculative: measured.speculative,
+            energy: measured.energy.clone(),
         }
     }
 }
@@ -154,5 +155,6 @@ pub(crate) fn case_input(
         first_repeats,
         quality: measured.quality.clone(),
         speculative: measured.speculative,
+        energy: measured.energy.clone(),
     }
 }

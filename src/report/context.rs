@@ -281,6 +281,10 @@ pub struct CaseReport {
     pub gpu_state: Option<serde_json::Value>,
     /// `gpu_state` as readable `key: value` lines, throttling first.
     pub gpu_notes: Vec<String>,
+    /// The case's energy figures in one line, where its repeats measured them (#33 item 4);
+    /// its change against the baseline is a reason of the decision.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub energy_line: Option<String>,
     /// The case's recent results on this GPU, oldest first, this run last.
     pub trend: Vec<TrendPoint>,
     /// What the case's profiler trace says, diffed against the baseline's (when traced).
@@ -355,6 +359,37 @@ pub struct RunReport {
     /// The index of the published site (`[site] url`): absent without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub site_url: Option<String>,
+}
+
+/// "energy: 1.100 J/token, 0.909 tok/s/W, 1.100 J/step, 110 W mean at a 700 W power limit
+/// (energy counter, 3 of 4 repeats; repeat 3: ...)": the figures of one case's energy.
+#[must_use]
+pub fn energy_line(f: &crate::compare::energy::EnergyFigures) -> String {
+    use crate::compare::energy::joules;
+    let limit = f
+        .power_limit_w
+        .map(|w| format!(" at a {w:.0} W power limit"))
+        .unwrap_or_default();
+    let source = match f.source.as_str() {
+        "counter" => "energy counter",
+        "integral" => "power readings integrated",
+        other => other,
+    };
+    let refused = f
+        .refused
+        .first()
+        .map(|why| format!("; {why}"))
+        .unwrap_or_default();
+    format!(
+        "energy: {} J/token, {} tok/s/W, {} J/step, {:.0} W mean{limit} ({source}, {} of {} \
+         repeats{refused})",
+        joules(f.joules_per_token),
+        joules(f.tokens_per_s_per_w),
+        joules(f.joules_per_step),
+        f.mean_power_w,
+        f.repeats,
+        f.repeats_of
+    )
 }
 
 /// What a case's drop is of when it is not `1 - util_now / util_then` (see
@@ -578,6 +613,7 @@ impl RunReport {
                         .and_then(|r| r.gpu_state_json.as_ref())
                         .map(gpu_notes)
                         .unwrap_or_default(),
+                    energy_line: j.decision.energy.as_ref().map(|e| energy_line(&e.now)),
                     trend: Vec::new(),
                     evidence: None,
                     nsight: Vec::new(),

@@ -20,12 +20,8 @@ fn verdict_color(v: Verdict) -> Color {
     }
 }
 
-/// The run as a table with a details section for every case that needs attention.
-#[must_use]
-pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
-    // A suite's free axes are columns of their own after the case (which then shows its
-    // point in the built-in grid): two modes of one case read side by side.
-    let axes = crate::report::context::axis_names(&report.cases);
+/// The run table's columns: the case, its axes, the figures, `J/token` where a case has one.
+fn header(axes: &[String], energy: bool) -> Vec<String> {
     let mut header: Vec<String> = vec!["case".to_owned()];
     header.extend(axes.iter().cloned());
     header.extend(
@@ -38,17 +34,31 @@ pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
             "n",
             "util",
             "util then",
-            "drop",
-            "verdict",
         ]
         .map(str::to_owned),
     );
+    if energy {
+        header.push("J/token".to_owned());
+    }
+    header.extend(["drop", "verdict"].map(str::to_owned));
+    header
+}
+
+/// The run as a table with a details section for every case that needs attention.
+#[must_use]
+pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
+    // A suite's free axes are columns of their own after the case (which then shows its
+    // point in the built-in grid): two modes of one case read side by side.
+    let axes = crate::report::context::axis_names(&report.cases);
+    // Energy per token is a column only where a case measured it (#33 item 4).
+    let energy = report.cases.iter().any(|c| c.decision.energy.is_some());
+    let header = header(&axes, energy);
     let verdict = header.len() - 1;
     let mut table = Grid::new(terminal, header)
         .key_column(0)
         .beside_key(verdict);
     for c in &report.cases {
-        table.row(row(c, &axes));
+        table.row(row(c, &axes, energy));
     }
     let mut out = String::new();
     let run = &report.run;
@@ -130,7 +140,7 @@ pub fn render_human(report: &RunReport, terminal: Terminal) -> String {
 }
 
 /// One table row of a case; `axes` are the table's axis columns.
-fn row(c: &CaseReport, axes: &[String]) -> Vec<GridCell> {
+fn row(c: &CaseReport, axes: &[String], energy: bool) -> Vec<GridCell> {
     let verdict = GridCell::left(c.verdict.as_str()).colored(verdict_color(c.verdict));
     let case = if axes.is_empty() {
         c.case.clone()
@@ -151,9 +161,14 @@ fn row(c: &CaseReport, axes: &[String]) -> Vec<GridCell> {
         GridCell::right(count(c.n)),
         GridCell::right(pct(c.util_now)),
         GridCell::right(pct(c.util_then)),
-        GridCell::right(drop_cell(c)),
-        verdict,
     ]);
+    if energy {
+        cells.push(GridCell::right(c.decision.energy.as_ref().map_or_else(
+            || MISSING.to_owned(),
+            |e| crate::compare::energy::joules(e.now.joules_per_token),
+        )));
+    }
+    cells.extend([GridCell::right(drop_cell(c)), verdict]);
     cells
 }
 
@@ -173,7 +188,10 @@ fn needs_detail(c: &CaseReport) -> bool {
 fn details(out: &mut String, c: &CaseReport) {
     let _ = writeln!(out, "{} {}:", c.verdict.as_str().to_uppercase(), c.case);
     // One line on the reference, one on this run: the same sentences as every other report's.
-    for line in [&c.then_line, &c.now_line].into_iter().flatten() {
+    for line in [&c.then_line, &c.now_line, &c.energy_line]
+        .into_iter()
+        .flatten()
+    {
         let _ = writeln!(out, "  {}", super::escape::terminal(line));
     }
     // Every string below may carry harness, trace or file text: one line each, controls

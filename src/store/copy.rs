@@ -38,6 +38,7 @@ pub(crate) const TABLES: &[(&str, &[&str])] = &[
     ("result_repeat_costs", &["result_id", "repeat"]),
     ("result_quality", &["result_id", "metric"]),
     ("result_speculation", &["result_id"]),
+    ("result_energy", &["result_id", "repeat"]),
 ];
 
 /// Raw traces are pruned by retention (`Store::add_evidence`): a destination may keep blobs

@@ -737,6 +737,7 @@ pub fn night_run(night: &ImportedNight, gpu_sku: &str, default_branch: &str) -> 
             costs: Vec::new(),
             quality: std::collections::BTreeMap::new(),
             speculative: None,
+            energy: Vec::new(),
         })
         .collect();
     super::NewRun {

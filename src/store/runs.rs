@@ -487,6 +487,8 @@ fn write_results(
             .map_err(fail("write a result's quality metrics"))?;
         super::quality::write_speculation(tx, result_id, r.speculative)
             .map_err(fail("write a result's drafted tokens"))?;
+        super::energy::write(tx, result_id, &r.energy)
+            .map_err(fail("write a result's energy records"))?;
         if r.promote || !at.plan.only_flagged {
             add_move
                 .execute(params![

@@ -65,6 +65,7 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
     migration!(14, "0014_result_quality"),
     migration!(15, "0015_serve_sweeps", true),
     migration!(16, "0016_result_speculation"),
+    migration!(17, "0017_result_energy"),
 ];
 
 /// Run once before the first migration on `PostgreSQL`: the version table (`SQLite` keeps the
@@ -224,6 +225,7 @@ mod tests {
                 "evidence_blobs",
                 "probes",
                 "result_budgets",
+                "result_energy",
                 "result_quality",
                 "result_repeat_costs",
                 "result_speculation",

@@ -70,6 +70,7 @@ fn result(key: CaseKey, median_ms: f64, promote: bool) -> NewResult {
         costs: Vec::new(),
         quality: std::collections::BTreeMap::new(),
         speculative: None,
+        energy: Vec::new(),
     }
 }
 
@@ -162,6 +163,7 @@ on_both_backends!(
     the_runners_own_time_per_process_is_the_last_runs_time_outside_its_processes,
     a_results_quality_metrics_round_trip_and_stay_append_only,
     a_results_drafted_tokens_round_trip_and_stay_append_only,
+    a_results_energy_records_round_trip_and_stay_append_only,
 );
 
 /// A speculative case's drafted and accepted tokens are stored per result, read back as
@@ -206,6 +208,70 @@ fn a_results_drafted_tokens_round_trip_and_stay_append_only(b: Backend) {
         store.insert_run(&run("main", 1, vec![impossible])).is_err(),
         "accepted above drafted is refused"
     );
+}
+
+/// Energy per token's records are stored per result and repeat (a measured window with its
+/// power limit, or the reason a repeat has none), read back as written in repeat order, and
+/// never changed afterwards; a row both measured and refused is refused by the table.
+fn a_results_energy_records_round_trip_and_stay_append_only(b: Backend) {
+    use crate::compare::energy::{EnergySource, EnergyWindow, RepeatEnergy};
+    let (_dir, _path, mut store) = temp_store(b);
+    let mut measured = result(key("decode", 1), 6.0, true);
+    measured.energy = vec![
+        RepeatEnergy {
+            repeat: 0,
+            measured: Ok(EnergyWindow {
+                joules: 132.5,
+                steps: 40,
+                window_ms: 200.0,
+                source: EnergySource::Integral,
+                power_limit_w: Some(700.0),
+            }),
+        },
+        RepeatEnergy {
+            repeat: 1,
+            measured: Err("all 50 timed steps appeared between two GPU readings".to_owned()),
+        },
+        RepeatEnergy {
+            repeat: 2,
+            measured: Ok(EnergyWindow {
+                joules: 132.0,
+                steps: 40,
+                window_ms: 201.5,
+                source: EnergySource::Counter,
+                power_limit_w: None,
+            }),
+        },
+    ];
+    let plain = result(key("decode", 8), 6.0, true);
+    store
+        .insert_run(&run("main", 0, vec![measured.clone(), plain]))
+        .expect("inserts");
+    let run_1 = store.run(RunId(1)).expect("reads").expect("run 1");
+    let id = |batch: u64| {
+        run_1
+            .results
+            .iter()
+            .find(|r| r.key.batch == batch)
+            .expect("result")
+            .id
+    };
+    assert_eq!(store.result_energy(id(1)).expect("reads"), measured.energy);
+    assert!(store.result_energy(id(8)).expect("reads").is_empty());
+    let changed = store.conn.execute(
+        "UPDATE result_energy SET joules = 1.0 WHERE repeat = 0",
+        sql::params![],
+    );
+    assert!(changed.is_err(), "append-only: {changed:?}");
+    let both = store.conn.execute(
+        &format!(
+            "INSERT INTO result_energy (result_id, repeat, source, joules, steps, window_ms, \
+             refused) VALUES ({}, 5, 'counter', 1.0, 1, 1.0, 'and a reason')",
+            id(8)
+        ),
+        sql::params![],
+    );
+    assert!(both.is_err(), "measured or refused, not both: {both:?}");
 }
 
 /// The accuracy guard's answers are stored per result and metric, read back as written, and,

@@ -114,6 +114,9 @@ pub struct NewResult {
     pub quality: crate::compare::quality::QualityCounts,
     /// A speculative case's drafted and accepted tokens (`result_speculation`).
     pub speculative: Option<crate::compare::speculation::DraftCounts>,
+    /// Each timed repeat's energy over its timed window, or why it has none (`result_energy`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub energy: Vec<crate::compare::energy::RepeatEnergy>,
 }
 
 /// Timestamps as RFC 3339 text in the rescue file.

@@ -168,7 +168,7 @@ fn a_v11_store_with_budgeted_nights_upgrades_in_place_and_keeps_its_budget_repor
     assert_planned_from_history(&budgeted_night(&env, None));
     let conn = rusqlite::Connection::open(env.db()).expect("open");
     // Upgraded to the latest schema (v13 gave the series tp and ep, v14 the accuracy guard's
-    // `result_quality`, v15 the service sweeps, v16 speculation's `result_speculation`).
+    // `result_quality`, v15 the service sweeps, v16 speculation's `result_speculation`, v17 the energy records `result_energy`).
     assert_eq!(version(&conn), utilgate::store::SCHEMA_VERSION);
     conn.execute(
         "ATTACH DATABASE ?1 AS before",

@@ -69,6 +69,7 @@ fn stored_run(i: i64, branch: &str, median_ms: f64) -> NewRun {
             costs: Vec::new(),
             quality: std::collections::BTreeMap::new(),
             speculative: None,
+            energy: Vec::new(),
         }],
     }
 }

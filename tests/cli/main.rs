@@ -17,6 +17,7 @@ mod budget_upgrade;
 mod canary;
 mod checks;
 mod credentials;
+mod energy;
 mod env;
 mod evidence_files;
 mod failures;

@@ -102,6 +102,28 @@ fn result(batch: u64, i: u32) -> NewResult {
                 drafted: 1600,
                 accepted: 1000 + u64::from(i),
             }),
+        // Every fourth measured its energy (one repeat refused): `result_energy` is copied too.
+        energy: if i.is_multiple_of(4) {
+            use utilgate::compare::energy::{EnergySource, EnergyWindow, RepeatEnergy};
+            vec![
+                RepeatEnergy {
+                    repeat: 0,
+                    measured: Ok(EnergyWindow {
+                        joules: 132.5 + f64::from(i),
+                        steps: 40,
+                        window_ms: 200.0,
+                        source: EnergySource::Integral,
+                        power_limit_w: Some(700.0),
+                    }),
+                },
+                RepeatEnergy {
+                    repeat: 1,
+                    measured: Err("too sparse".to_owned()),
+                },
+            ]
+        } else {
+            Vec::new()
+        },
     }
 }
 

@@ -63,6 +63,7 @@ fn new_run(w: u32, i: u32) -> NewRun {
                 costs: Vec::new(),
                 quality: std::collections::BTreeMap::new(),
                 speculative: None,
+                energy: Vec::new(),
             }
         })
         .collect();

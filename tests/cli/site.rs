@@ -342,6 +342,7 @@ fn large_night(
                 costs: Vec::new(),
                 quality: std::collections::BTreeMap::new(),
                 speculative: None,
+                energy: Vec::new(),
             }
         })
         .collect();

@@ -36,6 +36,8 @@ fn window(idle: usize, busy: usize, sm_mhz: u32, reasons: u64, every: usize) -> 
             reasons: GPU_IDLE,
             gpu_util_pct: Some(0),
             mem_util_pct: Some(0),
+            energy_mj: None,
+            timed_steps: None,
         });
     }
     for i in 0..busy {
@@ -53,6 +55,8 @@ fn window(idle: usize, busy: usize, sm_mhz: u32, reasons: u64, every: usize) -> 
             },
             gpu_util_pct: Some(100),
             mem_util_pct: Some(87),
+            energy_mj: None,
+            timed_steps: None,
         });
     }
     out

@@ -8,7 +8,6 @@
     reason = "the reference harness writes its results file"
 )]
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 
 use super::protocol_env::ProtocolInputs;
@@ -43,28 +42,37 @@ pub fn reference_harness(args: &ReferenceArgs) -> Result<(), Error> {
     env.insert("harness".into(), "reference".into());
     env.insert("graphs".into(), args.graphs.to_string());
     env.insert("utilgate".into(), env!("CARGO_PKG_VERSION").into());
-    let mut lines = String::new();
-    let _ = writeln!(
-        lines,
-        "{}",
-        serde_json::json!({ "env": env, "reference_bytes": plan.total_bytes(), "reference_flops": plan.flops() })
-    );
-    device.run_reference(&plan, args.graphs, warmup, steps, &mut |ms, warm| {
-        if warm {
-            let _ = writeln!(lines, "{{\"step_ms\": {ms}, \"warmup\": true}}");
-        } else {
-            let _ = writeln!(lines, "{{\"step_ms\": {ms}}}");
-        }
-    })?;
-    let write = std::fs::OpenOptions::new()
+    // Each step's line is written as the step ends (the step is synchronised before its
+    // callback), so the GPU readings can place the timed window for energy per token.
+    let io_error = |source| Error::Io {
+        path: out_path.clone().into(),
+        source,
+    };
+    let mut file = std::fs::OpenOptions::new()
         .append(true)
         .create(true)
         .open(&out_path)
-        .and_then(|mut f| f.write_all(lines.as_bytes()));
-    write.map_err(|source| Error::Io {
-        path: out_path.into(),
-        source,
-    })
+        .map_err(io_error)?;
+    let head = serde_json::json!({ "env": env, "reference_bytes": plan.total_bytes(), "reference_flops": plan.flops() });
+    file.write_all(format!("{head}\n").as_bytes())
+        .map_err(io_error)?;
+    let mut failed = None;
+    device.run_reference(&plan, args.graphs, warmup, steps, &mut |ms, warm| {
+        let line = if warm {
+            format!("{{\"step_ms\": {ms}, \"warmup\": true}}\n")
+        } else {
+            format!("{{\"step_ms\": {ms}}}\n")
+        };
+        if failed.is_none()
+            && let Err(err) = file.write_all(line.as_bytes())
+        {
+            failed = Some(err);
+        }
+    })?;
+    match failed {
+        Some(source) => Err(io_error(source)),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -480,3 +480,19 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn steps_written_so_far_count_complete_lines_only() {
+    // Warm-up steps never count; an array counts each step; a half-written last line waits.
+    let text = "{\"step_ms\": 30.0, \"warmup\": true}\n{\"step_ms\": 6.0}\n{\"steps_ms\": [6.0, 6.1]}\n{\"step_m";
+    assert_eq!(timed_steps_written(text, StepRange::default()), Some(3));
+    assert_eq!(timed_steps_written("", StepRange::default()), Some(0));
+    assert_eq!(
+        timed_steps_written("{\"step_ms\": 6.0}", StepRange::default()),
+        Some(0)
+    );
+    assert_eq!(
+        timed_steps_written("not json\n", StepRange::default()),
+        None
+    );
+}

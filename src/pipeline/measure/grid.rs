@@ -19,7 +19,8 @@ pub(crate) fn measure_canary(runner: &Runner<'_>, canary: &mut Option<Canary>) {
     let config = &runner.loaded.config.canary;
     let measured = match runner.watch {
         Some(watch) if config.command.is_none() => {
-            let (result, samples) = watch.sample(|| crate::measure::canary::measure_gpu(c, 0));
+            let (result, samples) =
+                watch.sample(&|| None, || crate::measure::canary::measure_gpu(c, 0));
             crate::measure::canary::add_clock_periods(c, &samples);
             result
         }

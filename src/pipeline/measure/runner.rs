@@ -65,6 +65,29 @@ pub(crate) struct Measured {
     /// A speculative case's drafted and accepted tokens, every repeat's added.
     #[serde(default)]
     pub(crate) speculative: Option<crate::compare::speculation::DraftCounts>,
+    /// Each timed repeat's energy over its timed window, or why it has none (NVML only).
+    #[serde(default)]
+    pub(crate) energy: Vec<crate::compare::energy::RepeatEnergy>,
+}
+
+/// One repeat's energy from its readings (`gpu::energy`); a case on several GPUs has none, as
+/// NVML watches one of them.
+fn repeat_energy(
+    key: &CaseKey,
+    repeat: u32,
+    samples: &[GpuSample],
+    written: usize,
+) -> crate::compare::energy::RepeatEnergy {
+    let gpus = key.tp.saturating_mul(key.ep);
+    let measured = if gpus > 1 {
+        Err(format!(
+            "the case runs on {gpus} GPUs and utilgate watches one, so its joules would be a \
+             share of the step's"
+        ))
+    } else {
+        crate::gpu::energy::repeat_energy(samples, written as u64)
+    };
+    crate::compare::energy::RepeatEnergy { repeat, measured }
 }
 
 /// What a repeat after the timed ones adds: variables for the harness, and a profiler around
@@ -420,14 +443,30 @@ impl Runner<'_> {
                     max_ms: limits.max_step_ms,
                 },
             };
+            // Each reading counts the timed steps written so far: the energy's window.
+            let results_file = harness::results_path(&out_dir, repeat);
+            let range = spec.step_range;
+            let written = || {
+                std::fs::read_to_string(&results_file)
+                    .ok()
+                    .and_then(|text| crate::measure::protocol::timed_steps_written(&text, range))
+            };
             let (result, samples) = match self.watch {
-                Some(watch) => watch.sample(|| harness::run_repeat(&spec, &self.cancel)),
+                Some(watch) => watch.sample(&written, || harness::run_repeat(&spec, &self.cancel)),
                 None => (harness::run_repeat(&spec, &self.cancel), Vec::new()),
             };
-            into.gpu_samples.extend(samples);
             let _ = std::fs::remove_dir_all(&out_dir);
             match result {
                 Ok(mut out) => {
+                    if self.watch.is_some() && extra.is_none() {
+                        into.energy.push(repeat_energy(
+                            &plan.key,
+                            repeat,
+                            &samples,
+                            out.report.steps_ms.len(),
+                        ));
+                    }
+                    into.gpu_samples.extend(samples);
                     if let Err(message) =
                         self.check_steps(plan, repeat, steps, &mut out.report.steps_ms)
                     {
@@ -457,11 +496,18 @@ impl Runner<'_> {
                         into.stderr_tail = Some(out.stderr_tail);
                     }
                 }
-                Err(HarnessError::Cancelled) => return Err(Error::Interrupted),
+                Err(HarnessError::Cancelled) => {
+                    into.gpu_samples.extend(samples);
+                    return Err(Error::Interrupted);
+                }
                 // The budget's end, not the harness: the repeat is dropped, the case judged
                 // on what it has.
-                Err(HarnessError::TimedOut { .. }) if timeout < suite_timeout => return Ok(false),
+                Err(HarnessError::TimedOut { .. }) if timeout < suite_timeout => {
+                    into.gpu_samples.extend(samples);
+                    return Ok(false);
+                }
                 Err(err) => {
+                    into.gpu_samples.extend(samples);
                     into.stderr_tail = err.stderr_tail().map(str::to_owned);
                     let mut message = format!("repeat {repeat}: {err}");
                     if let Some(hint) = err.hint() {
@@ -534,4 +580,49 @@ pub(crate) fn this_exe() -> String {
 
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Readings of a repeat whose 50 timed steps were written between 200 and 400 ms.
+    fn readings() -> Vec<GpuSample> {
+        [(0.0, 0), (200.0, 10), (300.0, 30), (400.0, 50)]
+            .into_iter()
+            .map(|(t_ms, steps)| GpuSample {
+                t_ms,
+                power_w: Some(650.0),
+                timed_steps: Some(steps),
+                ..GpuSample::default()
+            })
+            .collect()
+    }
+
+    fn key(tp: u64) -> CaseKey {
+        CaseKey {
+            suite: "s".into(),
+            model: "m".into(),
+            precision: "bf16".into(),
+            phase: crate::case::Phase::Decode,
+            batch: 8,
+            context: 4096,
+            tp,
+            ep: 1,
+            axes: crate::case::Axes::default(),
+        }
+    }
+
+    #[test]
+    fn one_gpu_gets_its_window_and_several_get_the_reason() {
+        let one = repeat_energy(&key(1), 2, &readings(), 50);
+        assert_eq!(one.repeat, 2);
+        // 650 W over the 0.2 s window: 130 J for the 40 steps written inside it.
+        let w = one.measured.expect("a window");
+        assert!((w.joules - 130.0).abs() < 1e-9, "{}", w.joules);
+        assert_eq!(w.steps, 40);
+        let two = repeat_energy(&key(2), 0, &readings(), 50);
+        let why = two.measured.expect_err("no figure");
+        assert!(why.starts_with("the case runs on 2 GPUs"), "{why}");
+    }
 }

@@ -60,6 +60,7 @@ fn decision(verdict: Verdict, now: f64, then: f64, reasons: &[&str]) -> Decision
         reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),
         quality: Vec::new(),
         acceptance: None,
+        energy: None,
     }
 }
 
@@ -282,6 +283,96 @@ fn every_template_renders_the_sample_report() {
         let text = r.render(format, &report).expect("renders");
         insta::assert_snapshot!(format!("{format:?}").to_lowercase(), text);
     }
+}
+
+/// The sample report with energy on its regressed case (#33 item 4): 3 repeats of 100 steps
+/// at 8 tokens a step, 1.1 J a token now against 1.0 then, the steps as before; a fourth
+/// repeat's readings were too sparse.
+fn energy_report() -> RunReport {
+    use crate::compare::energy::{
+        EnergySource, EnergyWindow, RepeatEnergy, apply_energy, judge_energy,
+    };
+    let repeats = |per_token: &[f64]| -> Vec<RepeatEnergy> {
+        let mut out: Vec<RepeatEnergy> = per_token
+            .iter()
+            .zip(0..)
+            .map(|(j, repeat)| RepeatEnergy {
+                repeat,
+                measured: Ok(EnergyWindow {
+                    joules: j * 800.0,
+                    steps: 100,
+                    window_ms: 2000.0,
+                    source: EnergySource::Counter,
+                    power_limit_w: Some(700.0),
+                }),
+            })
+            .collect();
+        out.push(RepeatEnergy {
+            repeat: 3,
+            measured: Err("all 100 timed steps appeared between two GPU readings".into()),
+        });
+        out
+    };
+    let check = judge_energy(
+        &repeats(&[1.0, 1.01, 0.99]),
+        &repeats(&[1.1, 1.111, 1.089]),
+        8,
+        &crate::compare::Policy::default(),
+        5,
+        true,
+    )
+    .expect("a check");
+    let mut report = sample_report();
+    let case = report
+        .cases
+        .iter_mut()
+        .find(|c| c.verdict == Verdict::Regressed)
+        .expect("the regressed case");
+    apply_energy(&mut case.decision, check);
+    case.energy_line = case
+        .decision
+        .energy
+        .as_ref()
+        .map(|e| crate::report::context::energy_line(&e.now));
+    report
+}
+
+#[test]
+fn energy_shows_where_a_case_measured_it_with_the_figures_its_sentence_uses() {
+    let report = energy_report();
+    let r = renderer();
+    let line = "energy: 1.100 J/token, 0.9091 tok/s/W, 8.800 J/step, 440 W mean at a 700 W \
+                power limit (energy counter, 3 of 4 repeats; repeat 3: all 100 timed steps \
+                appeared between two GPU readings)";
+    // 2640 J over 6 s is 440 W; 2640 J over 300 steps is 8.8 J a step, 1.1 J a token.
+    let md = r.render(ReportFormat::Markdown, &report).expect("renders");
+    assert!(md.contains(&format!("- {line}")), "{md}");
+    assert!(
+        md.contains("Energy regressed: joules per token rose 10.0% (from 1.000 to 1.100 J/token"),
+        "{md}"
+    );
+    let html = r.render(ReportFormat::Html, &report).expect("renders");
+    // The HTML escaper writes '/' as an entity.
+    let escaped = line.replace('/', "&#x2f;");
+    assert!(html.contains(&format!("<li>{escaped}.</li>")), "{html}");
+    well_formed(&html).expect("well-formed");
+    let table = crate::report::render_human(
+        &report,
+        crate::report::Terminal {
+            color: false,
+            width: None,
+        },
+    );
+    insta::assert_snapshot!("energy_run_table", table);
+    // Without energy the table has no such column.
+    let plain = crate::report::render_human(
+        &sample_report(),
+        crate::report::Terminal {
+            color: false,
+            width: None,
+        },
+    );
+    assert!(!plain.contains("J/token"), "{plain}");
 }
 
 #[test]
