@@ -53,6 +53,7 @@ mod report;
 mod run;
 mod serve;
 mod site;
+mod site_serve;
 mod standin;
 mod trace;
 mod trace_show;
