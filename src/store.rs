@@ -42,7 +42,7 @@ pub use publish::{MissingCase, PublishFacts};
 pub use samples::SampleError;
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use serve::{NewServeCase, NewServeRepeat, StoredServeCase, StoredServeRepeat};
-pub use serve_site::{ServeSeriesMarks, ServeSiteMove, ServeSitePoint};
+pub use serve_site::{ServeSeriesMarks, ServeSiteMove, ServeSitePoint, SweepFile};
 pub use site::{SeriesMarks, SitePoint};
 pub use summaries::StoredSummary;
 pub use types::{

@@ -106,6 +106,10 @@ pub(crate) struct SiteBuilt {
 }
 
 /// Build (or bring up to date) the site under `opts.out`.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the build's steps in their order: assets, case pages, service cases, run pages, index"
+)]
 pub(crate) fn build(
     store: &Store,
     config: Option<&Config>,
@@ -181,7 +185,7 @@ pub(crate) fn build(
         );
         cards.push(card);
     }
-    let (serve_cards, serve_entries, serve_written) = serve::serve_cards(
+    let serve = serve::serve_cards(
         &serve::ServeBuild {
             store,
             site: &site,
@@ -195,9 +199,10 @@ pub(crate) fn build(
         },
         &old.serve,
     )?;
-    manifest.serve = serve_entries;
+    let serve_cards = serve.cards;
+    manifest.serve = serve.entries;
     built.cases = cards.len() + serve_cards.len();
-    built.cases_written += serve_written;
+    built.cases_written += serve.written;
     let case_pages: BTreeSet<String> = cards
         .iter()
         .map(|c| c.page.clone())
@@ -263,8 +268,7 @@ fn branch_runs(store: &Store, opts: &SiteOptions) -> Result<Vec<(RunId, String)>
     })?;
     let serve = store.runs_with_serve_results()?;
     runs.retain(|r| {
-        opts.since.is_none_or(|t| r.started_at >= t)
-            && (r.n_results > 0 || serve.contains(&r.id.0))
+        opts.since.is_none_or(|t| r.started_at >= t) && (r.n_results > 0 || serve.contains(&r.id.0))
     });
     runs.sort_by_key(|r| (r.started_at, r.id));
     Ok(runs.into_iter().map(|r| (r.id, r.gpu_sku)).collect())

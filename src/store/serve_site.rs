@@ -38,12 +38,15 @@ pub struct ServeSitePoint {
     /// The mean over the night's repeats of every metric they hold (a sweep's are its
     /// points, so its means describe no one load: read `sweep` instead).
     pub means: BTreeMap<String, f64>,
-    /// A sweep's files: (its point on the axis, interactivity tokens/s per user, throughput
-    /// tokens/s per GPU), in the order stored.
-    pub sweep: Vec<(String, Option<f64>, Option<f64>)>,
+    /// A sweep's files, in the order stored.
+    pub sweep: Vec<SweepFile>,
     /// The stored decision (`compare::ServeDecision`), as stored.
     pub decision: Option<serde_json::Value>,
 }
+
+/// A sweep's file as the site reads it: its point on the sweep's axis, its interactivity
+/// (tokens/s per user) and its throughput (tokens/s per GPU).
+pub type SweepFile = (String, Option<f64>, Option<f64>);
 
 /// A service case's baseline move, newest first as the page lists them.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,6 +72,10 @@ type RawMarks = (
     i64,
     Option<i64>,
 );
+
+/// One row of `serve_site_moves`'s query: the move's id, its result, run and commit, its kind,
+/// reason and time.
+type RawMove = (i64, i64, i64, Option<String>, String, String, i64);
 
 impl Store {
     /// Every service case and GPU SKU with a stored result, with its marks, in key order.
@@ -131,6 +138,10 @@ impl Store {
 
     /// A service case's nights on one GPU SKU and `branch`, from `since` on, oldest first;
     /// none of a pull request's runs. Three queries whatever the number of nights.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "three queries over the same nights and their decoding, read in one place"
+    )]
     pub fn serve_site_points(
         &self,
         key: &ServeKey,
@@ -204,7 +215,7 @@ impl Store {
         for (id, metric, value) in means {
             by_result.entry(id).or_default().insert(metric, value);
         }
-        let mut sweeps: BTreeMap<i64, Vec<(String, Option<f64>, Option<f64>)>> = BTreeMap::new();
+        let mut sweeps: BTreeMap<i64, Vec<SweepFile>> = BTreeMap::new();
         if key.sweep.is_some() {
             let points: Vec<(i64, String, Option<f64>, Option<f64>)> = self
                 .conn
@@ -275,7 +286,7 @@ impl Store {
         let Some(series) = self.find_serve_series(key, gpu_sku)? else {
             return Ok(Vec::new());
         };
-        let raw: Vec<(i64, i64, i64, Option<String>, String, String, i64)> = self
+        let raw: Vec<RawMove> = self
             .conn
             .prepare_cached(&format!(
                 "SELECT m.id, m.result_id, r.run_id, u.git_sha, m.kind, m.reason, m.moved_at_ns

@@ -40,12 +40,21 @@ pub(crate) struct ServeBuild<'a> {
     pub paged: &'a BTreeSet<i64>,
 }
 
-/// Every service case's index row, rewriting the pages whose case changed since `old`; the
-/// manifest's new entries, and how many pages were written.
+/// The service cases' share of a build.
+pub(crate) struct ServeCards {
+    /// Every service case's index row.
+    pub cards: Vec<ServeCard>,
+    /// The manifest's entries.
+    pub entries: BTreeMap<String, ServeEntry>,
+    /// How many pages were written.
+    pub written: usize,
+}
+
+/// Every service case's index row, rewriting the pages whose case changed since `old`.
 pub(crate) fn serve_cards(
     b: &ServeBuild<'_>,
     old: &BTreeMap<String, ServeEntry>,
-) -> Result<(Vec<ServeCard>, BTreeMap<String, ServeEntry>, usize), Error> {
+) -> Result<ServeCards, Error> {
     let mut cards = Vec::new();
     let mut entries = BTreeMap::new();
     let mut written = 0;
@@ -80,7 +89,11 @@ pub(crate) fn serve_cards(
         );
         cards.push(card);
     }
-    Ok((cards, entries, written))
+    Ok(ServeCards {
+        cards,
+        entries,
+        written,
+    })
 }
 
 /// The night's stored decision, when it reads as one.

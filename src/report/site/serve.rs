@@ -21,6 +21,10 @@ pub const ITL_P50: &str = "median_itl_ms";
 pub const ITL_P99: &str = "p99_itl_ms";
 pub const OUTPUT_TOK_S: &str = "output_throughput";
 
+/// A sweep's file: its point on the sweep's axis, its interactivity (tokens/s per user) and
+/// its throughput (tokens/s per GPU), as the store keeps them.
+pub type SweepFile = (String, Option<f64>, Option<f64>);
+
 /// At most this many of a sweep's judged levels get a line of their own.
 const MAX_LEVELS: usize = 3;
 
@@ -57,7 +61,7 @@ impl ServeNight {
     pub fn of(
         base: ServeNightBase,
         means: &std::collections::BTreeMap<String, f64>,
-        sweep: Option<&[(String, Option<f64>, Option<f64>)]>,
+        sweep: Option<&[SweepFile]>,
         levels: &[f64],
         decision: Option<&crate::compare::ServeDecision>,
     ) -> ServeNight {
@@ -72,7 +76,11 @@ impl ServeNight {
         let worst = decision.and_then(|d| {
             d.metrics
                 .iter()
-                .filter_map(|m| m.worse_pct.filter(|w| w.is_finite()).map(|w| (w, &m.metric)))
+                .filter_map(|m| {
+                    m.worse_pct
+                        .filter(|w| w.is_finite())
+                        .map(|w| (w, &m.metric))
+                })
                 .max_by(|a, b| a.0.total_cmp(&b.0))
         });
         ServeNight {
@@ -156,7 +164,7 @@ pub struct ServeNightBase {
 
 /// A sweep night's frontier: each point's files averaged (a point measured twice is one
 /// point), then the points no other beats on both axes, as the verdict reads a sweep.
-fn frontier_of(files: &[(String, Option<f64>, Option<f64>)]) -> Frontier {
+fn frontier_of(files: &[SweepFile]) -> Frontier {
     let mut by_point: std::collections::BTreeMap<&str, (f64, f64, f64)> =
         std::collections::BTreeMap::new();
     for (point, inter, through) in files {
@@ -236,7 +244,10 @@ impl ServeCard {
 pub fn serve_page(key: &ServeKey, gpu_sku: &str) -> String {
     format!(
         "cases/{}.html",
-        super::slug_of(&format!("{gpu_sku}/{key}"), &format!("serve:{gpu_sku}/{key}"))
+        super::slug_of(
+            &format!("{gpu_sku}/{key}"),
+            &format!("serve:{gpu_sku}/{key}")
+        )
     )
 }
 
@@ -316,6 +327,10 @@ fn across(i: usize, n: usize) -> f64 {
 /// A service chart over the nights (oldest left): each line, the baseline dashed, and a mark
 /// per night on the last line, shaped and coloured by its verdict and linked to its run.
 #[must_use]
+#[expect(
+    clippy::too_many_lines,
+    reason = "one drawing, layer by layer from the axes to the marks; split, it reads worse"
+)]
 pub fn serve_svg(spec: &ChartSpec<'_>, nights: &[ServeNight], levels: &[f64]) -> String {
     let aria = aria(spec, nights);
     let mut svg = format!(
@@ -646,7 +661,11 @@ pub fn serve_sparkline(nights: &[ServeNight], sweep: bool) -> String {
         .iter()
         .map(|(i, v)| format!("{:.0},{:.0}", x_of(*i), y_of(*v)))
         .collect();
-    let _ = write!(svg, r#"<polyline class="line" points="{}"/>"#, line.join(" "));
+    let _ = write!(
+        svg,
+        r#"<polyline class="line" points="{}"/>"#,
+        line.join(" ")
+    );
     if let Some(v) = value(last) {
         let _ = write!(
             svg,
@@ -716,7 +735,9 @@ mod tests {
         );
         assert!(ttft.contains(mark_path("regressed")) && ttft.contains("baseline 67.56"));
         assert!(
-            ttft.contains("TTFT p50 49.50 ms p99 88.00 ms, ITL p50 27.19 ms p99 29.63 ms, output 673.9 tok/s"),
+            ttft.contains(
+                "TTFT p50 49.50 ms p99 88.00 ms, ITL p50 27.19 ms p99 29.63 ms, output 673.9 tok/s"
+            ),
             "{ttft}"
         );
     }
@@ -748,8 +769,14 @@ mod tests {
         // Halfway between (20, 600) and (30, 300); between (30, 300) and (40, 100); beyond.
         assert_eq!(n.at_levels, vec![Some(450.0), Some(200.0), None]);
         let chart = &serve_charts("s", &[n], &[25.0, 35.0, 50.0], None, true)[0];
-        assert!(chart.contains("peak from 600.0 to 600.0 tok/s/GPU"), "{chart}");
-        assert!(chart.contains(r#"tabindex="0""#), "no run page, still focusable");
+        assert!(
+            chart.contains("peak from 600.0 to 600.0 tok/s/GPU"),
+            "{chart}"
+        );
+        assert!(
+            chart.contains(r#"tabindex="0""#),
+            "no run page, still focusable"
+        );
     }
 
     #[test]
@@ -758,7 +785,10 @@ mod tests {
             assert!(chart.contains("no measured night"));
         }
         for chart in serve_charts("s", &[night(1, "new", 60.0)], &[], None, false) {
-            assert!(!chart.contains("NaN") && chart.contains("translate(357.0,"), "{chart}");
+            assert!(
+                !chart.contains("NaN") && chart.contains("translate(357.0,"),
+                "{chart}"
+            );
         }
         assert!(!serve_sparkline(&[night(1, "new", 60.0)], false).contains("NaN"));
         assert!(serve_sparkline(&[], false).contains("no p99 TTFT measured"));
