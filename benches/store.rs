@@ -9,6 +9,8 @@
 //! `cargo bench --bench store` stores 1,000,000 results (2,000 runs). Scale it down with
 //! `UTILGATE_BENCH_RESULTS=20000 cargo bench --bench store` or `cargo bench --bench store -- 20000`;
 //! `UTILGATE_BENCH_DB=PATH` keeps the filled store there instead of in a temporary directory.
+//! The site's figures (docs/site.md: 500 cases x 365 nights on main) come from
+//! `UTILGATE_BENCH_RESULTS=228000`: 456 runs, 91 of them pull requests'.
 #![expect(
     clippy::print_stdout,
     clippy::print_stderr,
@@ -431,7 +433,7 @@ fn command_reads(path: &std::path::Path, runs: usize, keys: &[CaseKey], print: &
     print(&[row("`history CASE --nights 120`", &history)]);
     let changes = repeat(3, &["changes"], &|_| {});
     print(&[row("`changes` (500 cases, 120 nights each)", &changes)]);
-    print(&site_build(path, dir.path()));
+    print(&site_build(path, dir.path(), runs, keys));
     let first_case = first_case_start(path, dir.path());
     print(&[row(
         "`run` of 10 cases: start to its first harness",
@@ -439,12 +441,19 @@ fn command_reads(path: &std::path::Path, runs: usize, keys: &[CaseKey], print: &
     )]);
 }
 
-/// `utilgate site` on the filled store: built whole into an empty directory, then again with
-/// nothing changed (what a nightly's second build costs), and the size of its pages.
-fn site_build(path: &std::path::Path, dir: &std::path::Path) -> Vec<Row> {
+/// `utilgate site` on the filled store: built whole into an empty directory, again with
+/// nothing changed, and again after one new night of every case on main (on a copy of the
+/// store, so the kept store stays as filled); the size of its pages, the largest of all.
+fn site_build(
+    path: &std::path::Path,
+    dir: &std::path::Path,
+    runs: usize,
+    keys: &[CaseKey],
+) -> Vec<Row> {
     let out = dir.join("site");
     let args = ["site", "--out", out.to_str().expect("a UTF-8 temp path")];
-    let whole = time(1, |_| {
+    let nights = main_nights(runs);
+    let whole = time(3, |_| {
         let _ = std::fs::remove_dir_all(&out);
         utilgate(path, dir, &args).0
     });
@@ -458,7 +467,11 @@ fn site_build(path: &std::path::Path, dir: &std::path::Path) -> Vec<Row> {
         let mut largest = 0;
         let mut n = 0;
         for entry in std::fs::read_dir(out.join(sub)).expect("site dir") {
-            let len = entry.expect("entry").metadata().expect("metadata").len();
+            let entry = entry.expect("entry");
+            if entry.path().extension().is_none_or(|e| e != "html") {
+                continue;
+            }
+            let len = entry.metadata().expect("metadata").len();
             total += len;
             largest = largest.max(len);
             n += 1;
@@ -466,25 +479,77 @@ fn site_build(path: &std::path::Path, dir: &std::path::Path) -> Vec<Row> {
         (total, largest, n)
     };
     let (case_total, case_max, cases) = sizes("cases");
-    let (run_total, run_max, runs) = sizes("runs");
+    let (run_total, run_max, run_pages) = sizes("runs");
+    let (_, top_max, _) = sizes("");
     let kib = |b: u64| format!("{:.0} kB", b as f64 / 1000.0);
-    vec![
+    let mut rows = vec![
         row(
-            &format!("`site` whole ({cases} cases, {runs} runs)"),
+            &format!(
+                "`site` whole ({cases} cases x {nights} nights on main, {run_pages} run pages)"
+            ),
             &whole,
         ),
         row("`site` again, nothing changed", &again),
         (
             "site pages".to_owned(),
             format!(
-                "case pages {} in all, largest {}; run pages {} in all, largest {}",
+                "case pages {} in all, largest {}; run pages {} in all, largest {}; \
+                 index and changes, largest {}; largest page {}",
                 kib(case_total),
                 kib(case_max),
                 kib(run_total),
-                kib(run_max)
+                kib(run_max),
+                kib(top_max),
+                kib(case_max.max(run_max).max(top_max))
             ),
         ),
-    ]
+    ];
+    // One new night of every case on main, stored in a copy of the store; each try adds the
+    // next night to its own copy of the site as the whole build left it.
+    let mut rng = StdRng::seed_from_u64(13);
+    // Run `i` is a nightly on main unless `i % 5 == 4`: the next one is `runs` or `runs + 1`.
+    let next = if runs % 5 == 4 { runs + 1 } else { runs };
+    let copy = dir.join("next-night.db");
+    let built = dir.join("site-built");
+    let _ = std::fs::remove_dir_all(&built);
+    copy_dir(&out, &built);
+    std::fs::copy(path, &copy).expect("copy the store");
+    Store::open(&copy, Duration::from_secs(30))
+        .expect("open the copy")
+        .insert_run(&new_run(next, keys, &mut rng))
+        .expect("insert the new night");
+    let incremental = time(3, |_| {
+        let _ = std::fs::remove_dir_all(&out);
+        copy_dir(&built, &out);
+        let (wall, text) = utilgate(&copy, dir, &args);
+        assert!(!text.contains("built whole"), "{text}");
+        wall
+    });
+    let _ = std::fs::remove_file(&copy);
+    rows.push(row(
+        "`site` after one new night of every case",
+        &incremental,
+    ));
+    rows
+}
+
+/// The runs of the fill that are nightlies on main (run `i` is one unless `i % 5 == 4`).
+fn main_nights(runs: usize) -> usize {
+    (0..runs).filter(|i| i % 5 != 4).count()
+}
+
+/// Copies a site's directory tree (two levels: the pages and `cases/`, `runs/`).
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("site copy dir");
+    for entry in std::fs::read_dir(from).expect("site dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a page");
+        }
+    }
 }
 
 /// How long a 10-case `run` on the filled store takes from its start to its first harness

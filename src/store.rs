@@ -25,6 +25,7 @@ pub mod samples;
 mod schema;
 mod series;
 mod serve;
+mod serve_site;
 mod site;
 pub(crate) mod sql;
 mod summaries;
@@ -42,6 +43,7 @@ pub use publish::{MissingCase, PublishFacts};
 pub use samples::SampleError;
 pub use schema::LATEST as SCHEMA_VERSION;
 pub use serve::{NewServeCase, NewServeRepeat, StoredServeCase, StoredServeRepeat};
+pub use serve_site::{ServeSeriesMarks, ServeSiteMove, ServeSitePoint, SweepFile};
 pub use site::{SeriesMarks, SitePoint};
 pub use summaries::StoredSummary;
 pub use types::{

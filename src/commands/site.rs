@@ -14,6 +14,8 @@ pub fn site(args: &SiteArgs) -> Result<Outcome, Error> {
     let loaded = context::optional_config(&args.config)?;
     let reports = publish::renderer(loaded.as_ref())?;
     let (store, config) = context::store_from(&args.config)?;
+    // A site reads every night of every case: a page of the file per night, read in place.
+    store.map_for_reading()?;
     let opts = SiteOptions {
         out: args.out.clone(),
         title: args.title.clone(),

@@ -10,6 +10,8 @@
     reason = "the site is a directory of files"
 )]
 
+mod serve;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -31,8 +33,9 @@ use crate::report::site::{
 use crate::report::{Renderer, ReportFormat};
 use crate::store::{CaseFilter, RunFilter, RunId, SeriesMarks, SitePoint, Store};
 
-/// The manifest's own format: a site written by another format is rebuilt whole.
-const MANIFEST_FORMAT: u32 = 1;
+/// The manifest's own format: a site written by another format is rebuilt whole (2: the
+/// service cases' entries).
+const MANIFEST_FORMAT: u32 = 2;
 const MANIFEST: &str = "site.json";
 
 /// What a site build is asked for.
@@ -79,6 +82,9 @@ struct Manifest {
     cases: BTreeMap<String, CaseEntry>,
     /// Run id -> the fingerprint of its page.
     runs: BTreeMap<i64, String>,
+    /// Service case page -> its fingerprint and card.
+    #[serde(default)]
+    serve: BTreeMap<String, serve::ServeEntry>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -100,6 +106,10 @@ pub(crate) struct SiteBuilt {
 }
 
 /// Build (or bring up to date) the site under `opts.out`.
+#[expect(
+    clippy::too_many_lines,
+    reason = "the build's steps in their order: assets, case pages, service cases, run pages, index"
+)]
 pub(crate) fn build(
     store: &Store,
     config: Option<&Config>,
@@ -175,8 +185,29 @@ pub(crate) fn build(
         );
         cards.push(card);
     }
-    built.cases = cards.len();
-    let case_pages: BTreeSet<String> = cards.iter().map(|c| c.page.clone()).collect();
+    let serve = serve::serve_cards(
+        &serve::ServeBuild {
+            store,
+            site: &site,
+            facts: &facts,
+            out,
+            branch: &opts.branch,
+            since: opts.since,
+            spark_nights: opts.spark_nights,
+            gpu: opts.gpu.as_deref(),
+            paged: &paged,
+        },
+        &old.serve,
+    )?;
+    let serve_cards = serve.cards;
+    manifest.serve = serve.entries;
+    built.cases = cards.len() + serve_cards.len();
+    built.cases_written += serve.written;
+    let case_pages: BTreeSet<String> = cards
+        .iter()
+        .map(|c| c.page.clone())
+        .chain(serve_cards.iter().map(|c| c.page.clone()))
+        .collect();
     for (id, nav, fingerprint) in run_navs(&runs) {
         let page = out.join("runs").join(format!("{}.html", id.0));
         if old.runs.get(&id.0) != Some(&fingerprint) || !page.is_file() {
@@ -193,7 +224,10 @@ pub(crate) fn build(
         .collect();
     rows.sort_by(|a, b| b.night.cmp(&a.night).then_with(|| a.case.cmp(&b.case)));
     built.changes = rows.len();
-    write_if_changed(&out.join("index.html"), &site.index(&facts, &cards)?)?;
+    write_if_changed(
+        &out.join("index.html"),
+        &site.index(&facts, &cards, &serve_cards)?,
+    )?;
     write_if_changed(
         &out.join("changes.html"),
         &site.changes(&facts, &rows, cards.len())?,
@@ -232,7 +266,10 @@ fn branch_runs(store: &Store, opts: &SiteOptions) -> Result<Vec<(RunId, String)>
         branch: Some(opts.branch.clone()),
         gpu_sku: opts.gpu.clone(),
     })?;
-    runs.retain(|r| opts.since.is_none_or(|t| r.started_at >= t) && r.n_results > 0);
+    let serve = store.runs_with_serve_results()?;
+    runs.retain(|r| {
+        opts.since.is_none_or(|t| r.started_at >= t) && (r.n_results > 0 || serve.contains(&r.id.0))
+    });
     runs.sort_by_key(|r| (r.started_at, r.id));
     Ok(runs.into_iter().map(|r| (r.id, r.gpu_sku)).collect())
 }
@@ -302,6 +339,12 @@ fn run_page(
                 CaseCard::of(&c.key, &report.run.gpu_sku).page,
             )
         })
+        .chain(report.service.iter().map(|c| {
+            (
+                c.case.clone(),
+                crate::report::site::serve::ServeCard::of(&c.key, &report.run.gpu_sku).page,
+            )
+        }))
         .filter(|(_, page)| pages.contains(page))
         .map(|(case, page)| (case, format!("../{page}")))
         .collect();

@@ -5,6 +5,7 @@
 //! charts' own). Pure: the pipeline (`pipeline::site`) reads the store and writes the files.
 
 pub mod chart;
+pub mod serve;
 
 use minijinja::value::Serde;
 use minijinja::{Environment, Value, context};
@@ -19,7 +20,7 @@ pub const ASSETS: [(&str, &str); 2] = [
     ("site.js", include_str!("../../templates/site/site.js")),
 ];
 
-const TEMPLATES: [(&str, &str); 4] = [
+const TEMPLATES: [(&str, &str); 5] = [
     (
         "layout.html",
         include_str!("../../templates/site/layout.html.j2"),
@@ -35,6 +36,10 @@ const TEMPLATES: [(&str, &str); 4] = [
     (
         "changes.html",
         include_str!("../../templates/site/changes.html.j2"),
+    ),
+    (
+        "serve.html",
+        include_str!("../../templates/site/serve.html.j2"),
     ),
 ];
 
@@ -230,9 +235,16 @@ fn short(sha: &str) -> &str {
 /// (a hash of the full name ends it, so two names that clean to the same text stay apart).
 #[must_use]
 pub fn slug(key: &CaseKey, gpu_sku: &str) -> String {
-    use sha2::Digest as _;
     let full = format!("{gpu_sku}/{key}");
-    let clean: String = full
+    slug_of(&full, &full)
+}
+
+/// A file name of `name`, cleaned, ended by a hash of `identity` (what tells it from every
+/// other page's name).
+#[must_use]
+pub fn slug_of(name: &str, identity: &str) -> String {
+    use sha2::Digest as _;
+    let clean: String = name
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || matches!(c, '.' | '-') {
@@ -243,7 +255,7 @@ pub fn slug(key: &CaseKey, gpu_sku: &str) -> String {
         })
         .take(120)
         .collect();
-    let digest = sha2::Sha256::digest(full.as_bytes());
+    let digest = sha2::Sha256::digest(identity.as_bytes());
     let tag = digest.iter().take(4).fold(String::new(), |mut t, b| {
         use std::fmt::Write as _;
         let _ = write!(t, "{b:02x}");
@@ -273,6 +285,7 @@ impl SiteRenderer {
                 .map_or_else(|| "–".to_owned(), |v| format!("{:+.1}%", v + 0.0))
         });
         env.add_filter("ms", |x: Option<f64>| crate::report::format::ms(x));
+        env.add_filter("fig", serve::fig);
         env.add_filter("day", |s: String| s.get(..10).unwrap_or(&s).to_owned());
         env.add_filter("short", |s: String| short(&s).to_owned());
         env.add_filter("mark", |verdict: String| {
@@ -300,18 +313,47 @@ impl SiteRenderer {
             })
     }
 
-    /// The index: every case in one grid.
-    pub fn index(&self, facts: &SiteFacts, cards: &[CaseCard]) -> Result<String, RenderError> {
-        let gpus = distinct(cards, |c| &c.gpu_sku);
-        let models = distinct(cards, |c| &c.model);
+    /// The index: every case in one grid, the service cases after the step cases.
+    pub fn index(
+        &self,
+        facts: &SiteFacts,
+        cards: &[CaseCard],
+        serve: &[serve::ServeCard],
+    ) -> Result<String, RenderError> {
+        let mut gpus = distinct(cards, |c| &c.gpu_sku);
+        let mut models = distinct(cards, |c| &c.model);
+        gpus.extend(serve.iter().map(|c| c.gpu_sku.clone()));
+        models.extend(serve.iter().map(|c| c.model.clone()));
+        for list in [&mut gpus, &mut models] {
+            list.sort();
+            list.dedup();
+        }
         let precisions = distinct(cards, |c| &c.precision);
-        let phases = distinct(cards, |c| &c.phase);
+        let mut phases = distinct(cards, |c| &c.phase);
+        if !serve.is_empty() {
+            phases.push(SERVE_PHASE.to_owned());
+        }
         let groups = groups(cards);
+        let serve_groups = serve_groups(serve);
         self.render(
             "index.html",
             context! { site => Value::from(Serde(facts)), root => "",
-            groups => Value::from(Serde(&groups)), gpus, models, precisions, phases,
-            cases => cards.len() },
+            groups => Value::from(Serde(&groups)),
+            serve_groups => Value::from(Serde(&serve_groups)), gpus, models, precisions, phases,
+            cases => cards.len() + serve.len() },
+        )
+    }
+
+    /// One service case's page.
+    pub fn serve_case(
+        &self,
+        facts: &SiteFacts,
+        page: &serve::ServeCasePage,
+    ) -> Result<String, RenderError> {
+        self.render(
+            "serve.html",
+            context! { site => Value::from(Serde(facts)), root => "../",
+            page => Value::from(Serde(page)) },
         )
     }
 
@@ -357,6 +399,38 @@ struct Group<'a> {
     suite: &'a str,
     gpu_sku: &'a str,
     cards: Vec<&'a CaseCard>,
+}
+
+/// The phase filter's value of a service case (a step case's phase is `decode` or `prefill`).
+pub const SERVE_PHASE: &str = "serve";
+
+/// The index's groups of service cases: one per suite and GPU, in the cards' order.
+#[derive(Debug, Serialize)]
+struct ServeGroup<'a> {
+    suite: &'a str,
+    gpu_sku: &'a str,
+    sweep: bool,
+    cards: Vec<&'a serve::ServeCard>,
+}
+
+fn serve_groups(cards: &[serve::ServeCard]) -> Vec<ServeGroup<'_>> {
+    let mut out: Vec<ServeGroup<'_>> = Vec::new();
+    for c in cards {
+        let sweep = !c.sweep.is_empty();
+        match out
+            .iter_mut()
+            .find(|g| g.suite == c.suite && g.gpu_sku == c.gpu_sku && g.sweep == sweep)
+        {
+            Some(g) => g.cards.push(c),
+            None => out.push(ServeGroup {
+                suite: &c.suite,
+                gpu_sku: &c.gpu_sku,
+                sweep,
+                cards: vec![c],
+            }),
+        }
+    }
+    out
 }
 
 fn groups(cards: &[CaseCard]) -> Vec<Group<'_>> {
@@ -435,7 +509,7 @@ mod tests {
             lines: vec!["    abc <script>alert(1)</script>".into()],
         });
         let index = r
-            .index(&facts, std::slice::from_ref(&card))
+            .index(&facts, std::slice::from_ref(&card), &[])
             .expect("renders");
         let changes = r.changes(&facts, &card.changes, 1).expect("renders");
         for page in [&index, &changes] {

@@ -279,7 +279,11 @@ pub(super) fn write_serve_cases(
 impl Store {
     /// The id of a service case's series on `gpu_sku`, when it has one (a figure out of the
     /// store's range has none). Read only: `series_id` creates one as a run is written.
-    fn find_serve_series(&self, key: &ServeKey, gpu_sku: &str) -> Result<Option<i64>, StoreError> {
+    pub(super) fn find_serve_series(
+        &self,
+        key: &ServeKey,
+        gpu_sku: &str,
+    ) -> Result<Option<i64>, StoreError> {
         let (Ok(conc), Ok(input), Ok(output)) = (
             zero(&self.path, "max concurrency", key.max_concurrency),
             zero(&self.path, "input length", key.input_len),

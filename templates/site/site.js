@@ -83,8 +83,9 @@ function casePage() {
     add("run ", d.run);
     add("commit ", d.sha);
     add("verdict ", d.verdict);
-    add("utilisation ", d.util + "%");
+    add("utilisation ", d.util ? d.util + "%" : "");
     add("median step ", d.ms ? d.ms + " ms" : "");
+    add("", d.figures);
     for (const m of document.querySelectorAll(".mark.current")) m.classList.remove("current");
     for (const m of document.querySelectorAll('.mark[data-run="' + d.run + '"]')) m.classList.add("current");
   };

@@ -54,6 +54,7 @@ mod report;
 mod run;
 mod serve;
 mod site;
+mod site_serve;
 mod speculation;
 mod standin;
 mod trace;

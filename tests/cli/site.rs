@@ -66,7 +66,7 @@ fn case_page(site: &Path) -> std::path::PathBuf {
 }
 
 /// Every `src=` and `href=` of a page stays inside the site.
-fn assert_self_contained(page: &str) {
+pub(crate) fn assert_self_contained(page: &str) {
     for attr in ["src=\"", "href=\""] {
         for (at, _) in page.match_indices(attr) {
             let value = &page[at + attr.len()..];
