@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::catalog::gpu::gpu_by_name;
 use crate::catalog::model::model_by_name;
-use crate::catalog::precision::StorageDtype;
+use crate::catalog::precision::{QuantScope, StorageDtype};
 
 fn gpu(bandwidth_gb_s: f64, bf16_tflops: f64) -> GpuSpec {
     let mut t = BTreeMap::new();
@@ -456,11 +456,23 @@ fn gpt_oss_mxfp4_quantises_the_experts_only() {
     assert_bytes(attention, 2.0 * (projections + biases));
 }
 
+/// Qwen's published FP8 checkpoints list `lm_head` and every layer's two norms and router
+/// (`model.layers.N.mlp.gate`) in `modules_to_not_convert`: 1 + 3 x 48 = 145 entries for
+/// Qwen3-30B-A3B, 1 + 3 x 94 = 283 for Qwen3-235B-A22B. All of them are unquantised in every
+/// precision anyway, so the list changes no byte and leaves no pattern unmodelled.
 #[test]
 fn fp8_block_checkpoint_reads_its_block() {
-    let model = checkpoint("qwen3-30b-a3b-fp8.json");
-    let q = model.checkpoint_precision().expect("declared");
-    assert_eq!(q.precision.label, "fp8-b128");
-    assert_eq!(q.precision.compute, ComputeDtype::Fp8);
-    assert_eq!(q.precision.kv, StorageDtype::Bf16);
+    for file in ["qwen3-30b-a3b-fp8.json", "qwen3-235b-a22b-fp8.json"] {
+        let model = checkpoint(file);
+        let q = model.checkpoint_precision().expect("declared");
+        assert_eq!(q.precision.label, "fp8-b128", "{file}");
+        assert_eq!(q.precision.compute, ComputeDtype::Fp8, "{file}");
+        assert_eq!(q.precision.kv, StorageDtype::Bf16, "{file}");
+        assert_eq!(q.precision.scope, QuantScope::AllLinear, "{file}");
+        assert!(
+            q.notes.iter().all(|n| !n.contains("other ignored")),
+            "{file}: {:?}",
+            q.notes
+        );
+    }
 }
