@@ -473,3 +473,73 @@ fn store_copy_between_sqlite_files_keeps_every_row_and_a_rerun_copies_nothing() 
     assert!(stderr(&out).contains("no store at"), "{}", stderr(&out));
     assert!(!env.path().join("x.db").exists());
 }
+
+/// Every file under `dir` by its path relative to `dir`, with its bytes.
+fn files_under(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let rel = path.strip_prefix(dir).expect("under").to_string_lossy();
+                out.insert(rel.into_owned(), std::fs::read(&path).expect("read"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs the PostgreSQL server binaries (Debian's postgresql); .ci/run runs them: cargo test -- --ignored pg_store"]
+fn pg_store_the_site_of_a_postgres_history_is_the_site_of_its_sqlite_original() {
+    // The site's queries (kernel cases, service cases and sweeps, runs, moves) on the second
+    // backend: the same history gives the same pages, byte for byte.
+    let cluster = pg_cluster::shared();
+    let url = cluster.url(&cluster.new_database());
+    let env = TestEnv::new();
+    let first = env.path().join("first.db");
+    build_store(&first);
+    let out = copy(&env, &first.to_string_lossy(), &url);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let site = |db: &str, dir: &str| {
+        let out = env
+            .cmd()
+            .args(["site", "--out", dir, "--db", db, "--branch", "main"])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let said_sqlite = site(&first.to_string_lossy(), "site-sqlite");
+    let said_pg = site(&url, "site-pg");
+    assert_eq!(said_sqlite.replace("site-sqlite", "site-pg"), said_pg);
+    let sqlite = files_under(&env.path().join("site-sqlite"));
+    let pg = files_under(&env.path().join("site-pg"));
+    assert_eq!(
+        sqlite.keys().collect::<Vec<_>>(),
+        pg.keys().collect::<Vec<_>>()
+    );
+    assert!(
+        sqlite.keys().any(|k| k.starts_with("cases/"))
+            && sqlite.keys().any(|k| k.starts_with("runs/")),
+        "{:?}",
+        sqlite.keys().collect::<Vec<_>>()
+    );
+    let index = String::from_utf8_lossy(&sqlite["index.html"]).into_owned();
+    assert!(
+        index.contains(r#"data-phase="serve""#),
+        "no service case in the index"
+    );
+    for (name, bytes) in &sqlite {
+        if name == "manifest.json" {
+            continue;
+        }
+        assert!(
+            *bytes == pg[name],
+            "{name} differs between the SQLite and PostgreSQL sites"
+        );
+    }
+}
