@@ -58,8 +58,19 @@ impl DraftCounts {
     /// counting its share accepted.
     fn as_trials(self, k: u64) -> QualityCount {
         let rounds = self.drafted / k.max(1);
+        // accepted / drafted of the rounds, rounded to the nearest, in integers.
+        let correct = if self.drafted == 0 {
+            0
+        } else {
+            let (a, r, d) = (
+                u128::from(self.accepted),
+                u128::from(rounds),
+                u128::from(self.drafted),
+            );
+            u64::try_from((2 * a * r + d) / (2 * d)).unwrap_or(rounds)
+        };
         QualityCount {
-            correct: (self.rate() * rounds as f64).round() as u64,
+            correct,
             total: rounds,
         }
     }

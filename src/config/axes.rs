@@ -105,7 +105,7 @@ fn validate_speculative(
             "list each draft length once: each is a case of its own",
         );
     }
-    if suite.phases.iter().any(|p| *p == Phase::Prefill) {
+    if suite.phases.contains(&Phase::Prefill) {
         push(
             at("phases"),
             "holds prefill, but a speculative suite drafts decode steps only".into(),

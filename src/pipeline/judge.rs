@@ -216,24 +216,16 @@ pub fn judge_case(
         .map(|b| compare::env_diff(&b.env, &case.env))
         .unwrap_or_default();
     let mut decision = compare::with_env_causes(decision, &env_changes);
-    if case.error.is_none() && !case.quality.is_empty() {
-        judge_quality(store, config, case, baseline.as_ref(), m, &mut decision)?;
-    }
-    if case.error.is_none()
-        && let Some(spec) = case.key.speculation()
-    {
-        judge_speculation(
+    if case.error.is_none() {
+        judge_beside_speed(
             store,
             config,
             case,
-            &spec,
             baseline.as_ref(),
+            &policy,
             m,
             &mut decision,
         )?;
-    }
-    if case.error.is_none() && !case.energy.is_empty() {
-        judge_energy(store, case, baseline.as_ref(), &policy, m, &mut decision)?;
     }
     Ok(Judgement {
         key: case.key.clone(),
@@ -242,6 +234,29 @@ pub fn judge_case(
         env_changes,
         threshold_pct: policy.max_drop_pct,
     })
+}
+
+/// What a measured case is judged on beside its step time: its answers, its drafts' acceptance
+/// and its energy, each folded into `decision`.
+fn judge_beside_speed(
+    store: &Store,
+    config: Option<&Config>,
+    case: &CaseInput,
+    baseline: Option<&StoredResult>,
+    policy: &compare::Policy,
+    m: usize,
+    decision: &mut Decision,
+) -> Result<(), Error> {
+    if !case.quality.is_empty() {
+        judge_quality(store, config, case, baseline, m, decision)?;
+    }
+    if let Some(spec) = case.key.speculation() {
+        judge_speculation(store, config, case, &spec, baseline, m, decision)?;
+    }
+    if !case.energy.is_empty() {
+        judge_energy(store, case, baseline, policy, m, decision)?;
+    }
+    Ok(())
 }
 
 /// The accuracy guard: `case`'s quality metrics against the baseline's (`Store::result_quality`),

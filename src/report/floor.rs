@@ -203,14 +203,10 @@ pub fn build_report(
     })
 }
 
-/// The report as multi-line text for the terminal (warnings included at the end; the caller
-/// may print `report.warnings` to stderr instead).
-#[must_use]
-pub fn render_human(report: &FloorReport) -> String {
+/// The case's inputs: model, GPU, precision, point, dtypes, parallelism and the figures' source.
+fn render_inputs(out: &mut String, report: &FloorReport) {
     let i = &report.inputs;
     let f = &report.floor;
-    let mut out = String::new();
-    // Writing to a String cannot fail; the results are ignored on that invariant.
     let _ = writeln!(
         out,
         "{} on {} ({}), {} {}, batch {}, context {}",
@@ -230,7 +226,12 @@ pub fn render_human(report: &FloorReport) -> String {
     }
     // Where the peaks came from: a datasheet, a declaration, or a measurement pinned in a file.
     let _ = writeln!(out, "  figures: {}", i.gpu_source);
-    let _ = writeln!(out);
+}
+
+/// The floor and its resources: memory, compute, a speculative round, collectives.
+fn render_roofline(out: &mut String, report: &FloorReport) {
+    let i = &report.inputs;
+    let f = &report.floor;
     let _ = writeln!(
         out,
         "floor     {} ms  {}-bound",
@@ -282,8 +283,20 @@ pub fn render_human(report: &FloorReport) -> String {
             p.comms.link
         );
     }
+}
+
+/// The report as multi-line text for the terminal (warnings included at the end; the caller
+/// may print `report.warnings` to stderr instead).
+#[must_use]
+pub fn render_human(report: &FloorReport) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail; the results are ignored on that invariant.
+    render_inputs(&mut out, report);
+    let _ = writeln!(out);
+    render_roofline(&mut out, report);
     let _ = writeln!(out);
     render_breakdown(&mut out, report);
+    let (i, f) = (&report.inputs, &report.floor);
     let _ = writeln!(out);
     let _ = writeln!(
         out,
