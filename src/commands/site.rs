@@ -30,7 +30,21 @@ pub fn site(args: &SiteArgs) -> Result<Outcome, Error> {
         detector,
         gpu: args.detector.gpu.clone(),
     };
-    let built = build(&store, config.as_ref(), &reports, &opts, context::now())?;
+    // The site's pages are rendered on every core, each thread reading through its own
+    // connection to the same store.
+    let open = || -> Result<crate::store::Store, Error> {
+        let (reader, _) = context::store_from(&args.config)?;
+        reader.map_for_reading()?;
+        Ok(reader)
+    };
+    let built = build(
+        &store,
+        &open,
+        config.as_ref(),
+        &reports,
+        &opts,
+        context::now(),
+    )?;
     output::emit(&format!(
         "site: {} case page{} ({} rewritten), {} run page{} ({} rewritten), {} change{} on branch {}{}; open {}\n",
         built.cases,

@@ -11,6 +11,7 @@
 )]
 
 mod serve;
+mod workers;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -32,6 +33,7 @@ use crate::report::site::{
 };
 use crate::report::{Renderer, ReportFormat};
 use crate::store::{CaseFilter, RunFilter, RunId, SeriesMarks, SitePoint, Store};
+pub(crate) use workers::OpenStore;
 
 /// The manifest's own format: a site written by another format is rebuilt whole (2: the
 /// service cases' entries).
@@ -112,6 +114,7 @@ pub(crate) struct SiteBuilt {
 )]
 pub(crate) fn build(
     store: &Store,
+    open: OpenStore<'_>,
     config: Option<&Config>,
     reports: &Renderer,
     opts: &SiteOptions,
@@ -144,34 +147,45 @@ pub(crate) fn build(
     }
     let runs = newest_per_gpu(branch_runs(store, opts)?, opts.run_pages);
     let paged: BTreeSet<i64> = runs.iter().map(|(id, _)| id.0).collect();
-    let mut commits = CommitLog::default();
+    // The cases whose newest result, baseline move or threshold moved since the last build are
+    // read and rendered again (on every core); the others keep their card.
+    let marks: Vec<(SeriesMarks, String)> = store
+        .series_marks()?
+        .into_iter()
+        .filter(|m| opts.gpu.as_ref().is_none_or(|g| *g == m.gpu_sku))
+        .map(|m| {
+            let threshold = history::threshold(config, &m.key);
+            let fingerprint = format!("{}:{:?}:{threshold}", m.last_result, m.last_move);
+            (m, fingerprint)
+        })
+        .collect();
+    let stale: Vec<&SeriesMarks> = marks
+        .iter()
+        .filter(|(m, fingerprint)| {
+            let page = CaseCard::of(&m.key, &m.gpu_sku).page;
+            !old.cases
+                .get(&page)
+                .is_some_and(|entry| entry.fingerprint == *fingerprint && out.join(&page).is_file())
+        })
+        .map(|(m, _)| m)
+        .collect();
+    let rendered = workers::each(store, open, &stale, &|store, commits, marks| {
+        let (card, html) = case_page(store, config, &site, &facts, opts, marks, &paged, commits)?;
+        write_atomically(&out.join(&card.page), &html)?;
+        Ok(card)
+    })?;
+    built.cases_written += rendered.len();
+    let mut fresh: BTreeMap<String, CaseCard> =
+        rendered.into_iter().map(|c| (c.page.clone(), c)).collect();
     let mut cards = Vec::new();
-    for marks in store.series_marks()? {
-        if opts.gpu.as_ref().is_some_and(|g| *g != marks.gpu_sku) {
-            continue;
-        }
-        let threshold = history::threshold(config, &marks.key);
-        let fingerprint = format!("{}:{:?}:{threshold}", marks.last_result, marks.last_move);
-        let page = CaseCard::of(&marks.key, &marks.gpu_sku).page;
-        let card = match old.cases.get(&page) {
-            Some(entry) if entry.fingerprint == fingerprint && out.join(&page).is_file() => {
-                entry.card.clone()
-            }
-            _ => {
-                let (card, html) = case_page(
-                    store,
-                    config,
-                    &site,
-                    &facts,
-                    opts,
-                    &marks,
-                    &paged,
-                    &mut commits,
-                )?;
-                write_atomically(&out.join(&card.page), &html)?;
-                built.cases_written += 1;
-                card
-            }
+    for (m, fingerprint) in marks {
+        let page = CaseCard::of(&m.key, &m.gpu_sku).page;
+        let card = match fresh.remove(&page) {
+            Some(card) => card,
+            None => match old.cases.get(&page) {
+                Some(entry) => entry.card.clone(),
+                None => continue,
+            },
         };
         if card.nights == 0 {
             continue;
@@ -208,13 +222,20 @@ pub(crate) fn build(
         .map(|c| c.page.clone())
         .chain(serve_cards.iter().map(|c| c.page.clone()))
         .collect();
-    for (id, nav, fingerprint) in run_navs(&runs) {
-        let page = out.join("runs").join(format!("{}.html", id.0));
-        if old.runs.get(&id.0) != Some(&fingerprint) || !page.is_file() {
-            let html = run_page(store, config, reports, id, &nav, &case_pages)?;
-            write_atomically(&page, &html)?;
-            built.runs_written += 1;
-        }
+    let navs = run_navs(&runs);
+    let run_file = |id: RunId| out.join("runs").join(format!("{}.html", id.0));
+    let stale: Vec<&(RunId, RunNav, String)> = navs
+        .iter()
+        .filter(|(id, _, fingerprint)| {
+            old.runs.get(&id.0) != Some(fingerprint) || !run_file(*id).is_file()
+        })
+        .collect();
+    workers::each(store, open, &stale, &|store, _, (id, nav, _)| {
+        let html = run_page(store, config, reports, *id, nav, &case_pages)?;
+        write_atomically(&run_file(*id), &html)
+    })?;
+    built.runs_written = stale.len();
+    for (id, _, fingerprint) in navs {
         manifest.runs.insert(id.0, fingerprint);
     }
     built.runs = manifest.runs.len();

@@ -168,21 +168,31 @@ impl Store {
             a_move_that_counts("bm")
         );
         let events = self.query_moves(&sql, vec![sku_value(gpu_sku)], "list baselines")?;
-        Ok(events
-            .into_iter()
-            .map(|e| BaselineEntry {
-                key: e.key,
-                gpu_sku: e.gpu_sku,
-                result_id: e.result_id,
-                run_id: e.run_id,
-                kind: e.kind,
-                reason: e.reason,
-                moved_at: e.moved_at,
-                git_sha: e.git_sha,
-                median_ms: e.median_ms,
-                utilisation: e.utilisation,
-            })
-            .collect())
+        Ok(events.into_iter().map(BaselineEntry::from).collect())
+    }
+
+    /// Every baseline pointer on `gpu_sku` as it stood just before `before` (what a run that
+    /// started then was judged against), in one query: each series' newest move that counts
+    /// before then, as [`Store::baseline_move`] finds it case by case.
+    pub fn baselines_as_of(
+        &self,
+        gpu_sku: &str,
+        before: jiff::Timestamp,
+    ) -> Result<Vec<BaselineEntry>, StoreError> {
+        let before = timestamp_to_ns(&self.path, before)?;
+        let sql = format!(
+            "{MOVE_SELECT}
+             WHERE s.gpu_sku = ?1
+               AND m.id = (SELECT max(id) FROM baseline_moves bm
+                           WHERE bm.series_id = s.id AND bm.moved_at_ns < ?2 AND {})",
+            a_move_that_counts("bm")
+        );
+        let values = vec![
+            super::sql::Value::Text(gpu_sku.to_owned()),
+            super::sql::Value::Int(before),
+        ];
+        let events = self.query_moves(&sql, values, "list baselines as of a time")?;
+        Ok(events.into_iter().map(BaselineEntry::from).collect())
     }
 
     /// Points the baseline of each result's case and GPU SKU at that result, all in one
@@ -327,5 +337,22 @@ impl Store {
             })
             .map_err(self.fail(action))?;
         raw.into_iter().map(|m| m.decode(self)).collect()
+    }
+}
+
+impl From<BaselineEvent> for BaselineEntry {
+    fn from(e: BaselineEvent) -> Self {
+        BaselineEntry {
+            key: e.key,
+            gpu_sku: e.gpu_sku,
+            result_id: e.result_id,
+            run_id: e.run_id,
+            kind: e.kind,
+            reason: e.reason,
+            moved_at: e.moved_at,
+            git_sha: e.git_sha,
+            median_ms: e.median_ms,
+            utilisation: e.utilisation,
+        }
     }
 }

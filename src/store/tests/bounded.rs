@@ -7,6 +7,7 @@ use super::*;
 on_both_backends!(
     the_baseline_as_of_a_time_and_where_its_lineage_began,
     nights_and_trends_are_the_branchs_whatever_else_is_stored,
+    every_baseline_as_of_a_time_is_each_cases_own,
 );
 
 fn the_baseline_as_of_a_time_and_where_its_lineage_began(b: Backend) {
@@ -137,4 +138,79 @@ fn nights_and_trends_are_the_branchs_whatever_else_is_stored(b: Backend) {
         "a pull request's run and the nightlies before it"
     );
     assert_eq!(trend(last_pr, 509, None, 2).len(), 2, "any branch");
+}
+
+fn every_baseline_as_of_a_time_is_each_cases_own(b: Backend) {
+    // Three cases whose baselines move at different nights (one promotion missed, one
+    // accept, one case added late), a pull request's run that promotes nothing, and another
+    // GPU: the whole run's pointers as of each time are each case's own, one query for all.
+    let (_dir, _path, mut store) = temp_store(b);
+    let keys = [key("decode", 1), key("decode", 2), key("decode", 4)];
+    for night in 0..6_i64 {
+        let results = keys
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !(*i == 2 && night < 3))
+            .map(|(i, k)| result(k.clone(), 6.0 + 0.1 * night as f64, !(i == 1 && night == 4)))
+            .collect();
+        store
+            .insert_run(&run("main", night * 100, results))
+            .expect("inserts");
+        if night == 2 {
+            let id = store
+                .insert_run(&run(
+                    "pr-9",
+                    night * 100 + 10,
+                    vec![result(keys[0].clone(), 9.0, false)],
+                ))
+                .expect("inserts");
+            let pr_result = store.run(id).expect("reads").expect("exists").results[0].id;
+            store
+                .move_baselines(&[BaselineMove {
+                    result_id: pr_result,
+                    kind: BaselineMoveKind::Accept,
+                    reason: "accepted in #9".into(),
+                    moved_at: at(night * 100 + 80),
+                }])
+                .expect("moves");
+        }
+    }
+    let mut other = run("main", 50, vec![result(keys[0].clone(), 5.0, true)]);
+    other.gpu_sku = "a100-80gb".into();
+    store.insert_run(&other).expect("inserts");
+    for t in (0..=700).step_by(25) {
+        let all = store.baselines_as_of("h100-sxm", at(t)).expect("reads");
+        let mut one_by_one = Vec::new();
+        for k in &keys {
+            if let Some(m) = store
+                .baseline_move(k, "h100-sxm", Some(at(t)))
+                .expect("reads")
+            {
+                one_by_one.push((k.clone(), m.result_id, m.kind));
+            }
+        }
+        let mut together: Vec<_> = all
+            .into_iter()
+            .map(|e| {
+                assert_eq!(e.gpu_sku, "h100-sxm");
+                (e.key, e.result_id, e.kind)
+            })
+            .collect();
+        together.sort_by(|a, b| a.0.cmp(&b.0));
+        one_by_one.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(together, one_by_one, "as of second {t}");
+    }
+    assert_eq!(
+        store
+            .baselines_as_of("h100-sxm", at(700))
+            .expect("reads")
+            .len(),
+        3
+    );
+    assert!(
+        store
+            .baselines_as_of("h100-sxm", at(30))
+            .expect("reads")
+            .is_empty()
+    );
 }
