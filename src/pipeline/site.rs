@@ -36,8 +36,8 @@ use crate::store::{CaseFilter, RunFilter, RunId, SeriesMarks, SitePoint, Store};
 pub(crate) use workers::OpenStore;
 
 /// The manifest's own format: a site written by another format is rebuilt whole (2: the
-/// service cases' entries).
-const MANIFEST_FORMAT: u32 = 2;
+/// service cases' entries; 3: their change points).
+const MANIFEST_FORMAT: u32 = 3;
 const MANIFEST: &str = "site.json";
 
 /// What a site build is asked for.
@@ -210,6 +210,7 @@ pub(crate) fn build(
             spark_nights: opts.spark_nights,
             gpu: opts.gpu.as_deref(),
             paged: &paged,
+            detector: &opts.detector,
         },
         &old.serve,
     )?;
@@ -242,6 +243,12 @@ pub(crate) fn build(
     let mut rows: Vec<ChangeRow> = cards
         .iter()
         .flat_map(|c| c.changes.iter().chain(c.slide.as_ref()).cloned())
+        .chain(
+            manifest
+                .serve
+                .values()
+                .flat_map(|e| e.changes.iter().cloned()),
+        )
         .collect();
     rows.sort_by(|a, b| b.night.cmp(&a.night).then_with(|| a.case.cmp(&b.case)));
     built.changes = rows.len();
@@ -251,7 +258,7 @@ pub(crate) fn build(
     )?;
     write_if_changed(
         &out.join("changes.html"),
-        &site.changes(&facts, &rows, cards.len())?,
+        &site.changes(&facts, &rows, cards.len() + serve_cards.len())?,
     )?;
     let text = serde_json::to_string(&manifest).map_err(|e| Error::Io {
         path: out.join(MANIFEST),

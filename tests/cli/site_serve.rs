@@ -349,3 +349,75 @@ fn in_a_real_browser_a_service_case_is_filtered_charted_and_linked() {
         "{report}"
     );
 }
+
+#[test]
+fn a_service_cases_shift_is_a_change_point_on_its_page_and_the_changes_page() {
+    // Six nights of the real file, then six whose p99 TTFT is 1.5x: one change point, in p99
+    // TTFT only, at the seventh night, worse; its ITL and throughput never moved.
+    let env = bare();
+    let slower = scaled(&env, &real(QPS4), "slower", &[("p99_ttft_ms", 1.5)]);
+    let mut runs = Vec::new();
+    for night in 0..12 {
+        let file = if night < 6 {
+            real(QPS4)
+        } else {
+            slower.clone()
+        };
+        let out = import(&env, &[file], &["--gpu", "a100-40gb", "--format", "json"]);
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+        runs.push(
+            crate::serve::json(&out)["run"]["id"]
+                .as_i64()
+                .expect("run id"),
+        );
+    }
+    let text = site(&env);
+    assert!(text.contains("1 change on branch main"), "{text}");
+    let root = env.path().join("site");
+    let page = read(&only_page(&root));
+    let changes = read(&root.join("changes.html"));
+    let ttft99 = stored(&env, "p99_ttft_ms");
+    let (before, after) = (ttft99[0].1, ttft99[11].1);
+    assert!((after / before - 1.5).abs() < 1e-9, "{before} {after}");
+    let line = format!(
+        "worse p99 TTFT: {} ms -&gt; {} ms (+50.0%; 95% interval",
+        fig(before),
+        fig(after)
+    );
+    for (name, html) in [("page", &page), ("changes", &changes)] {
+        assert_eq!(
+            html.matches(r#"<section class="change regression">"#)
+                .count(),
+            1,
+            "{name}: {html}"
+        );
+        assert!(html.contains(&line), "{name} lacks {line}: {html}");
+        assert!(
+            html.contains(&format!("6 nights before and 6 from run {}", runs[6])),
+            "{name}: {html}"
+        );
+        assert!(!html.contains("ITL: "), "{name}: {html}");
+        assert!(!html.contains("output throughput: "), "{name}: {html}");
+    }
+    assert!(
+        page.contains(&format!(
+            r#"<a href="../runs&#x2f;{}.html">run {}</a>"#,
+            runs[6], runs[6]
+        )),
+        "{page}"
+    );
+    assert!(changes.contains("across 1 case,"), "{changes}");
+    // A case whose nights never moved says which series were searched.
+    let flat = bare();
+    for _ in 0..4 {
+        let out = import(&flat, &[real(QPS4)], &["--gpu", "a100-40gb"]);
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    }
+    site(&flat);
+    let page = read(&only_page(&flat.path().join("site")));
+    assert!(
+        page.contains("in p99 TTFT, p99 ITL or output throughput.</p>")
+            && page.contains("None found by"),
+        "{page}"
+    );
+}

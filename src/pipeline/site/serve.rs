@@ -9,14 +9,14 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::compare::ServeDecision;
+use crate::compare::{Detector, ServeDecision, change_points};
 use crate::error::Error;
 use crate::pipeline::context::write_atomically;
 use crate::report::site::serve::{
     ServeBaselineRow, ServeCard, ServeCasePage, ServeNight, ServeNightBase, page_levels,
     serve_charts, serve_sparkline,
 };
-use crate::report::site::{SiteFacts, SiteRenderer};
+use crate::report::site::{ChangeRow, SiteFacts, SiteRenderer};
 use crate::store::{ServeSeriesMarks, ServeSitePoint, Store};
 
 /// A service case in the site's manifest: what its page was built from, and its index row.
@@ -24,6 +24,8 @@ use crate::store::{ServeSeriesMarks, ServeSitePoint, Store};
 pub(crate) struct ServeEntry {
     pub fingerprint: String,
     pub card: ServeCard,
+    /// Its change points, newest first, as the changes page lists them.
+    pub changes: Vec<ChangeRow>,
 }
 
 /// What the service cases' share of a build reads and writes with.
@@ -38,6 +40,8 @@ pub(crate) struct ServeBuild<'a> {
     pub gpu: Option<&'a str>,
     /// The runs that have a page.
     pub paged: &'a BTreeSet<i64>,
+    /// How change points are found, as for the step cases.
+    pub detector: &'a Detector,
 }
 
 /// The service cases' share of a build.
@@ -64,17 +68,17 @@ pub(crate) fn serve_cards(
         }
         let fingerprint = format!("{}:{:?}", marks.last_result, marks.last_move);
         let page = ServeCard::of(&marks.key, &marks.gpu_sku).page;
-        let card = match old.get(&page) {
+        let (card, changes) = match old.get(&page) {
             Some(entry) if entry.fingerprint == fingerprint && b.out.join(&page).is_file() => {
-                entry.card.clone()
+                (entry.card.clone(), entry.changes.clone())
             }
             _ => {
-                let (card, html) = serve_page(b, &marks)?;
+                let (card, changes, html) = serve_page(b, &marks)?;
                 if card.nights > 0 {
                     write_atomically(&b.out.join(&card.page), &html)?;
                     written += 1;
                 }
-                card
+                (card, changes)
             }
         };
         if card.nights == 0 {
@@ -85,6 +89,7 @@ pub(crate) fn serve_cards(
             ServeEntry {
                 fingerprint,
                 card: card.clone(),
+                changes,
             },
         );
         cards.push(card);
@@ -134,8 +139,11 @@ fn night(
     )
 }
 
-/// One service case's row and page.
-fn serve_page(b: &ServeBuild<'_>, marks: &ServeSeriesMarks) -> Result<(ServeCard, String), Error> {
+/// One service case's row, change points and page.
+fn serve_page(
+    b: &ServeBuild<'_>,
+    marks: &ServeSeriesMarks,
+) -> Result<(ServeCard, Vec<ChangeRow>, String), Error> {
     let (key, sku) = (&marks.key, marks.gpu_sku.as_str());
     let sweep = key.sweep.is_some();
     let mut card = ServeCard::of(key, sku);
@@ -196,6 +204,7 @@ fn serve_page(b: &ServeBuild<'_>, marks: &ServeSeriesMarks) -> Result<(ServeCard
         .map(|(p, d)| night(p, sweep, &levels, d.as_ref(), b.paged, ""));
     let pinned = moves.first().map(row);
     let moves = moves.iter().map(row).collect();
+    let changes = service_changes(b, &card, &nights, sweep)?;
     let page = ServeCasePage {
         card: card.clone(),
         charts,
@@ -204,7 +213,121 @@ fn serve_page(b: &ServeBuild<'_>, marks: &ServeSeriesMarks) -> Result<(ServeCard
         pinned,
         moves,
         baseline_branch: b.branch.to_owned(),
+        changes: changes.clone(),
+        detector: crate::report::history::detector_line(b.detector),
     };
     let html = b.site.serve_case(b.facts, &page)?;
-    Ok((card, html))
+    Ok((card, changes, html))
+}
+
+/// A service series the site looks for change points in: its name, unit, a night's value,
+/// and whether a rise is the worse direction.
+struct Watched {
+    name: &'static str,
+    unit: &'static str,
+    value: fn(&ServeNight) -> Option<f64>,
+    higher_is_worse: bool,
+}
+
+const ONE_LOAD: [Watched; 3] = [
+    Watched {
+        name: "p99 TTFT",
+        unit: "ms",
+        value: |n| n.ttft_p99_ms,
+        higher_is_worse: true,
+    },
+    Watched {
+        name: "p99 ITL",
+        unit: "ms",
+        value: |n| n.itl_p99_ms,
+        higher_is_worse: true,
+    },
+    Watched {
+        name: "output throughput",
+        unit: "tok/s",
+        value: |n| n.output_tok_s,
+        higher_is_worse: false,
+    },
+];
+
+const SWEEP: [Watched; 1] = [Watched {
+    name: "peak throughput on the frontier",
+    unit: "tok/s/GPU",
+    value: |n| n.peak_tok_s_gpu,
+    higher_is_worse: false,
+}];
+
+/// The change points of a service case's nights (oldest first), newest first: each watched
+/// series through the step cases' detector, over the nights that have a value.
+fn service_changes(
+    b: &ServeBuild<'_>,
+    card: &ServeCard,
+    nights: &[ServeNight],
+    sweep: bool,
+) -> Result<Vec<ChangeRow>, Error> {
+    let watched: &[Watched] = if sweep { &SWEEP } else { &ONE_LOAD };
+    let mut rows = Vec::new();
+    for w in watched {
+        let (at, series): (Vec<usize>, Vec<f64>) = nights
+            .iter()
+            .enumerate()
+            .filter_map(|(i, n)| (w.value)(n).filter(|v| v.is_finite()).map(|v| (i, v)))
+            .unzip();
+        let found = change_points(&series, b.detector).map_err(|e| Error::HistoryRead {
+            case: card.name.clone(),
+            gpu: card.gpu_sku.clone(),
+            problem: format!("{}: {e}", w.name),
+        })?;
+        for cp in found {
+            let night = &nights[at[cp.index]];
+            let m = cp.magnitude;
+            let worse = if w.higher_is_worse {
+                m.after_mean > m.before_mean
+            } else {
+                m.after_mean < m.before_mean
+            };
+            let interval = m.ci_pct.map_or_else(String::new, |(lo, hi)| {
+                format!("; 95% interval {lo:+.1}% to {hi:+.1}%")
+            });
+            let commit = night
+                .git_sha
+                .as_deref()
+                .map_or_else(String::new, |s| format!(" at {}", &s[..s.len().min(12)]));
+            rows.push(ChangeRow {
+                case: card.name.clone(),
+                gpu_sku: card.gpu_sku.clone(),
+                page: card.page.clone(),
+                night: night.started_at.clone(),
+                run_id: Some(night.run_id),
+                run_page: b
+                    .paged
+                    .contains(&night.run_id)
+                    .then(|| format!("runs/{}.html", night.run_id)),
+                regression: worse,
+                lines: vec![format!(
+                    "{} {} {}: {} {} -> {} {} ({:+.1}%{interval}), {} night{} before and \
+                         {} from run {}{commit}",
+                    night.started_at.get(..10).unwrap_or(&night.started_at),
+                    if worse { "worse" } else { "better" },
+                    w.name,
+                    sig(m.before_mean),
+                    w.unit,
+                    sig(m.after_mean),
+                    w.unit,
+                    m.change_pct,
+                    m.before_n,
+                    if m.before_n == 1 { "" } else { "s" },
+                    m.after_n,
+                    night.run_id,
+                )],
+            });
+        }
+    }
+    rows.sort_by(|a, b| b.night.cmp(&a.night).then_with(|| a.lines.cmp(&b.lines)));
+    Ok(rows)
+}
+
+/// Four significant figures, as the site's tables write them.
+fn sig(v: f64) -> String {
+    crate::report::site::serve::fig(Some(v))
 }

@@ -277,6 +277,10 @@ pub struct ServeCasePage {
     pub pinned: Option<ServeBaselineRow>,
     pub moves: Vec<ServeBaselineRow>,
     pub baseline_branch: String,
+    /// Change points of the watched series (p99 TTFT and ITL, output throughput; a sweep's
+    /// peak), newest first, and the detector that found them.
+    pub changes: Vec<super::ChangeRow>,
+    pub detector: String,
 }
 
 /// One line of a service chart: its name and a value per night (`None`: not measured).
