@@ -32,7 +32,7 @@ use crate::report::site::{
     SUMMARY_FROM_CASES, SiteFacts, SiteRenderer,
 };
 use crate::report::{Renderer, ReportFormat};
-use crate::store::{CaseFilter, RunFilter, RunId, SeriesMarks, SitePoint, Store};
+use crate::store::{RunFilter, RunId, SeriesMarks, SitePoint, Store};
 pub(crate) use workers::OpenStore;
 
 /// The manifest's own format: a site written by another format is rebuilt whole (2: the
@@ -438,7 +438,7 @@ fn case_page(
     }
     let max_drop = report.max_drop_pct;
     let (changes, chart_changes, slide) = change_rows(&report, &card.page, paged);
-    let (moves, pinned) = baseline_rows(store, key, sku, paged)?;
+    let (moves, moves_total, pinned) = baseline_rows(store, key, sku, paged)?;
     let noise_pct = stored.iter().rev().find_map(|p| p.noise_pct);
     let guides = Guides {
         baseline: pinned.as_ref().and_then(|p| p.utilisation),
@@ -465,6 +465,7 @@ fn case_page(
         nights: points.into_iter().rev().collect(),
         pinned,
         moves,
+        moves_total,
         noise_pct,
         max_drop_pct: max_drop,
         baseline_branch: opts.branch.clone(),
@@ -531,14 +532,18 @@ fn change_rows(
     (changes, chart_changes, slide)
 }
 
-/// A case's baseline moves, newest first, and its pinned baseline, each linked to its run's
-/// page where the site has one.
+/// How many of a case's baseline moves its page lists (the newest); it says how many more
+/// there are, and `utilgate baseline history` lists them all.
+const MOVES_SHOWN: usize = 20;
+
+/// A case's newest baseline moves (at most [`MOVES_SHOWN`]) and how many it has in all, and its
+/// pinned baseline, each linked to its run's page where the site has one.
 fn baseline_rows(
     store: &Store,
     key: &CaseKey,
     sku: &str,
     paged: &BTreeSet<i64>,
-) -> Result<(Vec<BaselineRow>, Option<BaselineRow>), Error> {
+) -> Result<(Vec<BaselineRow>, usize, Option<BaselineRow>), Error> {
     let page_of = |run: i64| paged.contains(&run).then(|| format!("../runs/{run}.html"));
     let row = |e: &crate::store::BaselineEvent| BaselineRow {
         moved_at: e.moved_at.to_string(),
@@ -549,26 +554,12 @@ fn baseline_rows(
         git_sha: e.git_sha.clone(),
         utilisation: e.utilisation,
     };
-    let moves: Vec<BaselineRow> = store
-        .baseline_history(&CaseFilter::Key(key.clone()), Some(sku))?
-        .iter()
-        .map(row)
-        .collect();
-    // The pinned baseline is the newest move's result; one pinned without a move (a store
-    // from before moves were kept) shows its own run.
-    let pinned = store.baseline_for(key, sku)?.map(|b| {
-        let by = moves.iter().find(|m| m.run_id == b.run_id.0);
-        BaselineRow {
-            moved_at: by.map_or_else(|| b.started_at.to_string(), |m| m.moved_at.clone()),
-            kind: by.map_or_else(|| "pinned".to_owned(), |m| m.kind.clone()),
-            reason: by.map(|m| m.reason.clone()).unwrap_or_default(),
-            run_id: b.run_id.0,
-            run_page: page_of(b.run_id.0),
-            git_sha: b.git_sha.clone(),
-            utilisation: b.utilisation,
-        }
-    });
-    Ok((moves, pinned))
+    let (recent, total) = store.recent_baseline_moves(key, sku, MOVES_SHOWN)?;
+    let moves: Vec<BaselineRow> = recent.iter().map(row).collect();
+    // The pinned baseline is the newest move that counts (a pull request's promotion does
+    // not), as `baseline_for` reads it: one indexed row.
+    let pinned = store.baseline_move(key, sku, None)?.as_ref().map(row);
+    Ok((moves, total, pinned))
 }
 
 /// Write a page that every build renders (the index, the changes page, the assets) only when

@@ -182,6 +182,8 @@ pub struct CasePage {
     pub nights: Vec<ChartPoint>,
     pub pinned: Option<BaselineRow>,
     pub moves: Vec<BaselineRow>,
+    /// How many moves the case has in all (the page lists the newest).
+    pub moves_total: usize,
     pub noise_pct: Option<f64>,
     pub max_drop_pct: f64,
     pub baseline_branch: String,

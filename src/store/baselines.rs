@@ -248,6 +248,38 @@ impl Store {
         self.query_moves(&sql, values, "read baseline history")
     }
 
+    /// The newest `limit` moves of one case's baseline on `gpu_sku`, newest first, and how
+    /// many it has in all: what a page that lists the recent ones reads, whatever the history.
+    pub fn recent_baseline_moves(
+        &self,
+        key: &CaseKey,
+        gpu_sku: &str,
+        limit: usize,
+    ) -> Result<(Vec<BaselineEvent>, usize), StoreError> {
+        let Some(series) = self.series_id(key, gpu_sku)? else {
+            return Ok((Vec::new(), 0));
+        };
+        let action = "read a case's recent baseline moves";
+        let sql = format!("{MOVE_SELECT} WHERE m.series_id = ?1 ORDER BY m.id DESC LIMIT ?2");
+        let moves = self.query_moves(
+            &sql,
+            vec![
+                super::sql::Value::Int(series),
+                super::sql::Value::Int(i64::try_from(limit).unwrap_or(i64::MAX)),
+            ],
+            action,
+        )?;
+        let total: i64 = self
+            .conn
+            .query_row(
+                "SELECT count(*) FROM baseline_moves WHERE series_id = ?1",
+                params![series],
+                |r| r.get(0),
+            )
+            .map_err(self.fail(action))?;
+        Ok((moves, usize::try_from(total).unwrap_or(0)))
+    }
+
     /// The move that set the baseline of `key` on `gpu_sku` as of `before` (the newest made
     /// before it; the newest of all without it). One indexed row, whatever the history.
     pub fn baseline_move(

@@ -8,6 +8,7 @@ on_both_backends!(
     the_baseline_as_of_a_time_and_where_its_lineage_began,
     nights_and_trends_are_the_branchs_whatever_else_is_stored,
     every_baseline_as_of_a_time_is_each_cases_own,
+    a_cases_recent_moves_are_the_newest_of_its_history_with_their_count,
 );
 
 fn the_baseline_as_of_a_time_and_where_its_lineage_began(b: Backend) {
@@ -212,5 +213,41 @@ fn every_baseline_as_of_a_time_is_each_cases_own(b: Backend) {
             .baselines_as_of("h100-sxm", at(30))
             .expect("reads")
             .is_empty()
+    );
+}
+
+fn a_cases_recent_moves_are_the_newest_of_its_history_with_their_count(b: Backend) {
+    let (_dir, _path, mut store) = temp_store(b);
+    let (k, other) = (key("decode", 1), key("decode", 2));
+    for night in 0..25 {
+        store
+            .insert_run(&run(
+                "main",
+                night * 100,
+                vec![
+                    result(k.clone(), 6.0, true),
+                    result(other.clone(), 6.0, night % 2 == 0),
+                ],
+            ))
+            .expect("inserts");
+    }
+    let all = store
+        .baseline_history(&CaseFilter::Key(k.clone()), Some("h100-sxm"))
+        .expect("reads");
+    assert_eq!(all.len(), 25);
+    let (recent, total) = store
+        .recent_baseline_moves(&k, "h100-sxm", 20)
+        .expect("reads");
+    assert_eq!(total, 25);
+    assert_eq!(recent, all[..20], "the newest 20, newest first");
+    let (recent, total) = store
+        .recent_baseline_moves(&other, "h100-sxm", 20)
+        .expect("reads");
+    assert_eq!((recent.len(), total), (13, 13), "the other case's own");
+    assert_eq!(
+        store
+            .recent_baseline_moves(&k, "a100-80gb", 20)
+            .expect("reads"),
+        (Vec::new(), 0)
     );
 }
