@@ -148,8 +148,13 @@ pub fn terminal(s: &str) -> String {
 /// draws (the report's, the service charts', the site's): markup and both quotes escaped,
 /// controls as spaces.
 #[must_use]
-pub fn svg(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+pub fn svg(s: &str) -> std::borrow::Cow<'_, str> {
+    let plain = |c: char| !matches!(c, '&' | '<' | '>' | '"' | '\'') && !c.is_control();
+    if s.chars().all(plain) {
+        // Most text a chart writes (dates, figures, hashes) has nothing to escape.
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
         match c {
             '&' => out.push_str("&amp;"),
@@ -161,7 +166,7 @@ pub fn svg(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]
