@@ -407,6 +407,21 @@ fn a_service_cases_shift_is_a_change_point_on_its_page_and_the_changes_page() {
         "{page}"
     );
     assert!(changes.contains("across 1 case,"), "{changes}");
+    // The TTFT chart marks it at that night; the ITL and throughput charts mark nothing.
+    let charts: Vec<&str> = page.split("<figure class=\"serve\">").skip(1).collect();
+    assert_eq!(charts.len(), 3);
+    assert_eq!(
+        charts[0]
+            .matches(&format!(
+                r#"<g class="changepoint" data-run="{}" data-change="+50.0">"#,
+                runs[6]
+            ))
+            .count(),
+        1,
+        "{}",
+        charts[0]
+    );
+    assert!(!charts[1].contains("changepoint") && !charts[2].contains("changepoint"));
     // A case whose nights never moved says which series were searched.
     let flat = bare();
     for _ in 0..4 {

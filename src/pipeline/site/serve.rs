@@ -13,10 +13,10 @@ use crate::compare::{Detector, ServeDecision, change_points};
 use crate::error::Error;
 use crate::pipeline::context::write_atomically;
 use crate::report::site::serve::{
-    ServeBaselineRow, ServeCard, ServeCasePage, ServeNight, ServeNightBase, page_levels,
-    serve_charts, serve_sparkline,
+    SERIES_ITL, SERIES_OUTPUT, SERIES_PEAK, SERIES_TTFT, ServeBaselineRow, ServeCard,
+    ServeCasePage, ServeNight, ServeNightBase, page_levels, serve_charts, serve_sparkline,
 };
-use crate::report::site::{ChangeRow, SiteFacts, SiteRenderer};
+use crate::report::site::{ChangeRow, ChartChange, SiteFacts, SiteRenderer};
 use crate::store::{ServeSeriesMarks, ServeSitePoint, Store};
 
 /// A service case in the site's manifest: what its page was built from, and its index row.
@@ -193,7 +193,8 @@ fn serve_page(
             .map(|i| &nights[i])
     });
     let name = format!("{key} on {sku}");
-    let charts = serve_charts(&name, &nights, &levels, pinned_night, sweep);
+    let (changes, marks) = service_changes(b, &card, &nights, sweep)?;
+    let charts = serve_charts(&name, &nights, &levels, pinned_night, sweep, &marks);
     let spark_from = nights.len().saturating_sub(b.spark_nights);
     card.spark = serve_sparkline(&nights[spark_from..], sweep);
     card.nights = nights.len();
@@ -204,7 +205,6 @@ fn serve_page(
         .map(|(p, d)| night(p, sweep, &levels, d.as_ref(), b.paged, ""));
     let pinned = moves.first().map(row);
     let moves = moves.iter().map(row).collect();
-    let changes = service_changes(b, &card, &nights, sweep)?;
     let page = ServeCasePage {
         card: card.clone(),
         charts,
@@ -231,19 +231,19 @@ struct Watched {
 
 const ONE_LOAD: [Watched; 3] = [
     Watched {
-        name: "p99 TTFT",
+        name: SERIES_TTFT,
         unit: "ms",
         value: |n| n.ttft_p99_ms,
         higher_is_worse: true,
     },
     Watched {
-        name: "p99 ITL",
+        name: SERIES_ITL,
         unit: "ms",
         value: |n| n.itl_p99_ms,
         higher_is_worse: true,
     },
     Watched {
-        name: "output throughput",
+        name: SERIES_OUTPUT,
         unit: "tok/s",
         value: |n| n.output_tok_s,
         higher_is_worse: false,
@@ -251,7 +251,7 @@ const ONE_LOAD: [Watched; 3] = [
 ];
 
 const SWEEP: [Watched; 1] = [Watched {
-    name: "peak throughput on the frontier",
+    name: SERIES_PEAK,
     unit: "tok/s/GPU",
     value: |n| n.peak_tok_s_gpu,
     higher_is_worse: false,
@@ -259,14 +259,16 @@ const SWEEP: [Watched; 1] = [Watched {
 
 /// The change points of a service case's nights (oldest first), newest first: each watched
 /// series through the step cases' detector, over the nights that have a value.
+/// Each is also a chart mark, by its series' name.
 fn service_changes(
     b: &ServeBuild<'_>,
     card: &ServeCard,
     nights: &[ServeNight],
     sweep: bool,
-) -> Result<Vec<ChangeRow>, Error> {
+) -> Result<ServeChanges, Error> {
     let watched: &[Watched] = if sweep { &SWEEP } else { &ONE_LOAD };
     let mut rows = Vec::new();
+    let mut marks = Vec::new();
     for w in watched {
         let (at, series): (Vec<usize>, Vec<f64>) = nights
             .iter()
@@ -293,6 +295,20 @@ fn service_changes(
                 .git_sha
                 .as_deref()
                 .map_or_else(String::new, |s| format!(" at {}", &s[..s.len().min(12)]));
+            marks.push((
+                w.name,
+                ChartChange {
+                    run_id: night.run_id,
+                    change_pct: m.change_pct,
+                    title: format!(
+                        "{} {} {:+.1}% from run {}{commit}",
+                        night.started_at.get(..10).unwrap_or(&night.started_at),
+                        w.name,
+                        m.change_pct,
+                        night.run_id
+                    ),
+                },
+            ));
             rows.push(ChangeRow {
                 case: card.name.clone(),
                 gpu_sku: card.gpu_sku.clone(),
@@ -324,8 +340,11 @@ fn service_changes(
         }
     }
     rows.sort_by(|a, b| b.night.cmp(&a.night).then_with(|| a.lines.cmp(&b.lines)));
-    Ok(rows)
+    Ok((rows, marks))
 }
+
+/// A service case's change points as rows, newest first, and as chart marks by series.
+type ServeChanges = (Vec<ChangeRow>, Vec<(&'static str, ChartChange)>);
 
 /// Four significant figures, as the site's tables write them.
 fn sig(v: f64) -> String {

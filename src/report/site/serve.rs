@@ -283,6 +283,13 @@ pub struct ServeCasePage {
     pub detector: String,
 }
 
+/// The series of a service case the site finds change points in, by the names its change
+/// rows give them; each chart marks those of the series it draws.
+pub const SERIES_TTFT: &str = "p99 TTFT";
+pub const SERIES_ITL: &str = "p99 ITL";
+pub const SERIES_OUTPUT: &str = "output throughput";
+pub const SERIES_PEAK: &str = "peak throughput on the frontier";
+
 /// One line of a service chart: its name and a value per night (`None`: not measured).
 pub struct Line<'a> {
     pub label: String,
@@ -299,6 +306,8 @@ pub struct ChartSpec<'a> {
     pub lines: Vec<Line<'a>>,
     /// The pinned baseline's figure of the marked (last) line.
     pub baseline: Option<f64>,
+    /// The change points found in the marked line's series, drawn where the new level starts.
+    pub changes: Vec<&'a super::ChartChange>,
 }
 
 const W: f64 = 760.0;
@@ -418,6 +427,22 @@ pub fn serve_svg(spec: &ChartSpec<'_>, nights: &[ServeNight], levels: &[f64]) ->
             y = num(y_of(b)),
         );
     }
+    // Change points: a dashed line where the new level starts, named by its night and size.
+    for c in &spec.changes {
+        let Some(i) = nights.iter().position(|n| n.run_id == c.run_id) else {
+            continue;
+        };
+        let x = num(x_of(i));
+        let _ = write!(
+            svg,
+            r#"<g class="changepoint" data-run="{}" data-change="{:+.1}"><line x1="{x}" y1="{TOP}" x2="{x}" y2="{bottom}"/><text class="label" x="{x}" y="{}" text-anchor="middle">{:+.1}%</text><title>{}</title></g>"#,
+            c.run_id,
+            c.change_pct,
+            num(TOP + 10.0),
+            c.change_pct,
+            escape(&c.title),
+        );
+    }
     for line in &spec.lines {
         let points: Vec<String> = line
             .values
@@ -520,7 +545,15 @@ pub fn serve_charts(
     levels: &[f64],
     baseline: Option<&ServeNight>,
     sweep: bool,
+    changes: &[(&str, super::ChartChange)],
 ) -> Vec<String> {
+    let of = |series: &str| -> Vec<&super::ChartChange> {
+        changes
+            .iter()
+            .filter(|(s, _)| *s == series)
+            .map(|(_, c)| c)
+            .collect()
+    };
     let col = |f: fn(&ServeNight) -> Option<f64>| nights.iter().map(f).collect::<Vec<_>>();
     let specs = if sweep {
         let mut lines: Vec<Line<'_>> = levels
@@ -546,6 +579,7 @@ pub fn serve_charts(
             unit: "tok/s/GPU",
             lines,
             baseline: baseline.and_then(|b| b.peak_tok_s_gpu),
+            changes: of(SERIES_PEAK),
         }]
     } else {
         let pair = |p50: fn(&ServeNight) -> Option<f64>, p99: fn(&ServeNight) -> Option<f64>| {
@@ -569,6 +603,7 @@ pub fn serve_charts(
                 unit: "ms",
                 lines: pair(|n| n.ttft_p50_ms, |n| n.ttft_p99_ms),
                 baseline: baseline.and_then(|b| b.ttft_p99_ms),
+                changes: of(SERIES_TTFT),
             },
             ChartSpec {
                 what: "inter-token latency (ITL), p50 and p99",
@@ -576,6 +611,7 @@ pub fn serve_charts(
                 unit: "ms",
                 lines: pair(|n| n.itl_p50_ms, |n| n.itl_p99_ms),
                 baseline: baseline.and_then(|b| b.itl_p99_ms),
+                changes: of(SERIES_ITL),
             },
             ChartSpec {
                 what: "output throughput",
@@ -587,6 +623,7 @@ pub fn serve_charts(
                     values: col(|n| n.output_tok_s),
                 }],
                 baseline: baseline.and_then(|b| b.output_tok_s),
+                changes: of(SERIES_OUTPUT),
             },
         ]
     };
@@ -720,7 +757,7 @@ mod tests {
             night(2, "pass", 68.0),
             night(3, "regressed", 88.0),
         ];
-        let charts = serve_charts("serve/m/rate=4", &nights, &[], Some(&nights[0]), false);
+        let charts = serve_charts("serve/m/rate=4", &nights, &[], Some(&nights[0]), false, &[]);
         assert_eq!(charts.len(), 3);
         for (chart, what) in charts.iter().zip(["TTFT", "ITL", "output throughput"]) {
             assert!(chart.contains(&format!(r#"aria-label="{what}"#)) || chart.contains(what));
@@ -772,7 +809,7 @@ mod tests {
         assert_eq!(n.peak_tok_s_gpu, Some(600.0));
         // Halfway between (20, 600) and (30, 300); between (30, 300) and (40, 100); beyond.
         assert_eq!(n.at_levels, vec![Some(450.0), Some(200.0), None]);
-        let chart = &serve_charts("s", &[n], &[25.0, 35.0, 50.0], None, true)[0];
+        let chart = &serve_charts("s", &[n], &[25.0, 35.0, 50.0], None, true, &[])[0];
         assert!(
             chart.contains("peak from 600.0 to 600.0 tok/s/GPU"),
             "{chart}"
@@ -785,10 +822,10 @@ mod tests {
 
     #[test]
     fn no_night_and_one_night_draw_without_dividing_by_zero() {
-        for chart in serve_charts("s", &[], &[], None, false) {
+        for chart in serve_charts("s", &[], &[], None, false, &[]) {
             assert!(chart.contains("no measured night"));
         }
-        for chart in serve_charts("s", &[night(1, "new", 60.0)], &[], None, false) {
+        for chart in serve_charts("s", &[night(1, "new", 60.0)], &[], None, false, &[]) {
             assert!(
                 !chart.contains("NaN") && chart.contains("translate(357.0,"),
                 "{chart}"
