@@ -232,16 +232,7 @@ pub fn utilisation_svg(
         let Some(i) = points.iter().position(|p| p.run_id == c.run_id) else {
             continue;
         };
-        let x = num(x_of(i));
-        let _ = write!(
-            svg,
-            r#"<g class="changepoint" data-run="{}" data-change="{:+.1}"><line x1="{x}" y1="{TOP}" x2="{x}" y2="{bottom}"/><text class="label" x="{x}" y="{}" text-anchor="middle">{:+.1}%</text><title>{}</title></g>"#,
-            c.run_id,
-            c.change_pct,
-            num(TOP + 10.0),
-            c.change_pct,
-            escape(&c.title),
-        );
+        change_mark(&mut svg, c, x_of(i), TOP, bottom);
     }
     let line: Vec<String> = points
         .iter()
@@ -279,6 +270,21 @@ pub fn utilisation_svg(
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// A change point's mark: a dashed line from `top` to `bottom` at `x` where the new level
+/// starts, its size above, its night and commits as its tooltip (the step and service charts).
+pub(crate) fn change_mark(svg: &mut String, c: &ChartChange, x: f64, top: f64, bottom: f64) {
+    let x = num(x);
+    let _ = write!(
+        svg,
+        r#"<g class="changepoint" data-run="{}" data-change="{:+.1}"><line x1="{x}" y1="{top}" x2="{x}" y2="{bottom}"/><text class="label" x="{x}" y="{}" text-anchor="middle">{:+.1}%</text><title>{}</title></g>"#,
+        c.run_id,
+        c.change_pct,
+        num(top + 10.0),
+        c.change_pct,
+        escape(&c.title),
+    );
 }
 
 /// The chart's accessible name: what it shows, in one sentence.

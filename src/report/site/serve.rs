@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::report::escape::svg as escape;
-use crate::report::site::chart::mark_path;
+use crate::report::site::chart::{change_mark, mark_path};
 use crate::serve::{Frontier, FrontierPoint, ServeKey};
 
 /// The metrics a service night's figures are read from (the reports' names).
@@ -432,16 +432,7 @@ pub fn serve_svg(spec: &ChartSpec<'_>, nights: &[ServeNight], levels: &[f64]) ->
         let Some(i) = nights.iter().position(|n| n.run_id == c.run_id) else {
             continue;
         };
-        let x = num(x_of(i));
-        let _ = write!(
-            svg,
-            r#"<g class="changepoint" data-run="{}" data-change="{:+.1}"><line x1="{x}" y1="{TOP}" x2="{x}" y2="{bottom}"/><text class="label" x="{x}" y="{}" text-anchor="middle">{:+.1}%</text><title>{}</title></g>"#,
-            c.run_id,
-            c.change_pct,
-            num(TOP + 10.0),
-            c.change_pct,
-            escape(&c.title),
-        );
+        change_mark(&mut svg, c, x_of(i), TOP, bottom);
     }
     for line in &spec.lines {
         let points: Vec<String> = line
