@@ -8,7 +8,8 @@
 //!
 //! `cargo bench --bench store` stores 1,000,000 results (2,000 runs). Scale it down with
 //! `UTILGATE_BENCH_RESULTS=20000 cargo bench --bench store` or `cargo bench --bench store -- 20000`;
-//! `UTILGATE_BENCH_DB=PATH` keeps the filled store there instead of in a temporary directory.
+//! `UTILGATE_BENCH_DB=PATH` keeps the filled store there instead of in a temporary directory;
+//! `UTILGATE_BENCH_NEXT_NIGHT=PATH` keeps the copy with one more night that the site times.
 //! The site's figures (docs/site.md: 500 cases x 365 nights on main) come from
 //! `UTILGATE_BENCH_RESULTS=228000`: 456 runs, 91 of them pull requests'.
 #![expect(
@@ -509,7 +510,10 @@ fn site_build(
     let mut rng = StdRng::seed_from_u64(13);
     // Run `i` is a nightly on main unless `i % 5 == 4`: the next one is `runs` or `runs + 1`.
     let next = if runs % 5 == 4 { runs + 1 } else { runs };
-    let copy = dir.join("next-night.db");
+    // `UTILGATE_BENCH_NEXT_NIGHT=PATH` keeps the store with the new night there (to profile
+    // the incremental build).
+    let kept = std::env::var_os("UTILGATE_BENCH_NEXT_NIGHT").map(std::path::PathBuf::from);
+    let copy = kept.clone().unwrap_or_else(|| dir.join("next-night.db"));
     let built = dir.join("site-built");
     let _ = std::fs::remove_dir_all(&built);
     copy_dir(&out, &built);
@@ -525,7 +529,9 @@ fn site_build(
         assert!(!text.contains("built whole"), "{text}");
         wall
     });
-    let _ = std::fs::remove_file(&copy);
+    if kept.is_none() {
+        let _ = std::fs::remove_file(&copy);
+    }
     rows.push(row(
         "`site` after one new night of every case",
         &incremental,
