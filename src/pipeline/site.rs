@@ -10,6 +10,7 @@
     reason = "the site is a directory of files"
 )]
 
+mod nights;
 mod serve;
 mod workers;
 
@@ -26,18 +27,19 @@ use crate::error::Error;
 use crate::pipeline::context::{CommitLog, write_atomically};
 use crate::pipeline::history;
 use crate::report::history::{CaseHistoryReport, change_lines, slide_line};
-use crate::report::site::chart::{self, Guides, Scale};
+use crate::report::site::chart::{self, Guides};
 use crate::report::site::{
-    ASSETS, BaselineRow, CaseCard, CasePage, ChangeRow, ChartChange, ChartPoint, RunNav,
-    SUMMARY_FROM_CASES, SiteFacts, SiteRenderer,
+    ASSETS, BaselineRow, CaseCard, CasePage, ChangeRow, ChartChange, ChartPoint, NIGHTS_LISTED,
+    RunNav, SUMMARY_FROM_CASES, SiteFacts, SiteRenderer,
 };
 use crate::report::{Renderer, ReportFormat};
 use crate::store::{RunFilter, RunId, SeriesMarks, SitePoint, Store};
 pub(crate) use workers::OpenStore;
 
 /// The manifest's own format: a site written by another format is rebuilt whole (2: the
-/// service cases' entries; 3: their change points).
-const MANIFEST_FORMAT: u32 = 3;
+/// service cases' entries; 3: their change points; 4: one utilisation chart and a CSV file per
+/// case).
+const MANIFEST_FORMAT: u32 = 4;
 const MANIFEST: &str = "site.json";
 
 /// What a site build is asked for.
@@ -125,6 +127,10 @@ pub(crate) fn build(
         std::fs::create_dir_all(&dir).map_err(|source| Error::Io { path: dir, source })?;
     }
     let (old, rebuilt) = read_manifest(&out.join(MANIFEST), &opts.fingerprint());
+    // Pages are rewritten in place ([`write_page`]): until this build's manifest is written at
+    // its end, there is none, so a build that stops half-way leaves the next one to rebuild
+    // every page rather than trust a page it may have left half written.
+    forget_manifest(&out.join(MANIFEST))?;
     let mut manifest = Manifest {
         format: MANIFEST_FORMAT,
         options: opts.fingerprint(),
@@ -163,18 +169,37 @@ pub(crate) fn build(
         .iter()
         .filter(|(m, fingerprint)| {
             let page = CaseCard::of(&m.key, &m.gpu_sku).page;
-            !old.cases
-                .get(&page)
-                .is_some_and(|entry| entry.fingerprint == *fingerprint && out.join(&page).is_file())
+            !old.cases.get(&page).is_some_and(|entry| {
+                entry.fingerprint == *fingerprint
+                    && out.join(&page).is_file()
+                    && out.join(csv_page(&page)).is_file()
+            })
         })
         .map(|(m, _)| m)
         .collect();
     let rendered = workers::each(store, open, &stale, &|store, commits, marks| {
-        let (card, html) = case_page(store, config, &site, &facts, opts, marks, &paged, commits)?;
-        write_atomically(&out.join(&card.page), &html)?;
-        Ok(card)
+        // A page the last build wrote has its nights beside it, to start from.
+        let page = CaseCard::of(&marks.key, &marks.gpu_sku).page;
+        let drawn = (!rebuilt && old.cases.contains_key(&page)).then(|| out.join(csv_page(&page)));
+        let files = case_page(
+            store,
+            config,
+            &site,
+            &facts,
+            opts,
+            marks,
+            &paged,
+            commits,
+            drawn.as_deref(),
+        )?;
+        // A case with no night on the branch has no page (the index does not list it).
+        if files.card.nights > 0 {
+            write_page(&out.join(&files.csv.0), &files.csv.1)?;
+            write_page(&out.join(&files.card.page), &files.html)?;
+        }
+        Ok(files.card)
     })?;
-    built.cases_written += rendered.len();
+    built.cases_written += rendered.iter().filter(|c| c.nights > 0).count();
     let mut fresh: BTreeMap<String, CaseCard> =
         rendered.into_iter().map(|c| (c.page.clone(), c)).collect();
     let mut cards = Vec::new();
@@ -233,11 +258,21 @@ pub(crate) fn build(
         .collect();
     workers::each(store, open, &stale, &|store, _, (id, nav, _)| {
         let html = run_page(store, config, reports, *id, nav, &case_pages)?;
-        write_atomically(&run_file(*id), &html)
+        write_page(&run_file(*id), &html)
     })?;
     built.runs_written = stale.len();
     for (id, _, fingerprint) in navs {
         manifest.runs.insert(id.0, fingerprint);
+    }
+    // A run that fell out of the newest nights loses its page: nothing links to it any more.
+    for gone in old.runs.keys().filter(|id| !manifest.runs.contains_key(id)) {
+        let path = run_file(RunId(*gone));
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::Io { path, source: e });
+            }
+            _ => {}
+        }
     }
     built.runs = manifest.runs.len();
     let mut rows: Vec<ChangeRow> = cards
@@ -415,10 +450,20 @@ fn case_page(
     marks: &SeriesMarks,
     paged: &BTreeSet<i64>,
     commits: &mut CommitLog,
-) -> Result<(CaseCard, String), Error> {
+    drawn: Option<&Path>,
+) -> Result<CaseFiles, Error> {
     let (key, sku) = (&marks.key, marks.gpu_sku.as_str());
     let mut card = CaseCard::of(key, sku);
-    let stored = store.site_points(key, sku, &opts.branch, opts.since)?;
+    // The nights the last build drew, then what the store holds after them.
+    let mut stored = drawn.and_then(nights::read).unwrap_or_default();
+    let after = stored.iter().map(|p| p.result_id).max();
+    let newer = store.site_points(key, sku, &opts.branch, opts.since, after)?;
+    if stored.is_empty() {
+        stored = newer;
+    } else if !newer.is_empty() {
+        stored.extend(newer);
+        stored.sort_by_key(|p| (p.started_at, p.result_id));
+    }
     let points: Vec<ChartPoint> = stored
         .iter()
         .map(|p| chart_point(p, "../", paged))
@@ -457,12 +502,14 @@ fn case_page(
     card.latest = latest;
     card.changes = changes;
     card.slide = slide;
+    let csv_file = csv_page(&card.page);
     let page = CasePage {
-        chart_floor: chart::utilisation_svg(&name, &points, &chart_changes, &guides, Scale::Floor),
-        chart_fit: chart::utilisation_svg(&name, &points, &chart_changes, &guides, Scale::Fit),
+        chart: chart::utilisation_svg(&name, &points, &chart_changes, &guides),
         chart_step: chart::step_svg(&name, &points),
         untrusted: points.iter().filter(|p| p.untrusted).count(),
-        nights: points.into_iter().rev().collect(),
+        nights: points.iter().rev().take(NIGHTS_LISTED).cloned().collect(),
+        nights_total: points.len(),
+        csv: csv_file.rsplit('/').next().unwrap_or(&csv_file).to_owned(),
         pinned,
         moves,
         moves_total,
@@ -473,7 +520,24 @@ fn case_page(
         card: card.clone(),
     };
     let html = site.case(facts, &page)?;
-    Ok((card, html))
+    Ok(CaseFiles {
+        card,
+        html,
+        csv: (csv_file, nights::to_csv(&stored, &opts.branch)),
+    })
+}
+
+/// What a case's page is written as: its card for the index, its page, and its CSV file (path
+/// under the site, text).
+struct CaseFiles {
+    card: CaseCard,
+    html: String,
+    csv: (String, String),
+}
+
+/// Where a case page's CSV file of every night is: beside it, `.csv` for `.html`.
+fn csv_page(page: &str) -> String {
+    format!("{}.csv", page.strip_suffix(".html").unwrap_or(page))
 }
 
 /// A case's change points, newest first, as rows (the lines `utilgate changes` prints) and as
@@ -560,6 +624,38 @@ fn baseline_rows(
     // not), as `baseline_for` reads it: one indexed row.
     let pinned = store.baseline_move(key, sku, None)?.as_ref().map(row);
     Ok((moves, total, pinned))
+}
+
+/// Removes the last build's manifest (already read).
+fn forget_manifest(path: &Path) -> Result<(), Error> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Io {
+            path: path.to_owned(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Rewrites a case's or a run's page in place: the same file, written over and cut to its new
+/// length. Writing each beside and renaming it over made a new inode per page per night, and
+/// ext4's search for a free inode past the ones just freed was a fifth of an incremental
+/// build's time. The manifest is what makes this safe: [`build`] removes it before the first
+/// page and writes it after the last.
+pub(super) fn write_page(path: &Path, text: &str) -> Result<(), Error> {
+    use std::io::Write as _;
+    let io = |source| Error::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(io)?;
+    file.write_all(text.as_bytes()).map_err(io)?;
+    file.set_len(text.len() as u64).map_err(io)
 }
 
 /// Write a page that every build renders (the index, the changes page, the assets) only when

@@ -174,12 +174,16 @@ pub struct BaselineRow {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CasePage {
     pub card: CaseCard,
-    pub chart_floor: String,
-    pub chart_fit: String,
+    /// Utilisation, on the floor scale and fitted ([`chart::utilisation_svg`]).
+    pub chart: String,
     pub chart_step: String,
-    /// Every night, newest first, as the table under the charts (the charts' figures without
-    /// a script).
+    /// The newest nights (at most [`NIGHTS_LISTED`]), newest first, as the table under the
+    /// charts; every night is a mark on the chart and a row of the case's CSV file.
     pub nights: Vec<ChartPoint>,
+    /// How many nights the case has on the branch.
+    pub nights_total: usize,
+    /// The case's CSV file of every night, relative to the page.
+    pub csv: String,
     pub pinned: Option<BaselineRow>,
     pub moves: Vec<BaselineRow>,
     /// How many moves the case has in all (the page lists the newest).
@@ -190,6 +194,10 @@ pub struct CasePage {
     pub detector: String,
     pub untrusted: usize,
 }
+
+/// How many of a case's nights its page lists in a table (the newest); the chart draws them
+/// all and the case's CSV file lists them all, so a page stays small after years of nights.
+pub const NIGHTS_LISTED: usize = 60;
 
 /// The site-wide facts every page's header shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -146,13 +146,18 @@ impl Store {
     }
 
     /// A case's measured nights (a positive utilisation) on one GPU SKU and `branch`, from
-    /// `since` on, oldest first; none of a pull request's runs.
+    /// `since` on, oldest first; none of a pull request's runs. With `after_result`, only the
+    /// results stored after that one (a larger id, whatever night they were measured on): the
+    /// nights a site has not drawn yet, since results are append-only and a run's facts never
+    /// change. The series' index holds the id, so the nights already drawn are skipped without
+    /// reading their rows.
     pub fn site_points(
         &self,
         key: &CaseKey,
         gpu_sku: &str,
         branch: &str,
         since: Option<Timestamp>,
+        after_result: Option<i64>,
     ) -> Result<Vec<SitePoint>, StoreError> {
         let Some(series) = self.series_id(key, gpu_sku)? else {
             return Ok(Vec::new());
@@ -169,23 +174,26 @@ impl Store {
                         r.utilisation, r.decision_json
                  FROM results r JOIN runs u ON u.id = r.run_id
                  WHERE r.series_id = ?1 AND u.branch = ?2 AND r.run_started_at_ns >= ?3
-                   AND r.utilisation > 0 AND {}
+                   AND r.id > ?4 AND r.utilisation > 0 AND {}
                  ORDER BY r.run_started_at_ns, r.id",
                 super::pull_requests::not_for_a_pull_request("u")
             ))
             .and_then(|mut stmt| {
-                stmt.query_map(params![series, branch, from], |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                        r.get(6)?,
-                        r.get(7)?,
-                    ))
-                })?
+                stmt.query_map(
+                    params![series, branch, from, after_result.unwrap_or(0)],
+                    |r| {
+                        Ok((
+                            r.get(0)?,
+                            r.get(1)?,
+                            r.get(2)?,
+                            r.get(3)?,
+                            r.get(4)?,
+                            r.get(5)?,
+                            r.get(6)?,
+                            r.get(7)?,
+                        ))
+                    },
+                )?
                 .collect::<super::sql::Result<Vec<_>>>()
             })
             .map_err(self.fail(action))?;

@@ -71,32 +71,30 @@ function indexPage(form) {
 function casePage() {
   const info = document.getElementById("point");
   const show = (mark) => {
-    const d = mark.dataset;
-    info.replaceChildren();
-    const add = (label, value) => {
-      if (!value) return;
-      const b = document.createElement("b");
-      b.textContent = value;
-      info.append(label, b, "  ");
-    };
-    add("night ", d.night);
-    add("run ", d.run);
-    add("commit ", d.sha);
-    add("verdict ", d.verdict);
-    add("utilisation ", d.util ? d.util + "%" : "");
-    add("median step ", d.ms ? d.ms + " ms" : "");
-    add("", d.figures);
+    // The mark's tooltip says it all: night, run, commit, verdict, utilisation, step time.
+    const title = mark.querySelector("title");
+    info.textContent = title ? title.textContent : "";
     for (const m of document.querySelectorAll(".mark.current")) m.classList.remove("current");
-    for (const m of document.querySelectorAll('.mark[data-run="' + d.run + '"]')) m.classList.add("current");
+    for (const m of document.querySelectorAll('.mark[data-run="' + mark.dataset.run + '"]')) m.classList.add("current");
   };
   for (const mark of document.querySelectorAll(".chart .mark")) {
     mark.addEventListener("mouseenter", () => show(mark));
     mark.addEventListener("focus", () => show(mark));
   }
-  for (const button of document.querySelectorAll(".toggle button")) {
+  // The scale toggle: the chart draws both scales' guides and shows one; each mark keeps its
+  // height on the floor scale in `y` (as drawn) and on the fitted scale in `data-fit`.
+  const chart = document.querySelector("svg.util-chart");
+  const toggle = document.querySelector(".toggle");
+  if (!chart || !toggle) return;
+  const uses = Array.from(chart.querySelectorAll(".mark use"));
+  const floorY = uses.map((u) => u.getAttribute("y"));
+  toggle.hidden = false;
+  for (const button of toggle.querySelectorAll("button")) {
     button.addEventListener("click", () => {
-      for (const b of document.querySelectorAll(".toggle button")) b.setAttribute("aria-pressed", String(b === button));
-      for (const f of document.querySelectorAll("figure.util")) f.hidden = f.dataset.scale !== button.dataset.show;
+      const scale = button.dataset.show;
+      for (const b of toggle.querySelectorAll("button")) b.setAttribute("aria-pressed", String(b === button));
+      chart.dataset.scale = scale;
+      uses.forEach((u, i) => u.setAttribute("y", scale === "fit" ? u.dataset.fit : floorY[i]));
     });
   }
 }

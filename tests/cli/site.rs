@@ -96,8 +96,8 @@ fn every_night_is_a_mark_linked_to_its_run_and_the_change_is_on_its_night() {
     assert!(index.contains(r#"class="spark""#), "{index}");
     assert!(index.contains(r#"data-verdict="regressed""#), "{index}");
     let case = read(&case_page(&site));
-    // 13 nights on each of the two utilisation charts (floor scale and fitted).
-    assert_eq!(case.matches(r#"<a class="mark "#).count(), 26, "{case}");
+    // 13 nights, each one mark on the utilisation chart (which draws both scales).
+    assert_eq!(case.matches(r#"<a class="mark "#).count(), 13, "{case}");
     for run in 1..=13 {
         assert!(
             case.contains(&format!(r#"href="../runs/{run}.html""#)),
@@ -154,7 +154,7 @@ fn a_second_build_rewrites_only_what_a_new_night_touched() {
     );
     assert_eq!(mtime(&site.join("runs/1.html")), run1_then);
     assert!(read(&site.join("runs/13.html")).contains(r#"rel="next" href="14.html""#));
-    assert_eq!(read(&page).matches(r#"<a class="mark "#).count(), 28);
+    assert_eq!(read(&page).matches(r#"<a class="mark "#).count(), 14);
 
     // A damaged manifest loses nothing: the next build is whole again.
     std::fs::write(site.join("site.json"), "{ torn").expect("write");
@@ -170,6 +170,92 @@ fn a_second_build_rewrites_only_what_a_new_night_touched() {
         stderr(&out)
     );
     assert!(stdout(&out).contains("(1 rewritten), 14 run pages (14 rewritten)"));
+}
+
+/// A page's text without the build's own time stamp.
+fn unstamped(page: &str) -> String {
+    page.lines()
+        .filter(|l| !l.contains(r#"<span class="facts">"#))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn a_new_night_is_read_after_the_kept_nights_and_its_page_is_the_whole_builds() {
+    let env = TestEnv::new();
+    nightlies(&env, "2.6.0");
+    build(&env);
+    let site = env.path().join("site");
+    let page = case_page(&site);
+    let csv = page.with_extension("csv");
+    let kept = read(&csv);
+    let mut lines = kept.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "night,run,result,branch,commit,verdict,untrusted,utilisation,median_step_ms,noise_pct"
+        )
+    );
+    assert_eq!(lines.count(), 13, "{kept}");
+    let case = read(&page);
+    assert!(
+        case.contains("Every night, newest first; also as CSV"),
+        "{case}"
+    );
+    let file = csv.file_name().and_then(|n| n.to_str()).expect("a name");
+    assert!(
+        case.contains(&format!(r#"<a href="{file}" download>"#)),
+        "{case}"
+    );
+
+    night_run(&env, 13, "10.90", "2.6.0");
+    let after = build(&env);
+    assert!(after.contains("1 case page (1 rewritten)"), "{after}");
+    let whole = env
+        .cmd()
+        .args(["site", "--out", "whole"])
+        .output()
+        .expect("runs");
+    assert_eq!(whole.status.code(), Some(0), "{}", stderr(&whole));
+    let whole = env.path().join("whole");
+    let whole_page = case_page(&whole);
+    assert_eq!(read(&csv).lines().count(), 15);
+    assert_eq!(read(&csv), read(&whole_page.with_extension("csv")));
+    assert_eq!(unstamped(&read(&page)), unstamped(&read(&whole_page)));
+
+    // Kept nights that are not what a build wrote are not trusted: the case is read whole.
+    std::fs::write(&csv, "night,run\n2020-01-01T00:00:00Z,99\n").expect("write");
+    night_run(&env, 14, "10.90", "2.6.0");
+    build(&env);
+    env.cmd()
+        .args(["site", "--out", "whole"])
+        .output()
+        .expect("runs");
+    assert_eq!(read(&csv).lines().count(), 16);
+    assert_eq!(read(&csv), read(&whole_page.with_extension("csv")));
+    assert_eq!(unstamped(&read(&page)), unstamped(&read(&whole_page)));
+}
+
+#[test]
+fn a_store_with_no_night_on_the_branch_has_no_case_page() {
+    let env = TestEnv::new();
+    env.write_config(&TestEnv::config_with("").replace("batches = [1, 8]", "batches = [1]"));
+    let out = env
+        .cmd()
+        .args(["run", "--branch", "feature", "--trigger", "schedule"])
+        .output()
+        .expect("runs");
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let text = build(&env);
+    // Before: "0 case pages (1 rewritten)", and a page the index did not list.
+    assert!(
+        text.starts_with("site: 0 case pages (0 rewritten), 0 run pages (0 rewritten)"),
+        "{text}"
+    );
+    let pages = std::fs::read_dir(env.path().join("site/cases"))
+        .expect("cases/")
+        .count();
+    assert_eq!(pages, 0);
 }
 
 #[test]
@@ -256,7 +342,7 @@ fn only_the_newest_nights_get_run_pages_and_older_marks_keep_their_figures() {
     let case = read(&case_page(&site));
     assert_eq!(
         case.matches(r#"<a class="mark "#).count(),
-        26,
+        13,
         "every night is still drawn"
     );
     for run in 1..=13 {
@@ -273,6 +359,22 @@ fn only_the_newest_nights_get_run_pages_and_older_marks_keep_their_figures() {
         "an old mark stays focusable"
     );
     assert!(!read(&site.join("runs/9.html")).contains(r#"rel="prev""#));
+    // A new night: run 9 falls out of the newest five, and its page goes (nothing links it).
+    night_run(&env, 13, "10.90", "2.6.0");
+    let out = env
+        .cmd()
+        .args(["site", "--out", "site", "--run-pages", "5"])
+        .output()
+        .expect("runs");
+    // The new night, the one before it (its "next") and run 10 (no "prev" any more).
+    assert!(
+        stdout(&out).contains("5 run pages (3 rewritten)"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!site.join("runs/9.html").exists());
+    assert!(!read(&case_page(&site)).contains(r#"href="../runs/9.html""#));
+    assert!(!read(&site.join("runs/10.html")).contains(r#"rel="prev""#));
 }
 
 /// One case of a large run: decode of `seed-8b` at batch `batch`.

@@ -57,7 +57,7 @@ try {
   await page.click("tr.case a");
   await page.waitForURL((u) => u.pathname.includes("/cases/"), { timeout: 10000 });
   check("the case link opens its page", page.url().includes("/cases/"), page.url());
-  const chart = page.locator("figure.util[data-scale=floor] svg");
+  const chart = page.locator("figure.util svg.util-chart");
   const marks = chart.locator("a.mark");
   check("one visible mark per night", (await marks.count()) === nights, `${await marks.count()}`);
   const box = await chart.boundingBox();
@@ -76,11 +76,22 @@ try {
   check("hover shows the night's figures", info.includes(`run ${changeRun}`) && info.includes("regressed"), info);
   await chart.locator("a.mark").first().focus();
   check("focus shows them too", (await page.locator("#point").textContent()).includes("run 1"));
+  const changedUse = changed.locator("use");
+  const floorY = await changedUse.getAttribute("y");
+  const floorBox = await changed.boundingBox();
   await page.click("button[data-show=fit]");
-  check("the toggle shows the fitted chart",
-    (await page.locator("figure.util[data-scale=fit]").isVisible())
-    && (await page.locator("figure.util[data-scale=floor]").isHidden()));
+  const fitLayer = chart.locator("g.scale[data-scale=fit]");
+  const floorLayer = chart.locator("g.scale[data-scale=floor]");
+  check("the toggle shows the fitted scale",
+    (await fitLayer.isVisible()) && (await floorLayer.isHidden()),
+    `fit visible ${await fitLayer.isVisible()}, floor hidden ${await floorLayer.isHidden()}`);
+  const fitBox = await changed.boundingBox();
+  check("the toggle moves each mark to its height on the fitted scale",
+    (await changedUse.getAttribute("y")) === (await changedUse.getAttribute("data-fit"))
+      && fitBox && floorBox && Math.abs(fitBox.y - floorBox.y) > 1,
+    `y ${floorY} -> ${await changedUse.getAttribute("y")}`);
   await page.click("button[data-show=floor]");
+  check("and back to the floor scale", (await changedUse.getAttribute("y")) === floorY);
 
   // A mark is a link to its run's page, which links to its neighbours and back.
   await changed.click();

@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::compare::{Detector, ServeDecision, change_points};
 use crate::error::Error;
-use crate::pipeline::context::write_atomically;
 use crate::report::site::serve::{
     SERIES_ITL, SERIES_OUTPUT, SERIES_PEAK, SERIES_TTFT, ServeBaselineRow, ServeCard,
     ServeCasePage, ServeNight, ServeNightBase, page_levels, serve_charts, serve_sparkline,
@@ -75,7 +74,7 @@ pub(crate) fn serve_cards(
             _ => {
                 let (card, changes, html) = serve_page(b, &marks)?;
                 if card.nights > 0 {
-                    write_atomically(&b.out.join(&card.page), &html)?;
+                    super::write_page(&b.out.join(&card.page), &html)?;
                     written += 1;
                 }
                 (card, changes)

@@ -23,7 +23,7 @@ pub struct Guides {
 
 /// Which vertical scale a chart uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scale {
+enum Scale {
     /// 0 to 100%: the floor is the top line, the distance from it is what the eye reads.
     Floor,
     /// Fitted to the nights and the baseline: the night-to-night movement is what it reads.
@@ -108,27 +108,22 @@ fn day(ts: &str) -> &str {
     ts.get(..10).unwrap_or(ts)
 }
 
-/// A case's utilisation over its nights (oldest left), as the case page shows it.
+/// A case's utilisation over its nights (oldest left), as the case page shows it: one chart
+/// with both scales. The guides, the vertical labels and the line are drawn once per scale (a
+/// `<g class="scale">` each, the chart's `data-scale` shows one); the marks are drawn once, at
+/// their height on the floor scale, each carrying its height on the fitted scale
+/// (`data-fit`), which the site's script moves them to. Without a script the floor scale is
+/// what shows.
 #[must_use]
-#[expect(
-    clippy::too_many_lines,
-    reason = "one drawing, layer by layer from the bands to the marks; split, it reads worse"
-)]
 pub fn utilisation_svg(
     name: &str,
     points: &[ChartPoint],
     changes: &[ChartChange],
     guides: &Guides,
-    scale: Scale,
 ) -> String {
-    let (lo, hi) = range(points, guides, scale);
-    let which = match scale {
-        Scale::Floor => "floor",
-        Scale::Fit => "fit",
-    };
     let mut svg = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart util-chart" data-scale="{which}" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="{}">"#,
-        escape(&aria(name, points, changes, scale)),
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart util-chart" data-scale="floor" width="{W}" height="{H}" viewBox="0 0 {W} {H}" role="img" aria-label="{}">"#,
+        escape(&aria(name, points, changes)),
     );
     let n = points.len();
     if n == 0 {
@@ -140,77 +135,32 @@ pub fn utilisation_svg(
         );
         return svg;
     }
+    // One shape per verdict that is drawn, used by every mark of that verdict.
+    let mut shapes: Vec<&str> = points.iter().map(|p| p.verdict.as_str()).collect();
+    shapes.sort_unstable();
+    shapes.dedup();
+    svg.push_str("<defs>");
+    for verdict in shapes {
+        let _ = write!(
+            svg,
+            r#"<path id="{}" d="{}"/>"#,
+            mark_id(verdict),
+            mark_path(verdict)
+        );
+    }
+    svg.push_str("</defs>");
     let x_of = |i: usize| LEFT + (W - LEFT - RIGHT) * across(i, n);
-    let y_of = |pct: f64| TOP + (H - TOP - BOTTOM) * (1.0 - (pct - lo) / (hi - lo));
+    let floor = Vertical::of(points, guides, Scale::Floor);
+    let fit = Vertical::of(points, guides, Scale::Fit);
+    for (scale, v) in [(Scale::Floor, &floor), (Scale::Fit, &fit)] {
+        scale_layer(&mut svg, points, guides, scale, v, &x_of);
+    }
     let (x0, x1, bottom) = (LEFT, W - RIGHT, H - BOTTOM);
-    // Guides first, so the marks sit on top.
-    if let Some(b) = guides.baseline.map(|b| b * 100.0) {
-        if let Some(t) = guides.threshold_pct.filter(|t| *t > 0.0) {
-            let line = b * (1.0 - t / 100.0);
-            if line >= lo {
-                let _ = write!(
-                    svg,
-                    r#"<line class="threshold" x1="{}" y1="{y}" x2="{}" y2="{y}"><title>threshold: {:.1}% below the baseline ({:.1}%)</title></line><text class="label" x="{}" y="{}">threshold −{t:.1}%</text>"#,
-                    num(x0),
-                    num(x1),
-                    t,
-                    line,
-                    num(x1 + 4.0),
-                    // Below the baseline's label when the two lines are close.
-                    num((y_of(line) + 4.0).max(y_of(b) + 16.0)),
-                    y = num(y_of(line)),
-                );
-            }
-        }
-        if let Some(noise) = guides.noise_pct.filter(|n| *n > 0.0) {
-            let (top, low) = (
-                (b * (1.0 + noise / 100.0)).min(hi),
-                (b * (1.0 - noise / 100.0)).max(lo),
-            );
-            let _ = write!(
-                svg,
-                r#"<rect class="noise-band" x="{}" y="{}" width="{}" height="{}"><title>noise band: the baseline ± {:.1}% per-process noise</title></rect>"#,
-                num(x0),
-                num(y_of(top)),
-                num(x1 - x0),
-                num((y_of(low) - y_of(top)).max(0.5)),
-                noise,
-            );
-        }
-        let _ = write!(
-            svg,
-            r#"<line class="baseline" x1="{}" y1="{y}" x2="{}" y2="{y}"><title>pinned baseline: {b:.1}%</title></line><text class="label" x="{}" y="{}">baseline {b:.1}%</text>"#,
-            num(x0),
-            num(x1),
-            num(x1 + 4.0),
-            num(y_of(b) + 4.0),
-            y = num(y_of(b)),
-        );
-    }
-    if hi >= 100.0 {
-        let _ = write!(
-            svg,
-            r#"<line class="floor" x1="{}" y1="{y}" x2="{}" y2="{y}"><title>the floor: 100% utilisation, the roofline's least step time</title></line><text class="label" x="{}" y="{}">floor 100%</text>"#,
-            num(x0),
-            num(x1),
-            num(x1 + 4.0),
-            num(y_of(100.0) + 4.0),
-            y = num(y_of(100.0)),
-        );
-    }
-    // Axes, the scale's ends and middle, the first, middle and last night.
     let _ = write!(
         svg,
         r#"<line class="axis" x1="{x0}" y1="{TOP}" x2="{x0}" y2="{bottom}"/><line class="axis" x1="{x0}" y1="{bottom}" x2="{x1}" y2="{bottom}"/>"#,
     );
-    for v in [lo, f64::midpoint(lo, hi), hi] {
-        let _ = write!(
-            svg,
-            r#"<text class="label" x="{}" y="{}" text-anchor="end">{v:.1}%</text>"#,
-            num(x0 - 6.0),
-            num(y_of(v) + 4.0),
-        );
-    }
+    // The first, middle and last night.
     let mut ticks = vec![0, n / 2, n - 1];
     ticks.dedup();
     for i in ticks {
@@ -234,22 +184,13 @@ pub fn utilisation_svg(
         };
         change_mark(&mut svg, c, x_of(i), TOP, bottom);
     }
-    let line: Vec<String> = points
-        .iter()
-        .enumerate()
-        .map(|(i, p)| format!("{},{}", num(x_of(i)), num(y_of(p.utilisation * 100.0))))
-        .collect();
-    let _ = write!(
-        svg,
-        r#"<polyline class="line" fill="none" points="{}"/>"#,
-        line.join(" ")
-    );
     for (i, p) in points.iter().enumerate() {
         let verdict = p.verdict.as_str();
-        let trust = if p.untrusted { " untrusted" } else { "" };
+        let pct = p.utilisation * 100.0;
         let _ = write!(
             svg,
-            r#"<a class="mark v-{verdict}{trust}" {} data-run="{}" data-night="{}" data-sha="{}" data-verdict="{verdict}{}" data-util="{:.2}" data-ms="{}"><path transform="translate({},{})" d="{}"/><title>{}</title></a>"#,
+            r##"<a class="mark v-{verdict}{}" {} data-run="{}"><use href="#{}" x="{}" y="{}" data-fit="{}"/><title>{}</title></a>"##,
+            if p.untrusted { " untrusted" } else { "" },
             // An old night without a run page keeps its figures and its focus, without a link.
             if p.href.is_empty() {
                 r#"tabindex="0""#.to_owned()
@@ -257,19 +198,127 @@ pub fn utilisation_svg(
                 format!(r#"href="{}""#, escape(&p.href))
             },
             p.run_id,
-            escape(day(&p.started_at)),
-            escape(p.git_sha.as_deref().unwrap_or("")),
-            if p.untrusted { ", untrusted" } else { "" },
-            p.utilisation * 100.0,
-            p.median_ms.map_or_else(String::new, |m| format!("{m:.4}")),
+            mark_id(verdict),
             num(x_of(i)),
-            num(y_of(p.utilisation * 100.0)),
-            mark_path(verdict),
+            num(floor.y(pct)),
+            num(fit.y(pct)),
             escape(&p.title()),
         );
     }
     svg.push_str("</svg>");
     svg
+}
+
+/// The id of a verdict's shape in a case chart's `<defs>`.
+fn mark_id(verdict: &str) -> String {
+    format!("m-{verdict}")
+}
+
+/// A utilisation chart's vertical scale: its range in percent and where a value is drawn.
+struct Vertical {
+    lo: f64,
+    hi: f64,
+}
+
+impl Vertical {
+    fn of(points: &[ChartPoint], guides: &Guides, scale: Scale) -> Self {
+        let (lo, hi) = range(points, guides, scale);
+        Self { lo, hi }
+    }
+
+    fn y(&self, pct: f64) -> f64 {
+        TOP + (H - TOP - BOTTOM) * (1.0 - (pct - self.lo) / (self.hi - self.lo))
+    }
+}
+
+/// What one scale of a utilisation chart draws on its own: the guides (threshold, noise band,
+/// baseline, floor), the scale's ends and middle, and the line through the nights.
+fn scale_layer(
+    svg: &mut String,
+    points: &[ChartPoint],
+    guides: &Guides,
+    scale: Scale,
+    v: &Vertical,
+    x_of: &dyn Fn(usize) -> f64,
+) {
+    let which = match scale {
+        Scale::Floor => "floor",
+        Scale::Fit => "fit",
+    };
+    let _ = write!(svg, r#"<g class="scale" data-scale="{which}">"#);
+    let (lo, hi) = (v.lo, v.hi);
+    let (x0, x1) = (LEFT, W - RIGHT);
+    // Guides first, so the marks sit on top.
+    if let Some(b) = guides.baseline.map(|b| b * 100.0) {
+        if let Some(t) = guides.threshold_pct.filter(|t| *t > 0.0) {
+            let line = b * (1.0 - t / 100.0);
+            if line >= lo {
+                let _ = write!(
+                    svg,
+                    r#"<line class="threshold" x1="{}" y1="{y}" x2="{}" y2="{y}"><title>threshold: {:.1}% below the baseline ({:.1}%)</title></line><text class="label" x="{}" y="{}">threshold −{t:.1}%</text>"#,
+                    num(x0),
+                    num(x1),
+                    t,
+                    line,
+                    num(x1 + 4.0),
+                    // Below the baseline's label when the two lines are close.
+                    num((v.y(line) + 4.0).max(v.y(b) + 16.0)),
+                    y = num(v.y(line)),
+                );
+            }
+        }
+        if let Some(noise) = guides.noise_pct.filter(|n| *n > 0.0) {
+            let (top, low) = (
+                (b * (1.0 + noise / 100.0)).min(hi),
+                (b * (1.0 - noise / 100.0)).max(lo),
+            );
+            let _ = write!(
+                svg,
+                r#"<rect class="noise-band" x="{}" y="{}" width="{}" height="{}"><title>noise band: the baseline ± {:.1}% per-process noise</title></rect>"#,
+                num(x0),
+                num(v.y(top)),
+                num(x1 - x0),
+                num((v.y(low) - v.y(top)).max(0.5)),
+                noise,
+            );
+        }
+        let _ = write!(
+            svg,
+            r#"<line class="baseline" x1="{}" y1="{y}" x2="{}" y2="{y}"><title>pinned baseline: {b:.1}%</title></line><text class="label" x="{}" y="{}">baseline {b:.1}%</text>"#,
+            num(x0),
+            num(x1),
+            num(x1 + 4.0),
+            num(v.y(b) + 4.0),
+            y = num(v.y(b)),
+        );
+    }
+    if hi >= 100.0 {
+        let _ = write!(
+            svg,
+            r#"<line class="floor" x1="{}" y1="{y}" x2="{}" y2="{y}"><title>the floor: 100% utilisation, the roofline's least step time</title></line><text class="label" x="{}" y="{}">floor 100%</text>"#,
+            num(x0),
+            num(x1),
+            num(x1 + 4.0),
+            num(v.y(100.0) + 4.0),
+            y = num(v.y(100.0)),
+        );
+    }
+    for value in [lo, f64::midpoint(lo, hi), hi] {
+        let _ = write!(
+            svg,
+            r#"<text class="label" x="{}" y="{}" text-anchor="end">{value:.1}%</text>"#,
+            num(x0 - 6.0),
+            num(v.y(value) + 4.0),
+        );
+    }
+    svg.push_str(r#"<polyline class="line" fill="none" points=""#);
+    for (i, p) in points.iter().enumerate() {
+        if i > 0 {
+            svg.push(' ');
+        }
+        let _ = write!(svg, "{:.1},{:.1}", x_of(i), v.y(p.utilisation * 100.0));
+    }
+    svg.push_str(r#""/></g>"#);
 }
 
 /// A change point's mark: a dashed line from `top` to `bottom` at `x` where the new level
@@ -288,7 +337,7 @@ pub(crate) fn change_mark(svg: &mut String, c: &ChartChange, x: f64, top: f64, b
 }
 
 /// The chart's accessible name: what it shows, in one sentence.
-fn aria(name: &str, points: &[ChartPoint], changes: &[ChartChange], scale: Scale) -> String {
+fn aria(name: &str, points: &[ChartPoint], changes: &[ChartChange]) -> String {
     let span = match (points.first(), points.last()) {
         (Some(a), Some(b)) => format!(
             ", {} to {}, from {:.1}% to {:.1}%",
@@ -300,13 +349,10 @@ fn aria(name: &str, points: &[ChartPoint], changes: &[ChartChange], scale: Scale
         _ => String::new(),
     };
     format!(
-        "utilisation of {name} over {} nights{span}; {} change points{}",
+        "utilisation of {name} over {} nights{span}; {} change points; on the floor scale the \
+         top line is the floor (100%), the fitted scale spans the nights",
         points.len(),
         changes.len(),
-        match scale {
-            Scale::Floor => "; the top line is the floor (100%)",
-            Scale::Fit => "; scale fitted to the nights",
-        }
     )
 }
 
@@ -461,19 +507,34 @@ mod tests {
             noise_pct: Some(1.0),
             threshold_pct: Some(5.0),
         };
-        for scale in [Scale::Floor, Scale::Fit] {
-            let svg = utilisation_svg("a/b", &points, &changes, &guides, scale);
-            assert_eq!(svg.matches("<a class=\"mark").count(), 4, "{svg}");
-            assert_eq!(svg.matches("class=\"mark v-regressed\"").count(), 1);
-            assert_eq!(svg.matches(" untrusted\" href=").count(), 1, "{svg}");
-            assert!(svg.contains(mark_path("regressed")) && svg.contains(mark_path("new")));
-            assert!(svg.contains(r#"data-run="4" data-change="-11.0""#), "{svg}");
-            assert!(svg.contains("baseline 40.0%") && svg.contains("noise-band"));
-            assert!(!svg.contains("<b>") && !svg.contains("<script>"), "{svg}");
-            assert_eq!(svg.contains("floor 100%"), scale == Scale::Floor);
+        let svg = utilisation_svg("a/b", &points, &changes, &guides);
+        // Each night is drawn once, shaped by its verdict (one shape per verdict drawn).
+        assert_eq!(svg.matches("<a class=\"mark").count(), 4, "{svg}");
+        assert_eq!(svg.matches("class=\"mark v-regressed\"").count(), 1);
+        assert_eq!(svg.matches(" untrusted\" href=").count(), 1, "{svg}");
+        assert_eq!(svg.matches("<path id=\"m-").count(), 4, "{svg}");
+        assert!(svg.contains(mark_path("regressed")) && svg.contains(mark_path("new")));
+        assert_eq!(svg.matches("href=\"#m-pass\"").count(), 1, "{svg}");
+        assert!(svg.contains(r#"data-run="4" data-change="-11.0""#), "{svg}");
+        assert!(!svg.contains("<b>") && !svg.contains("<script>"), "{svg}");
+        // Both scales draw their guides; only the floor scale reaches the floor.
+        let layer = |which: &str| {
+            let from = svg
+                .find(&format!(r#"<g class="scale" data-scale="{which}">"#))
+                .expect(which);
+            svg[from..].split("</g>").next().expect("layer").to_owned()
+        };
+        let (floor, fit) = (layer("floor"), layer("fit"));
+        for l in [&floor, &fit] {
+            assert!(
+                l.contains("baseline 40.0%") && l.contains("noise-band"),
+                "{l}"
+            );
+            assert_eq!(l.matches("<polyline").count(), 1);
         }
-        // The change's line is drawn at the fourth night's x, where its mark is.
-        let svg = utilisation_svg("a/b", &points, &changes, &guides, Scale::Floor);
+        assert!(floor.contains("floor 100%") && !fit.contains("floor 100%"));
+        // The change's line is drawn at the fourth night's x, where its mark is; the mark sits
+        // at 36% on the floor scale (0-100% over 216 px from y = 14) and lower on the fitted one.
         let at = |needle: &str| {
             let from = svg.find(needle).expect(needle) + needle.len();
             svg[from..].split('"').next().map(str::to_owned)
@@ -482,22 +543,24 @@ mod tests {
             at("data-change=\"-11.0\"><line x1=\""),
             Some("664.0".into())
         );
-        assert!(svg.contains("translate(664.0,"), "{svg}");
+        assert!(
+            svg.contains(r##"<use href="#m-regressed" x="664.0" y="152.2" data-fit="##),
+            "{svg}"
+        );
+        let fit_y: f64 = at(r##"href="#m-regressed" x="664.0" y="152.2" data-fit=""##)
+            .expect("data-fit")
+            .parse()
+            .expect("a number");
+        assert!(fit_y > 152.2 && fit_y <= 230.0, "{fit_y}");
     }
 
     #[test]
     fn empty_and_single_nights_draw_without_dividing_by_zero() {
-        let none = utilisation_svg("a", &[], &[], &Guides::default(), Scale::Fit);
+        let none = utilisation_svg("a", &[], &[], &Guides::default());
         assert!(none.contains("no measured night"));
-        let one = utilisation_svg(
-            "a",
-            &[point(1, 0.5, "new")],
-            &[],
-            &Guides::default(),
-            Scale::Fit,
-        );
+        let one = utilisation_svg("a", &[point(1, 0.5, "new")], &[], &Guides::default());
         assert!(
-            one.contains("translate(360.0,") && !one.contains("NaN"),
+            one.contains(r#"x="360.0""#) && !one.contains("NaN"),
             "{one}"
         );
         assert!(!sparkline_svg(&[point(1, 0.5, "new")]).contains("NaN"));

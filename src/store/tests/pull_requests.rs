@@ -67,7 +67,7 @@ fn a_pull_requests_run_named_main_is_in_no_history_of_main(b: Backend) {
         .collect();
     assert_eq!(nights, [main[2], main[1], main[0]], "history and changes");
     let site: Vec<RunId> = store
-        .site_points(&k, "h100-sxm", "main", None)
+        .site_points(&k, "h100-sxm", "main", None, None)
         .expect("reads")
         .iter()
         .map(|p| p.run_id)
