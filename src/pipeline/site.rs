@@ -2,8 +2,11 @@
 //! and written as files, incrementally. A manifest (`site.json`) keeps each case's fingerprint
 //! (its newest result, its newest baseline move, its threshold) with the card the index shows,
 //! and each run page's neighbours; a case or run whose fingerprint is unchanged is not read
-//! again and its page is not rewritten. Every file is written beside and renamed, so a failed
-//! build never leaves half a page. Reads the store; writes only under the site's directory.
+//! again and its page is not rewritten; a case that is read again starts from the nights its
+//! CSV file kept (`site/nights.rs`) and reads only the results stored after them. Pages are
+//! rewritten in place, with no manifest on disk until the build's end, so a build that stops
+//! half-way is followed by a whole one; the index, the changes page and the manifest are written
+//! beside and renamed. Reads the store; writes only under the site's directory.
 
 #![expect(
     clippy::disallowed_methods,

@@ -143,8 +143,8 @@ pub fn utilisation_svg(
     for verdict in shapes {
         let _ = write!(
             svg,
-            r#"<path id="{}" d="{}"/>"#,
-            mark_id(verdict),
+            r#"<path id="m-{}" d="{}"/>"#,
+            escape(verdict),
             mark_path(verdict)
         );
     }
@@ -184,34 +184,33 @@ pub fn utilisation_svg(
         };
         change_mark(&mut svg, c, x_of(i), TOP, bottom);
     }
+    // Written straight into the drawing: a page has hundreds of marks.
     for (i, p) in points.iter().enumerate() {
-        let verdict = p.verdict.as_str();
+        let verdict = escape(&p.verdict);
         let pct = p.utilisation * 100.0;
         let _ = write!(
             svg,
-            r##"<a class="mark v-{verdict}{}" {} data-run="{}"><use href="#{}" x="{}" y="{}" data-fit="{}"/><title>{}</title></a>"##,
+            r#"<a class="mark v-{verdict}{}" "#,
             if p.untrusted { " untrusted" } else { "" },
-            // An old night without a run page keeps its figures and its focus, without a link.
-            if p.href.is_empty() {
-                r#"tabindex="0""#.to_owned()
-            } else {
-                format!(r#"href="{}""#, escape(&p.href))
-            },
+        );
+        // An old night without a run page keeps its figures and its focus, without a link.
+        if p.href.is_empty() {
+            svg.push_str(r#"tabindex="0""#);
+        } else {
+            let _ = write!(svg, r#"href="{}""#, escape(&p.href));
+        }
+        let _ = write!(
+            svg,
+            r##" data-run="{}"><use href="#m-{verdict}" x="{:.1}" y="{:.1}" data-fit="{:.1}"/><title>{}</title></a>"##,
             p.run_id,
-            mark_id(verdict),
-            num(x_of(i)),
-            num(floor.y(pct)),
-            num(fit.y(pct)),
+            x_of(i),
+            floor.y(pct),
+            fit.y(pct),
             escape(&p.title()),
         );
     }
     svg.push_str("</svg>");
     svg
-}
-
-/// The id of a verdict's shape in a case chart's `<defs>`.
-fn mark_id(verdict: &str) -> String {
-    format!("m-{verdict}")
 }
 
 /// A utilisation chart's vertical scale: its range in percent and where a value is drawn.
