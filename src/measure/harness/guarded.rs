@@ -88,6 +88,9 @@ fn spawn(exe: &Path) -> io::Result<Server> {
         .args(["harness", "guard", "--parent"])
         .arg(std::process::id().to_string())
         .arg("--serve")
+        // The guard needs no variable of its own (each shell gets its repeat's environment in
+        // the request), and a harness can read its parent's: it holds none of utilgate's.
+        .env_clear()
         .stdin(Stdio::from(theirs))
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
