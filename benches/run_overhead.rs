@@ -6,7 +6,9 @@
 //! medians over the rounds. Writes temporary files; prints a table on stdout.
 //!
 //! `cargo bench --bench run_overhead` (100 cases, 3 rounds; `-- N R` for N cases and R rounds).
-//! On a shared machine: `nice cargo bench --bench run_overhead -- 30 5`.
+//! On a shared machine: `nice cargo bench --bench run_overhead -- 30 5`. With `busy` among the
+//! arguments each harness process first spends one 100 ms step on the CPU (a shell loop), and
+//! the CPU ratio of `run` over the bare processes is the share utilgate adds to such a harness.
 #![expect(
     clippy::print_stdout,
     clippy::disallowed_methods,
@@ -21,7 +23,10 @@ use nix::sys::resource::{UsageWho, getrusage};
 
 const HARNESS: &str = r#"printf '{"step_ms": 15.0}\n{"step_ms": 15.1}\n' >> "$UTILGATE_OUT""#;
 
-fn config(cases: usize) -> String {
+/// About 100 ms of one core on the machine the figures in docs/reliability.md come from.
+const BUSY_STEP: &str = "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; ";
+
+fn config(cases: usize, harness: &str) -> String {
     let contexts: Vec<String> = (1..=cases).map(|c| c.to_string()).collect();
     format!(
         r#"
@@ -47,7 +52,7 @@ warmup_steps = 0
 steps = 2
 repeats = 1
 "#,
-        HARNESS.replace('\\', "\\\\").replace('"', "\\\""),
+        harness.replace('\\', "\\\\").replace('"', "\\\""),
         contexts.join(", ")
     )
 }
@@ -78,9 +83,9 @@ fn measure(body: impl FnOnce()) -> Cost {
     }
 }
 
-fn time_run(cases: usize) -> Cost {
+fn time_run(cases: usize, harness: &str) -> Cost {
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("utilgate.toml"), config(cases)).expect("config");
+    std::fs::write(dir.path().join("utilgate.toml"), config(cases, harness)).expect("config");
     measure(|| {
         let out = Command::new(env!("CARGO_BIN_EXE_utilgate"))
             .args(["run", "--branch", "bench", "--git-sha", "0123456789abcdef"])
@@ -96,13 +101,13 @@ fn time_run(cases: usize) -> Cost {
     })
 }
 
-fn time_harness(times: usize) -> Cost {
+fn time_harness(times: usize, harness: &str) -> Cost {
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("out.jsonl");
     measure(|| {
         for _ in 0..times {
             let status = Command::new("sh")
-                .args(["-c", HARNESS])
+                .args(["-c", harness])
                 .env("UTILGATE_OUT", &out)
                 .status()
                 .expect("sh");
@@ -128,20 +133,26 @@ fn main() {
         .collect();
     let cases = numbers.first().copied().unwrap_or(100).max(2);
     let rounds = numbers.get(1).copied().unwrap_or(3).max(1);
+    let harness = if std::env::args().any(|a| a == "busy") {
+        format!("{BUSY_STEP}{HARNESS}")
+    } else {
+        HARNESS.to_owned()
+    };
     // Warm the page cache and the binary once.
-    let _ = time_run(1);
+    let _ = time_run(1, &harness);
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let (mut one, mut many, mut bare) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut extra_wall, mut extra_cpu) = (Vec::new(), Vec::new());
+    let (mut extra_wall, mut extra_cpu, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..rounds {
-        let o = time_run(1);
-        let m = time_run(cases);
-        let h = time_harness(cases);
+        let o = time_run(1, &harness);
+        let m = time_run(cases, &harness);
+        let h = time_harness(cases, &harness);
         let per = |run1: Duration, run_n: Duration, harness: Duration| {
             ms(run_n.saturating_sub(run1)) / (cases - 1) as f64 - ms(harness) / cases as f64
         };
         extra_wall.push(per(o.wall, m.wall, h.wall));
         extra_cpu.push(per(o.cpu, m.cpu, h.cpu));
+        ratio.push(ms(m.cpu) / ms(h.cpu));
         one.push(o);
         many.push(m);
         bare.push(h);
@@ -172,5 +183,9 @@ fn main() {
         "| **per harness process, added by utilgate** | **{:.2} ms** | **{:.2} ms** |",
         median(extra_wall),
         median(extra_cpu)
+    );
+    println!(
+        "| CPU ratio, `run` with {cases} cases over the {cases} harness processes alone | | {:.3} |",
+        median(ratio)
     );
 }

@@ -50,6 +50,14 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
             .and_then(crate::trust::url_password)
             .map(str::to_owned),
     );
+    let outcome = dispatch(&cli);
+    // The run's harness guard, if one was started, exits now and is reaped: nothing of the run
+    // outlives it, and the guard's CPU time (and its shells') is this process's children's.
+    crate::measure::harness::close_guard();
+    outcome
+}
+
+fn dispatch(cli: &Cli) -> Result<Outcome, Error> {
     match &cli.command {
         Command::Run(args) => run::run(args),
         Command::Floor(args) => floor::floor(args),
@@ -72,8 +80,12 @@ pub fn run(cli: Cli) -> Result<Outcome, Error> {
             crate::measure::builtin::reference::reference_harness(args).map(|()| Outcome::Passed)
         }
         Command::Harness(HarnessCommand::Guard(args)) => {
-            let status =
-                crate::measure::guard::run(args.parent, args.scope.as_deref(), &args.command);
+            let status = match &args.command {
+                Some(command) if !args.serve => {
+                    crate::measure::guard::run(args.parent, args.scope.as_deref(), command)
+                }
+                _ => crate::measure::guard::server::serve(args.parent),
+            };
             std::process::exit(status)
         }
         Command::Import(ImportCommand::Run(args)) => import::import_run(args),

@@ -253,9 +253,17 @@ pub struct GuardArgs {
     /// The repeat's cgroup v2 scope, when the machine allows one.
     #[arg(long)]
     pub scope: Option<PathBuf>,
+    /// Be the guard of a whole run: start each repeat's harness command on request, over the
+    /// socket on stdin, with the same promises.
+    #[arg(long, conflicts_with = "scope")]
+    pub serve: bool,
     /// The rendered harness command, run by `sh -c`.
-    #[arg(last = true, required = true)]
-    pub command: String,
+    #[arg(
+        last = true,
+        required_unless_present = "serve",
+        conflicts_with = "serve"
+    )]
+    pub command: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -17,6 +17,9 @@
 //!   SIGKILL) and exits with the shell's status (a signal N as 128 + N, as `sh` reports it).
 //!   Where a scope holds the harness, what is left is what the scope holds; only without one
 //!   does the guard look through /proc for its adopted orphans and its process group.
+//!
+//! `run` guards one repeat (the guard of a repeat the run's guard cannot serve); `server` is the
+//! guard of a whole run, which starts every repeat's shell on request (`wire`).
 
 #![expect(
     clippy::disallowed_methods,
@@ -37,6 +40,9 @@ use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
 use nix::unistd::{Pid, getpgrp, getpid, getppid};
 
 use crate::measure::cgroup;
+
+pub(crate) mod server;
+pub(crate) mod wire;
 
 /// How long what the harness left behind has to exit after SIGTERM. Shorter than the runner's
 /// own grace period, so the guard finishes its sweep before the runner escalates.
@@ -208,11 +214,17 @@ fn reap(shell: Option<Pid>) -> Option<i32> {
 /// SIGTERM to everything the harness left (the scope, the process group, adopted orphans),
 /// up to `GUARD_GRACE` for it to exit, then SIGKILL.
 fn terminate_leftovers(scope: Option<&Path>) {
+    terminate_leftovers_of(scope, getpgrp());
+}
+
+/// [`terminate_leftovers`] for a harness whose process group is `group` (the guard of a whole
+/// run starts each shell in a group of its own).
+fn terminate_leftovers_of(scope: Option<&Path>, group: Pid) {
     let end = Instant::now() + GUARD_GRACE;
     let mut signal = Signal::SIGTERM;
     loop {
         let _ = reap(None);
-        let left = leftovers(scope);
+        let left = leftovers_in_group(scope, Path::new("/proc"), group);
         if left.is_empty() {
             return;
         }
@@ -233,19 +245,22 @@ fn terminate_leftovers(scope: Option<&Path>) {
     }
 }
 
-/// The live processes the guard is responsible for, without itself.
-fn leftovers(scope: Option<&Path>) -> Vec<Pid> {
-    leftovers_in(scope, Path::new("/proc"))
+/// The live processes the guard is responsible for, without itself, with /proc at `proc`. A
+/// scope holds every process the shell started, whatever it did (`setsid`, a double fork), so
+/// its `cgroup.procs` is the whole answer; only without one are the guard's adopted orphans and
+/// its process group looked for in `proc`.
+#[cfg(test)]
+fn leftovers_in(scope: Option<&Path>, proc: &Path) -> Vec<Pid> {
+    leftovers_in_group(scope, proc, getpgrp())
 }
 
-/// [`leftovers`] with /proc at `proc`. A scope holds every process the shell started, whatever
-/// it did (`setsid`, a double fork), so its `cgroup.procs` is the whole answer; only without
-/// one are the guard's adopted orphans and its process group looked for in `proc`.
-fn leftovers_in(scope: Option<&Path>, proc: &Path) -> Vec<Pid> {
+/// The live processes the guard is responsible for, without itself: [`leftovers_in`] for a
+/// harness whose process group is `group`.
+fn leftovers_in_group(scope: Option<&Path>, proc: &Path, group: Pid) -> Vec<Pid> {
     let me = getpid();
     let mut pids = match scope {
         Some(dir) => cgroup::members(dir),
-        None => ours_in_proc(proc, me, getpgrp()),
+        None => ours_in_proc(proc, me, group),
     };
     pids.retain(|p| *p != me && !matches!(kill(*p, None), Err(Errno::ESRCH)));
     pids.sort_unstable();

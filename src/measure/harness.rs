@@ -19,7 +19,7 @@ use std::fs;
 use std::io;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::thread;
@@ -32,9 +32,11 @@ use crate::case::CaseKey;
 use crate::measure::cgroup;
 use crate::measure::protocol::{self, HarnessReport, ProtocolError, sanitize};
 
+mod guarded;
 mod process;
+pub use guarded::close as close_guard;
 mod serve;
-use process::{Group, TailReader};
+use process::{Group, Leader, PipeOut, TailReader};
 pub use serve::{
     ServeRepeatOutput, ServeRepeatSpec, UTILGATE_INPUT_LEN, UTILGATE_MAX_CONCURRENCY,
     UTILGATE_NUM_PROMPTS, UTILGATE_OUTPUT_LEN, UTILGATE_REQUEST_RATE, UTILGATE_RESULT_FILE,
@@ -293,14 +295,25 @@ const HARNESS_STEPS: GroupSteps = GroupSteps {
     wait: "failed to wait for the harness in",
 };
 
-/// Starts `command` as its own process group (inside `scope` where there is one), waits for
-/// it until `deadline` while watching `cancel`, then kills whatever it left running in its
-/// group or scope, and checks how it ended. Returns its sanitised stderr tail. `shown` is the
-/// command as the user wrote it and the directory it ran in, for errors; the deadline is
+/// How a harness's `sh -c` is started: directly, or under guard (the run's guard, else a guard
+/// of its own), inside its cgroup scope where there is one.
+pub(crate) struct Launch<'a> {
+    /// `sh -c COMMAND` in its own process group, with its working directory and environment.
+    pub(crate) shell: Command,
+    /// The utilgate binary, the guard; `None` starts the shell directly.
+    pub(crate) guard: Option<&'a Path>,
+    pub(crate) scope: Option<cgroup::Scope>,
+    /// The shell's stdout; `None`: a pipe, drained and discarded.
+    pub(crate) stdout: Option<fs::File>,
+}
+
+/// Starts the launch's shell as its own process group (inside its scope where there is one),
+/// waits for it until `deadline` while watching `cancel`, then kills whatever it left running
+/// in its group or scope, and checks how it ended. Returns its sanitised stderr tail. `shown`
+/// is the command as the user wrote it and the directory it ran in, for errors; the deadline is
 /// `timeout` after `start`.
 pub(crate) fn run_group(
-    mut command: Command,
-    scope: Option<cgroup::Scope>,
+    launch: Launch<'_>,
     steps: &GroupSteps,
     (shown, cwd): (&str, &Path),
     (start, timeout): (Instant, Duration),
@@ -313,10 +326,36 @@ pub(crate) fn run_group(
             source,
         }
     };
-    let child = command.spawn().map_err(io_err(steps.start))?;
+    let Launch {
+        shell,
+        guard,
+        scope,
+        stdout,
+    } = launch;
+    let remote = guard.and_then(|exe| {
+        guarded::start(
+            exe,
+            &shell,
+            scope.as_ref().map(cgroup::Scope::dir),
+            stdout.as_ref(),
+        )
+    });
+    let leader = if let Some(remote) = remote {
+        Leader::Remote(remote.map_err(io_err(steps.start))?)
+    } else {
+        let mut command = match guard {
+            Some(exe) => own_guard(&shell, exe, scope.as_ref()),
+            None => shell,
+        };
+        if let Some(file) = stdout {
+            command.stdout(file);
+        }
+        Leader::Local(command.spawn().map_err(io_err(steps.start))?)
+    };
     // From here on, `Group`'s drop kills the group on any early return.
-    let mut group = Group::new(child);
-    let pipes = Pipes::start(&mut group.child).map_err(io_err(steps.pipes))?;
+    let mut group = Group::new(leader);
+    let (out, err) = group.leader.take_pipes();
+    let pipes = Pipes::start(out, err).map_err(io_err(steps.pipes))?;
     let ended = wait_for_exit(&mut group, start + timeout, cancel).map_err(io_err(steps.wait))?;
     // Whatever the process left running in its group (or its scope) goes too.
     group.terminate();
@@ -333,6 +372,41 @@ pub(crate) fn run_group(
         }
     }
     Ok(stderr_tail)
+}
+
+/// `utilgate harness guard` around the `sh -c` command `shell`, with its working directory,
+/// environment and stdio: the guard of one repeat, where the run's guard cannot serve.
+fn own_guard(shell: &Command, utilgate: &Path, scope: Option<&cgroup::Scope>) -> Command {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the harness runner is the edge that starts processes"
+    )]
+    let mut command = Command::new(utilgate);
+    command
+        .args(["harness", "guard", "--parent"])
+        .arg(std::process::id().to_string());
+    if let Some(scope) = scope {
+        command.arg("--scope").arg(scope.dir());
+    }
+    command.arg("--");
+    if let Some(line) = shell.get_args().last() {
+        command.arg(line);
+    }
+    if let Some(dir) = shell.get_current_dir() {
+        command.current_dir(dir);
+    }
+    for (name, value) in shell.get_envs() {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    command
 }
 
 const COMMAND_STEPS: GroupSteps = GroupSteps {
@@ -355,20 +429,19 @@ pub fn run_command(
     check_cwd(cwd)?;
     let start = Instant::now();
     let scope = guard.and_then(|_| cgroup::Scope::create());
-    let mut shell = shell_command(
-        &Shell {
-            command,
-            cwd,
-            guard,
-            env_passthrough: &[],
-            extra_env: &[],
-        },
-        scope.as_ref(),
-    );
-    shell.stdout(Stdio::from(stdout));
+    let shell = shell_command(&Shell {
+        command,
+        cwd,
+        env_passthrough: &[],
+        extra_env: &[],
+    });
     run_group(
-        shell,
-        scope,
+        Launch {
+            shell,
+            guard,
+            scope,
+            stdout: Some(stdout),
+        },
         &COMMAND_STEPS,
         (command, cwd),
         (start, timeout),
@@ -405,10 +478,14 @@ pub fn run_repeat(spec: &RepeatSpec, cancel: &AtomicBool) -> Result<RepeatOutput
     let start = Instant::now();
     // A cgroup v2 scope holds every process of the repeat where the machine allows one.
     let scope = spec.guard.and_then(|_| cgroup::Scope::create());
-    let command = harness_command(spec, &out_path, scope.as_ref());
+    let shell = harness_command(spec, &out_path);
     let stderr_tail = run_group(
-        command,
-        scope,
+        Launch {
+            shell,
+            guard: spec.guard,
+            scope,
+            stdout: None,
+        },
         &HARNESS_STEPS,
         (spec.command, spec.cwd),
         (start, spec.timeout),
@@ -423,19 +500,15 @@ pub fn run_repeat(spec: &RepeatSpec, cancel: &AtomicBool) -> Result<RepeatOutput
     })
 }
 
-/// `sh -c COMMAND` (under guard when there is one) in its own process group with the protocol
-/// variables set and the known credential variables removed.
-fn harness_command(spec: &RepeatSpec, out_path: &Path, scope: Option<&cgroup::Scope>) -> Command {
-    let mut command = shell_command(
-        &Shell {
-            command: spec.command,
-            cwd: spec.cwd,
-            guard: spec.guard,
-            env_passthrough: spec.env_passthrough,
-            extra_env: spec.extra_env,
-        },
-        scope,
-    );
+/// `sh -c COMMAND` in its own process group with the protocol variables set and the known
+/// credential variables removed.
+fn harness_command(spec: &RepeatSpec, out_path: &Path) -> Command {
+    let mut command = shell_command(&Shell {
+        command: spec.command,
+        cwd: spec.cwd,
+        env_passthrough: spec.env_passthrough,
+        extra_env: spec.extra_env,
+    });
     let case = spec.case;
     command
         .env(UTILGATE_PROTOCOL, PROTOCOL_VERSION)
@@ -461,38 +534,20 @@ fn harness_command(spec: &RepeatSpec, out_path: &Path, scope: Option<&cgroup::Sc
 struct Shell<'a> {
     command: &'a str,
     cwd: &'a Path,
-    guard: Option<&'a Path>,
     env_passthrough: &'a [String],
     extra_env: &'a [(String, String)],
 }
 
-/// `sh -c COMMAND` (under guard when there is one, inside `scope` when there is one) in its own
-/// process group, in its working directory, with the known credential variables removed (but
-/// those the suite passes through) and the suite's extra variables set.
-fn shell_command(spec: &Shell<'_>, scope: Option<&cgroup::Scope>) -> Command {
-    let mut command = if let Some(utilgate) = spec.guard {
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "the harness runner is the edge that starts processes"
-        )]
-        let mut command = Command::new(utilgate);
-        command
-            .args(["harness", "guard", "--parent"])
-            .arg(std::process::id().to_string());
-        if let Some(scope) = scope {
-            command.arg("--scope").arg(scope.dir());
-        }
-        command.arg("--").arg(spec.command);
-        command
-    } else {
-        #[expect(
-            clippy::disallowed_methods,
-            reason = "the harness runner is the edge that starts processes"
-        )]
-        let mut command = Command::new("sh");
-        command.arg("-c").arg(spec.command);
-        command
-    };
+/// `sh -c COMMAND` in its own process group, in its working directory, with the known
+/// credential variables removed (but those the suite passes through) and the suite's extra
+/// variables set. `run_group` starts it, under guard when there is one.
+fn shell_command(spec: &Shell<'_>) -> Command {
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the harness runner is the edge that starts processes"
+    )]
+    let mut command = Command::new("sh");
+    command.arg("-c").arg(spec.command);
     command
         .current_dir(spec.cwd)
         .stdin(Stdio::null())
@@ -535,9 +590,12 @@ enum Ended {
 /// sleeps in `waitid(2)` until the child has exited (leaving it to be reaped here) and wakes this
 /// one at once; `cancel` is looked at every `CANCEL_CHECK` meanwhile.
 fn wait_for_exit(group: &mut Group, deadline: Instant, cancel: &AtomicBool) -> io::Result<Ended> {
-    let exited = process::exit_notice(group.pgid);
+    let exited = match group.leader {
+        Leader::Local(_) => process::exit_notice(group.pgid),
+        Leader::Remote(_) => None,
+    };
     loop {
-        if let Some(status) = group.child.try_wait()? {
+        if let Some(status) = group.leader.try_wait()? {
             return Ok(Ended::Exited(status));
         }
         if cancel.load(Ordering::Relaxed) {
@@ -548,6 +606,11 @@ fn wait_for_exit(group: &mut Group, deadline: Instant, cancel: &AtomicBool) -> i
             return Ok(Ended::TimedOut);
         }
         let pause = CANCEL_CHECK.min(deadline - now);
+        if let Leader::Remote(remote) = &mut group.leader {
+            // The run's guard reports the repeat done on its socket: block there.
+            remote.block(pause);
+            continue;
+        }
         match exited.as_ref().map(|notice| notice.recv_timeout(pause)) {
             Some(Ok(()) | Err(mpsc::RecvTimeoutError::Timeout)) => {}
             // No waiter (it could not start, or it ended without an exit to report): sleep
@@ -633,15 +696,9 @@ struct Pipes {
 }
 
 impl Pipes {
-    fn start(child: &mut Child) -> io::Result<Self> {
-        let stdout = child
-            .stdout
-            .take()
-            .map(|p| TailReader::spawn(p, 0))
-            .transpose()?;
-        let stderr = child
-            .stderr
-            .take()
+    fn start(stdout: Option<PipeOut>, stderr: Option<PipeOut>) -> io::Result<Self> {
+        let stdout = stdout.map(|p| TailReader::spawn(p, 0)).transpose()?;
+        let stderr = stderr
             .map(|p| TailReader::spawn(p, STDERR_TAIL_BYTES))
             .transpose()?;
         Ok(Pipes { stdout, stderr })

@@ -223,3 +223,86 @@ fn a_killed_guard_takes_its_harness_shell_with_it() {
         || !alive(shell),
     );
 }
+
+/// One guard serves the whole run (docs/reliability.md, "What the runner costs per harness
+/// process"): every repeat's shell is a child of the same guard process, not of a fresh
+/// `utilgate harness guard` per repeat, and that guard is gone when the run ends.
+#[test]
+fn one_guard_starts_every_repeat_of_a_run() {
+    let env = TestEnv::new();
+    env.write_config(&TestEnv::config_with("").replace(
+        "command = \"sh harness.sh\"",
+        "command = \"echo $PPID >> parents; sh harness.sh\"",
+    ));
+    let out = env.run("main", &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let parents: Vec<i32> = std::fs::read_to_string(env.path().join("parents"))
+        .expect("parents")
+        .lines()
+        .map(|l| l.trim().parse().expect("a pid"))
+        .collect();
+    // Two cases of three repeats each.
+    assert_eq!(parents.len(), 6, "{parents:?}");
+    assert!(parents.iter().all(|p| *p == parents[0]), "{parents:?}");
+    wait_for("the run's guard to exit", Duration::from_secs(5), || {
+        !alive(parents[0])
+    });
+}
+
+/// The run's guard killed outright in the middle of a repeat: the harness dies with it (the
+/// shell by its parent-death signal, the rest with the repeat's group and scope), the case is
+/// an error at once (not at its timeout), and the next case's repeats are started by a new
+/// guard.
+#[test]
+fn a_killed_run_guard_takes_its_shell_with_it_and_the_run_goes_on() {
+    let env = TestEnv::new();
+    env.write(
+        "hang-once.sh",
+        "if [ ! -e shell.pid ]; then\n\
+         echo $GUARD > guard.pid; echo $$ > shell.pid; exec sleep 1000\n\
+         fi\n\
+         echo $GUARD >> parents\n\
+         sh harness.sh\n",
+    );
+    env.write_config(&TestEnv::config_with("").replace(
+        "command = \"sh harness.sh\"",
+        "command = \"GUARD=$PPID sh hang-once.sh\"",
+    ));
+    let tmp = env.path().join("tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let start = Instant::now();
+    let child = spawn_run(&env, &tmp);
+    wait_for("the hanging repeat", Duration::from_secs(30), || {
+        pid_in(&env, "shell.pid").is_some() && pid_in(&env, "guard.pid").is_some()
+    });
+    let (guard, shell) = (
+        pid_in(&env, "guard.pid").expect("guard"),
+        pid_in(&env, "shell.pid").expect("shell"),
+    );
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(guard),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("SIGKILL the guard");
+    wait_for(
+        "the harness to die with the guard",
+        Duration::from_secs(5),
+        || !alive(shell),
+    );
+    let out = child.wait_with_output().expect("finishes");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("SIGKILL"), "{err}");
+    assert!(start.elapsed() < Duration::from_secs(15), "{err}");
+    // The second case's three repeats ran, under one new guard.
+    let parents: Vec<i32> = std::fs::read_to_string(env.path().join("parents"))
+        .expect("parents")
+        .lines()
+        .map(|l| l.trim().parse().expect("a pid"))
+        .collect();
+    assert_eq!(parents.len(), 3, "{parents:?}");
+    assert!(
+        parents.iter().all(|p| *p != guard && *p == parents[0]),
+        "{parents:?}"
+    );
+}

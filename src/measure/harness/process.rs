@@ -10,6 +10,7 @@ use super::KILL_WAIT;
 use super::MAX_POLL;
 use super::STDERR_TAIL_LINES;
 use super::TERM_GRACE;
+use super::guarded::Remote;
 use crate::measure::protocol::sanitize;
 use nix::errno::Errno;
 use nix::sys::signal::Signal;
@@ -20,7 +21,7 @@ use nix::unistd::Pid;
 use std::fs;
 use std::io;
 use std::io::Read;
-use std::process::Child;
+use std::process::{Child, ExitStatus};
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::sync::PoisonError;
@@ -30,34 +31,92 @@ use std::thread;
 use std::time::Duration;
 use std::time::Instant;
 
+/// The leader of the harness's process group: a child of utilgate (`sh -c`, or a guard of its
+/// own around it), or a shell the run's guard started (`guarded`).
+pub(super) enum Leader {
+    Local(Child),
+    Remote(Remote),
+}
+
+impl Leader {
+    /// Its status once it has exited (for a remote shell: once the guard reported its repeat
+    /// done), without blocking.
+    pub(super) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        match self {
+            Leader::Local(child) => child.try_wait(),
+            Leader::Remote(remote) => Ok(remote.try_wait()),
+        }
+    }
+
+    /// Blocks until it has exited and been reaped (bounded for a remote shell).
+    fn wait(&mut self) {
+        match self {
+            Leader::Local(child) => {
+                let _ = child.wait();
+            }
+            Leader::Remote(remote) => remote.wait(),
+        }
+    }
+
+    /// Asks the run's guard to end a remote shell's repeat (nothing for a local child: its
+    /// group is signalled).
+    fn stop(&mut self) {
+        if let Leader::Remote(remote) = self {
+            remote.stop();
+        }
+    }
+
+    /// Its stdout and stderr pipes, for the reader threads.
+    pub(super) fn take_pipes(&mut self) -> (Option<PipeOut>, Option<PipeOut>) {
+        match self {
+            Leader::Local(child) => (
+                child.stdout.take().map(|p| Box::new(p) as PipeOut),
+                child.stderr.take().map(|p| Box::new(p) as PipeOut),
+            ),
+            Leader::Remote(remote) => (
+                remote.stdout.take().map(|p| Box::new(p) as PipeOut),
+                remote.stderr.take().map(|p| Box::new(p) as PipeOut),
+            ),
+        }
+    }
+}
+
+/// The reading end of one of the harness's output pipes.
+pub(super) type PipeOut = Box<dyn Read + Send>;
+
 /// The harness's process group. Dropping it without `terminate` kills the group, so no early
 /// return leaves a harness running.
 pub(super) struct Group {
-    pub(super) child: Child,
+    pub(super) leader: Leader,
     pub(super) pgid: Pid,
     pub(super) done: bool,
 }
 
 impl Group {
-    pub(super) fn new(child: Child) -> Self {
-        // The child leads its own group (process_group(0)), so its pid is the group id.
+    pub(super) fn new(leader: Leader) -> Self {
+        // The leader leads its own group (process_group(0)), so its pid is the group id.
         #[expect(
             clippy::cast_possible_wrap,
             reason = "pids are below pid_max (at most 2^22) and fit in i32"
         )]
-        let pgid = Pid::from_raw(child.id() as i32);
+        let pgid = match &leader {
+            Leader::Local(child) => Pid::from_raw(child.id() as i32),
+            Leader::Remote(remote) => remote.pid(),
+        };
         Group {
-            child,
+            leader,
             pgid,
             done: false,
         }
     }
 
     /// SIGTERM to the group, up to `TERM_GRACE` for it to exit, then SIGKILL; reaps the leader.
-    /// Does nothing but reap when the group is already gone.
+    /// Does nothing but reap when the group is already gone. A remote shell's guard is told to
+    /// stop the repeat too (its scope, or the orphans it adopted, beside the group).
     pub(super) fn terminate(&mut self) {
         // Reap the leader first: an unreaped zombie leader keeps the group "alive" for kill(2).
-        let _ = self.child.try_wait();
+        let _ = self.leader.try_wait();
+        self.leader.stop();
         if group_alive(self.pgid) {
             let _ = killpg(self.pgid, Signal::SIGTERM);
             if !self.wait_gone(TERM_GRACE) {
@@ -66,14 +125,14 @@ impl Group {
             }
         }
         // SIGKILL cannot be ignored; if the leader still runs (uninterruptible I/O), block.
-        let _ = self.child.wait();
+        self.leader.wait();
         self.done = true;
     }
 
     pub(super) fn wait_gone(&mut self, limit: Duration) -> bool {
         let end = Instant::now() + limit;
         loop {
-            let _ = self.child.try_wait();
+            let _ = self.leader.try_wait();
             if !group_alive(self.pgid) {
                 return true;
             }
@@ -114,7 +173,8 @@ impl Drop for Group {
     fn drop(&mut self) {
         if !self.done {
             let _ = killpg(self.pgid, Signal::SIGKILL);
-            let _ = self.child.wait();
+            self.leader.stop();
+            self.leader.wait();
         }
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{GroupSteps, HarnessError, Shell, check_cwd, run_group, shell_command};
+use super::{GroupSteps, HarnessError, Launch, Shell, check_cwd, run_group, shell_command};
 use crate::measure::cgroup;
 
 const LOAD_GENERATOR_STEPS: GroupSteps = GroupSteps {
@@ -67,16 +67,12 @@ pub fn run_serve_repeat(
     }
     // A cgroup v2 scope holds every process of the repeat where the machine allows one.
     let scope = spec.guard.and_then(|_| cgroup::Scope::create());
-    let mut command = shell_command(
-        &Shell {
-            command: spec.command,
-            cwd: spec.cwd,
-            guard: spec.guard,
-            env_passthrough: spec.env_passthrough,
-            extra_env: spec.extra_env,
-        },
-        scope.as_ref(),
-    );
+    let mut command = shell_command(&Shell {
+        command: spec.command,
+        cwd: spec.cwd,
+        env_passthrough: spec.env_passthrough,
+        extra_env: spec.extra_env,
+    });
     for (name, value) in &spec.vars {
         command.env(name, value);
     }
@@ -86,8 +82,12 @@ pub fn run_serve_repeat(
         .env(super::UTILGATE_REPEAT, spec.repeat.to_string());
     let start = Instant::now();
     let stderr_tail = run_group(
-        command,
-        scope,
+        Launch {
+            shell: command,
+            guard: spec.guard,
+            scope,
+            stdout: None,
+        },
         &LOAD_GENERATOR_STEPS,
         (spec.command, spec.cwd),
         (start, spec.timeout),
