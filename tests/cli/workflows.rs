@@ -19,7 +19,7 @@ const MAIN_SHA: &str = "2222222222222222222222222222222222222222";
 /// environment never holds it); one line per repeat, then the script harness's steps.
 const SCAN_HARNESS: &str = r#"#!/bin/sh
 needle=$(cat "$SCAN_DIR/needle")
-found=0; readable=0; utilgate_bytes=0
+found=0; readable=0; utilgate_bytes=0; guard_bytes=none
 for dir in /proc/[0-9]*; do
   pid=${dir#/proc/}
   [ "$pid" = "$$" ] && continue
@@ -31,16 +31,20 @@ for dir in /proc/[0-9]*; do
   done
 done
 if git config --get-regexp 'extraheader' 2>/dev/null | grep -qi authorization; then found=$((found+1)); fi
-# utilgate's own environment is readable (the attack of issue #12): walk up to it.
+# utilgate's own environment is readable (the attack of issue #12): walk up to it, past the
+# harness guard (a utilgate too, started with no environment of its own).
 pid=$$
 while [ "$pid" -gt 1 ]; do
   pid=$(sed 's/.*) //' "/proc/$pid/stat" | cut -d' ' -f2)
-  if [ "$(cat "/proc/$pid/comm")" = utilgate ]; then
+  [ "$(cat "/proc/$pid/comm")" = utilgate ] || continue
+  if tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q 'harness guard'; then
+    guard_bytes=$(wc -c < "/proc/$pid/environ")
+  else
     utilgate_bytes=$(wc -c < "/proc/$pid/environ"); break
   fi
 done
 rm -f "$SCAN_DIR/read.$$"
-echo "readable=$readable utilgate_environ_bytes=$utilgate_bytes found=$found" >> "$SCAN_DIR/scan.txt"
+echo "readable=$readable utilgate_environ_bytes=$utilgate_bytes found=$found guard_environ_bytes=$guard_bytes" >> "$SCAN_DIR/scan.txt"
 exec sh harness.sh
 "#;
 
@@ -263,6 +267,13 @@ fn a_harness_started_by_the_pr_check_finds_no_token_and_the_publish_half_posts_i
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let scans = scans(&env);
     assert_eq!(scans.len(), 6, "one scan per repeat of the two cases");
+    // The harness's parent, the run's guard, holds no environment at all.
+    let text = std::fs::read_to_string(env.path().join("scan.txt")).expect("scan.txt");
+    assert_eq!(
+        text.matches("guard_environ_bytes=0").count(),
+        6,
+        "the guard's environment: {text}"
+    );
     for (readable, utilgate_bytes, found) in scans {
         assert!(readable > 2, "the scan read other processes' environments");
         assert!(
