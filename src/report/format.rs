@@ -139,17 +139,19 @@ pub fn grouped(x: f64) -> String {
     format!("{sign}{out}")
 }
 
-/// A duration as people write it, for every renderer and the log: `0.8 s`, `12.3 s`,
-/// `4 min 05 s`. Rounded once, to tenths under a minute and to seconds above, so 59.96 s reads
-/// `1 min 00 s`, never `60.0 s`. A non-finite duration prints as [`MISSING`]; a negative one
-/// as zero.
+/// A duration as people write it, for every renderer and the log: `12 ms`, `0.8 s`, `12.3 s`,
+/// `4 min 05 s`. Rounded once, to milliseconds where tenths of a second would read `0.0 s`, to
+/// tenths under a minute and to seconds above, so 59.96 s reads `1 min 00 s`, never `60.0 s`.
+/// A non-finite duration prints as [`MISSING`]; a negative one as zero.
 #[must_use]
 pub fn duration(s: f64) -> String {
     if !s.is_finite() {
         return MISSING.to_owned();
     }
     let s = s.max(0.0);
-    if (s * 10.0).round() < 600.0 {
+    if (s * 10.0).round() < 1.0 {
+        format!("{:.0} ms", s * 1000.0)
+    } else if (s * 10.0).round() < 600.0 {
         format!("{s:.1} s")
     } else {
         #[expect(
@@ -175,7 +177,11 @@ mod tests {
         assert_eq!(duration(59.94), "59.9 s");
         assert_eq!(duration(59.96), "1 min 00 s");
         assert_eq!(duration(245.0), "4 min 05 s");
-        assert_eq!(duration(-1.0), "0.0 s");
+        assert_eq!(duration(-1.0), "0 ms");
+        // A fast night's estimate: never "about 0.0 s".
+        assert_eq!(duration(0.0312), "31 ms");
+        assert_eq!(duration(0.0499), "50 ms");
+        assert_eq!(duration(0.05), "0.1 s");
         assert_eq!(duration(f64::NAN), MISSING);
     }
 

@@ -465,7 +465,8 @@ fn the_estimate_comes_from_the_suites_history() {
     );
     // The confirm step is counted: each suspect may take 12 more processes beside its 3, at the
     // last run's cost per process, so the most is five times the plain estimate.
-    let seconds = |after: &str| -> f64 {
+    // A figure in seconds and half its printed precision (`12 ms`, `0.8 s`, `4 min 05 s`).
+    let seconds = |after: &str| -> (f64, f64) {
         let at = err
             .find(after)
             .unwrap_or_else(|| panic!("{after:?} in {err}"))
@@ -475,19 +476,22 @@ fn the_estimate_comes_from_the_suites_history() {
         let figure: f64 = num.parse().unwrap_or_else(|_| panic!("a number in {text}"));
         if rest.starts_with("min") {
             let secs: f64 = rest[4..].split(' ').next().expect("s").parse().expect("s");
-            figure * 60.0 + secs
+            (figure * 60.0 + secs, 0.5)
+        } else if rest.starts_with("ms") {
+            (figure / 1000.0, 0.0005)
         } else {
-            figure
+            (figure, 0.05)
         }
     };
     assert!(
         err.contains("if every case needs the confirm step (12 more processes each)"),
         "{err}"
     );
-    let (about, most) = (seconds("(about "), seconds("; up to "));
-    // Each figure is printed to 0.1 s.
+    let ((about, a), (most, m)) = (seconds("(about "), seconds("; up to "));
+    // Before: a fast suite's estimate read "about 0.0 s".
+    assert!(!err.contains("about 0.0 s"), "{err}");
     assert!(
-        about > 0.0 && most >= 5.0 * (about - 0.05) - 0.05 && most <= 5.0 * (about + 0.05) + 0.05,
+        about > 0.0 && most >= 5.0 * (about - a) - m && most <= 5.0 * (about + a) + m,
         "about {about} s, up to {most} s: {err}"
     );
 
