@@ -91,23 +91,29 @@ fn sanitized_note(text: &str) {
 
 /// Starts the shell, inside the scope when there is one; returns its pid.
 fn start_shell(scope: Option<&Path>, command: &str) -> std::io::Result<Pid> {
-    if let Some(dir) = scope {
-        // Enter, fork, leave: the shell is born inside the scope, before it can fork.
-        cgroup::enter(dir, 0)?;
-    }
     #[expect(
         clippy::disallowed_methods,
         reason = "the guard is the edge that starts the harness shell"
     )]
     let mut shell = Command::new("sh");
     shell.arg("-c").arg(command).stdin(Stdio::null());
+    spawn_in_scope(scope, shell)
+}
+
+/// Starts `shell` born inside `scope` when there is one (enter, fork, leave: before it can
+/// fork), with SIGKILL as its parent-death signal; returns its pid. The guard of one repeat
+/// and the guard of a run ([`server`]) both start their shells here.
+fn spawn_in_scope(scope: Option<&Path>, mut shell: Command) -> std::io::Result<Pid> {
+    if let Some(dir) = scope {
+        cgroup::enter(dir, 0)?;
+    }
     die_with_parent(&mut shell);
     let spawned = shell.spawn();
     if let Some(parent) = scope.and_then(Path::parent) {
         let _ = cgroup::enter(parent, 0);
     }
     let child = spawned?;
-    // Reaped below with waitpid(-1): the guard reaps every orphan it adopts, the shell too.
+    // Reaped with waitpid(-1): a guard reaps every orphan it adopts, the shell too.
     #[expect(
         clippy::cast_possible_wrap,
         reason = "pids are below pid_max (at most 2^22) and fit in i32"

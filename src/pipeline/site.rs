@@ -197,7 +197,7 @@ pub(crate) fn build(
         )?;
         // A case with no night on the branch has no page (the index does not list it).
         if files.card.nights > 0 {
-            write_page(&out.join(&files.csv.0), &files.csv.1)?;
+            write_page(&out.join(&files.csv_path), &files.csv)?;
             write_page(&out.join(&files.card.page), &files.html)?;
         }
         Ok(files.card)
@@ -526,16 +526,18 @@ fn case_page(
     Ok(CaseFiles {
         card,
         html,
-        csv: (csv_file, nights::to_csv(&stored, &opts.branch)),
+        csv: nights::to_csv(&stored, &opts.branch),
+        csv_path: csv_file,
     })
 }
 
-/// What a case's page is written as: its card for the index, its page, and its CSV file (path
-/// under the site, text).
+/// What a case's page is written as: its card for the index, its page, and its CSV file.
 struct CaseFiles {
     card: CaseCard,
     html: String,
-    csv: (String, String),
+    /// The CSV file's path under the site, beside the page.
+    csv_path: String,
+    csv: String,
 }
 
 /// Where a case page's CSV file of every night is: beside it, `.csv` for `.html`.

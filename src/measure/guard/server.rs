@@ -14,7 +14,6 @@
 use std::io;
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::os::unix::process::CommandExt as _;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
@@ -26,8 +25,7 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{Pid, getppid};
 
 use super::wire::{self, Reply, Request, Start};
-use super::{ORPHANED_STATUS, STOPPED_STATUS, die_with_parent, terminate_leftovers_of};
-use crate::measure::cgroup;
+use super::{ORPHANED_STATUS, STOPPED_STATUS, spawn_in_scope, terminate_leftovers_of};
 
 /// What the server waits for.
 enum Event {
@@ -183,10 +181,6 @@ fn start_shell(start: &Start, fds: Vec<OwnedFd>) -> io::Result<Pid> {
     let [stdout, stderr]: [OwnedFd; 2] = fds
         .try_into()
         .map_err(|_| io::Error::other("a start request needs two descriptors"))?;
-    if let Some(dir) = &start.scope {
-        // Enter, fork, leave: the shell is born inside the scope, before it can fork.
-        cgroup::enter(dir, 0)?;
-    }
     #[expect(
         clippy::disallowed_methods,
         reason = "the guard is the edge that starts the harness shell"
@@ -202,18 +196,7 @@ fn start_shell(start: &Start, fds: Vec<OwnedFd>) -> io::Result<Pid> {
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr))
         .process_group(0);
-    die_with_parent(&mut shell);
-    let spawned = shell.spawn();
-    if let Some(parent) = start.scope.as_deref().and_then(Path::parent) {
-        let _ = cgroup::enter(parent, 0);
-    }
-    let child = spawned?;
-    // Reaped by the reaper thread with waitpid(-1), with every orphan the guard adopts.
-    #[expect(
-        clippy::cast_possible_wrap,
-        reason = "pids are below pid_max (at most 2^22) and fit in i32"
-    )]
-    Ok(Pid::from_raw(child.id() as i32))
+    spawn_in_scope(start.scope.as_deref(), shell)
 }
 
 /// Terminates what is left of a repeat: its shell if it still runs, its process group, its

@@ -160,23 +160,7 @@ pub fn utilisation_svg(
         svg,
         r#"<line class="axis" x1="{x0}" y1="{TOP}" x2="{x0}" y2="{bottom}"/><line class="axis" x1="{x0}" y1="{bottom}" x2="{x1}" y2="{bottom}"/>"#,
     );
-    // The first, middle and last night.
-    let mut ticks = vec![0, n / 2, n - 1];
-    ticks.dedup();
-    for i in ticks {
-        let anchor = match i {
-            0 if n > 1 => "start",
-            i if i + 1 == n && n > 1 => "end",
-            _ => "middle",
-        };
-        let _ = write!(
-            svg,
-            r#"<text class="label" x="{}" y="{}" text-anchor="{anchor}">{}</text>"#,
-            num(x_of(i)),
-            num(H - 9.0),
-            escape(day(&points[i].started_at)),
-        );
-    }
+    night_labels(&mut svg, n, &x_of, H - 9.0, &|i| &points[i].started_at);
     // Change points: a dashed line where the new level starts, named by its night and commits.
     for c in changes {
         let Some(i) = points.iter().position(|p| p.run_id == c.run_id) else {
@@ -318,6 +302,33 @@ fn scale_layer(
         let _ = write!(svg, "{:.1},{:.1}", x_of(i), v.y(p.utilisation * 100.0));
     }
     svg.push_str(r#""/></g>"#);
+}
+
+/// The days of the first, middle and last of `n` nights under a chart's time axis, at height
+/// `y` (the case and the service charts).
+pub(crate) fn night_labels<'a>(
+    svg: &mut String,
+    n: usize,
+    x_of: &dyn Fn(usize) -> f64,
+    y: f64,
+    started_at: &dyn Fn(usize) -> &'a str,
+) {
+    let mut ticks = vec![0, n / 2, n - 1];
+    ticks.dedup();
+    for i in ticks {
+        let anchor = match i {
+            0 if n > 1 => "start",
+            i if i + 1 == n && n > 1 => "end",
+            _ => "middle",
+        };
+        let _ = write!(
+            svg,
+            r#"<text class="label" x="{}" y="{}" text-anchor="{anchor}">{}</text>"#,
+            num(x_of(i)),
+            num(y),
+            escape(day(started_at(i))),
+        );
+    }
 }
 
 /// A change point's mark: a dashed line from `top` to `bottom` at `x` where the new level

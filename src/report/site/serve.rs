@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::report::escape::svg as escape;
-use crate::report::site::chart::{change_mark, mark_path};
+use crate::report::site::chart::{change_mark, mark_path, night_labels};
 use crate::serve::{Frontier, FrontierPoint, ServeKey};
 
 /// The metrics a service night's figures are read from (the reports' names).
@@ -395,22 +395,7 @@ pub fn serve_svg(spec: &ChartSpec<'_>, nights: &[ServeNight], levels: &[f64]) ->
         num(TOP + 4.0),
         escape(spec.unit)
     );
-    let mut ticks = vec![0, n / 2, n - 1];
-    ticks.dedup();
-    for i in ticks {
-        let anchor = match i {
-            0 if n > 1 => "start",
-            i if i + 1 == n && n > 1 => "end",
-            _ => "middle",
-        };
-        let _ = write!(
-            svg,
-            r#"<text class="label" x="{}" y="{}" text-anchor="{anchor}">{}</text>"#,
-            num(x_of(i)),
-            num(H - 9.0),
-            escape(day(&nights[i].started_at)),
-        );
-    }
+    night_labels(&mut svg, n, &x_of, H - 9.0, &|i| &nights[i].started_at);
     if let Some(b) = spec.baseline.filter(|b| b.is_finite()) {
         let label = spec.lines.last().map_or("", |l| l.label.as_str());
         let _ = write!(
