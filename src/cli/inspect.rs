@@ -91,6 +91,18 @@ fn since(text: &str) -> Result<jiff::Timestamp, String> {
         })
 }
 
+/// `--out` of `site`: a directory, or a path where one can be made.
+fn site_dir(text: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(text);
+    if path.exists() && !path.is_dir() {
+        return Err(format!(
+            "{text} is a file, not a directory; name the site's directory (created if \
+             missing), e.g. --out site"
+        ));
+    }
+    Ok(path)
+}
+
 #[derive(Debug, Args)]
 pub struct ChangesArgs {
     /// Only change points from this date on (YYYY-MM-DD, UTC, or an RFC 3339 time).
@@ -111,7 +123,7 @@ pub struct ChangesArgs {
 pub struct SiteArgs {
     /// The site's directory (created if missing; a later build rewrites only the pages whose
     /// data changed).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", value_parser = site_dir)]
     pub out: PathBuf,
     /// Only nights from this date on (YYYY-MM-DD, UTC, or an RFC 3339 time).
     #[arg(long, value_parser = since)]

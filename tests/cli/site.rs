@@ -296,6 +296,26 @@ fn a_bad_since_names_the_fix() {
     );
 }
 
+#[test]
+fn an_out_that_is_a_file_names_the_fix_and_leaves_the_file() {
+    let env = TestEnv::new();
+    env.write("notes.txt", "mine");
+    let out = env
+        .cmd()
+        .args(["site", "--out", "notes.txt"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    // Before: "failed to access notes.txt: File exists (os error 17)".
+    assert!(
+        stderr(&out).contains("notes.txt is a file, not a directory")
+            && stderr(&out).contains("--out site"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(read(&env.path().join("notes.txt")), "mine");
+}
+
 /// The site as a reader meets it, in a real Chromium driven by `tests/site/driver.mjs`
 /// (playwright-core; `.ci/run` installs Chromium, Node and the driver's package under
 /// `target/site-driver`, where the driver is copied to run).
