@@ -135,6 +135,12 @@ impl Night {
         self.state.confirm_futile(i)
     }
 
+    /// The standard errors under the threshold at which a case counts as clearly passing
+    /// (`PlanPolicy::futility_z`), for the sentence that says so.
+    pub(crate) fn futility_z(&self) -> f64 {
+        self.state.policy.futility_z
+    }
+
     /// Case `i` as a suspect for `budget::confirm_order` (`NightState::suspect`).
     pub(crate) fn suspect(&self, i: usize, index: usize, d: &Decision) -> Suspect {
         self.state.suspect(i, index, d)

@@ -114,13 +114,16 @@ impl Judging<'_> {
             ));
             let record = &mut case.record;
             // The confirm step draws on what is left of the budget.
+            // `futile`: the standard errors its estimate lay under the threshold when the
+            // confirm step stopped early as clearly passing.
             let (fresh, futile) = if let (Some(n), Some(k)) = (night.as_deref_mut(), record.night) {
                 let fresh = n.confirm(runner, k, &record.plan, &mut record.measured)?;
-                (fresh, n.night.confirm_futile(k))
+                let futile = n.night.confirm_futile(k).then(|| n.night.futility_z());
+                (fresh, futile)
             } else {
                 let first = record.plan.suite.repeats;
                 runner.measure(&record.plan, first..first + extra, &mut record.measured)?;
-                (extra, false)
+                (extra, None)
             };
             if fresh == 0 {
                 case.judgement.decision.reasons.push(
@@ -139,10 +142,10 @@ impl Judging<'_> {
                 &Against::Pinned,
                 self.canary,
             )?;
-            judgement.decision.reasons.push(if futile {
+            judgement.decision.reasons.push(if let Some(z) = futile {
                 format!(
                     "Re-measured in {fresh} of {asked} fresh processes before deciding: they \
-                     were already clearly under the threshold (its estimate more than two \
+                     were already clearly under the threshold (their estimate more than {z} \
                      standard errors below it), so the rest were not run; the verdict rests on \
                      those fresh processes, not on the ones that made it a suspect."
                 )

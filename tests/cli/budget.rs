@@ -169,3 +169,67 @@ fn a_bad_budget_is_a_usage_error_naming_the_fix() {
         stderr(&out)
     );
 }
+
+/// A suspect whose fresh processes are clearly under the threshold stops its confirm step
+/// early, and the verdict's sentence gives the bound it used (it said "two standard errors",
+/// while the bound is `futility_z`, 1.5).
+#[test]
+fn a_confirm_step_stopped_as_clearly_passing_says_how_clearly() {
+    let env = TestEnv::new();
+    // Batch 1's first two processes are 6% slower when SLOW_FIRST is set; its later ones are
+    // not: a suspect that its fresh processes clear.
+    env.write(
+        "first.sh",
+        "if [ -n \"${SLOW_FIRST:-}\" ] && [ \"$UTILGATE_BATCH\" = 1 ] && [ \"$UTILGATE_REPEAT\" -lt 2 ]; \
+         then export STEP_MS=10.6; fi\nexec sh harness.sh\n",
+    );
+    env.write_config(
+        &TestEnv::config_with("")
+            .replace("command = \"sh harness.sh\"", "command = \"sh first.sh\""),
+    );
+    for (night, slow) in [(1, ""), (2, ""), (3, "1")] {
+        let out = env
+            .cmd()
+            .args([
+                "run",
+                "--branch",
+                "main",
+                "--git-sha",
+                &format!("{night:016x}"),
+                "--format",
+                "json",
+                "--budget",
+                "5m",
+            ])
+            .env("SLOW_FIRST", slow)
+            .output()
+            .expect("runs");
+        if night < 3 {
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            continue;
+        }
+        let json = json(&out);
+        let case = json["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .find(|c| c["key"]["batch"] == 1)
+            .expect("batch 1");
+        assert_eq!(case["verdict"], "pass", "{case}");
+        let reasons = case["decision"]["reasons"].to_string();
+        assert!(
+            reasons.contains(
+                "they were already clearly under the threshold (their estimate more than 1.5 \
+                 standard errors below it)"
+            ),
+            "{reasons}"
+        );
+        let record = json["budget"]["cases"]
+            .as_array()
+            .expect("budget cases")
+            .iter()
+            .find(|c| c["case"] == case["case"])
+            .expect("its budget record");
+        assert_eq!(record["repeats"], 4, "two first, two fresh: {record}");
+    }
+}
