@@ -44,6 +44,8 @@ pub fn compare(args: &CompareArgs) -> Result<Outcome, Error> {
                 gpu_guard: None,
                 gpu_state: r.gpu_state_json.clone(),
                 first_repeats: r.budget.as_ref().map(|b| b.first_repeats as usize),
+                // Re-judged without its night: the confirm step as configured.
+                confirm_sized: None,
                 quality: store.result_quality(r.id)?,
                 speculative: store.result_speculation(r.id)?,
                 energy: store.result_energy(r.id)?,

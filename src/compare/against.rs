@@ -302,6 +302,7 @@ fn reach(
         by_confirm,
         reference_processes: reference.len(),
         processes_needed,
+        sized_at_most: policy.confirm_sized_at_most.filter(|_| by_confirm),
     })
 }
 
@@ -786,6 +787,53 @@ mod tests {
             !d.reasons.iter().any(|r| r.contains("cannot resolve")),
             "{:?}",
             d.reasons
+        );
+    }
+
+    #[test]
+    fn a_confirm_step_a_budgeted_night_sized_is_named_with_its_size_not_confirm_repeats() {
+        // Ten nights of 3 processes at 2% noise; the night asked this case for 4 fresh
+        // processes (its stored noise), at most 30 of any case.
+        let nights: Vec<Vec<Vec<f64>>> = (0..10).map(|i| noisy(3, i * 3)).collect();
+        let since: Vec<Night<'_>> = nights[1..].iter().map(|n| night(n)).collect();
+        let r = reference(night(&nights[0]), &since, 10);
+        let policy = Policy {
+            confirm_repeats: 4,
+            confirm_sized_at_most: Some(30),
+            ..Policy::default()
+        };
+        let d = decide_against(Some(&r), &ev(&noisy(3, 5)), None, &policy, 100, None);
+        let reach = d.reach.clone().expect("reach");
+        assert_eq!(
+            (reach.deciding_processes, reach.sized_at_most),
+            (4, Some(30))
+        );
+        let limit = reach.limit(3.0).expect("4 processes cannot resolve 3%");
+        assert!(
+            limit.contains("with the confirm step's 4 processes against the reference's 30")
+                && limit.contains(
+                    "fresh processes would resolve it (a budgeted night sizes its confirm step \
+                     from the case's stored noise, and asked for 4)"
+                )
+                && !limit.contains("[gate] confirm_repeats"),
+            "{limit}"
+        );
+        // More than the night ever asks: the configured confirm step is what would do it.
+        let capped = Reach {
+            deciding_processes: 30,
+            processes_needed: Some(41),
+            ..reach
+        };
+        assert_eq!(
+            capped.limit(3.0).expect("limit"),
+            format!(
+                "cannot resolve its 3% threshold: with the confirm step's 30 processes against \
+                 the reference's 30 only a drop above {:.1}% can be confirmed; 41 fresh \
+                 processes would resolve it, more than the 30 a budgeted night's confirm step \
+                 takes (it sizes the step from the case's stored noise); a night without a \
+                 budget takes [gate] confirm_repeats = 41",
+                capped.confirmed_pct
+            )
         );
     }
 

@@ -86,6 +86,10 @@ pub struct Policy {
     /// Fresh processes the caller adds to a suspect case before the final verdict; 0 disables
     /// confirmation.
     pub confirm_repeats: usize,
+    /// Set where a budgeted night sized `confirm_repeats` from the case's stored noise
+    /// (`budget::confirm_size`): the most it would ask. `[gate] confirm_repeats` then does not
+    /// set the size, so the reach's advice says what does.
+    pub confirm_sized_at_most: Option<usize>,
     /// Pool the history's repeats into the reference level (not only into the noise).
     pub history_for_level: bool,
     /// How a run's level is computed from its repeats.
@@ -153,6 +157,7 @@ impl Default for Policy {
             min_noise_pct: 0.25,
             confirm_alpha: 0.1,
             confirm_repeats: 12,
+            confirm_sized_at_most: None,
             history_for_level: true,
             estimator: Estimator::Huber,
             floor_tolerance_pct: 0.1,
@@ -268,6 +273,10 @@ pub struct Reach {
     /// The deciding processes that would resolve the threshold; `None` when no number would,
     /// because the reference's own uncertainty is already beyond it (a thin reference).
     pub processes_needed: Option<usize>,
+    /// Where a budgeted night sized the confirm step from the case's noise: the most it
+    /// asks ([`Policy::confirm_sized_at_most`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sized_at_most: Option<usize>,
 }
 
 impl Reach {
@@ -287,12 +296,22 @@ impl Reach {
              reference's {} only a drop above {:.1}% can be confirmed",
             self.deciding_processes, self.reference_processes, self.confirmed_pct
         );
-        let fix = match self.processes_needed {
-            Some(n) if self.by_confirm => {
+        let fix = match (self.processes_needed, self.sized_at_most) {
+            (Some(n), Some(most)) if self.by_confirm && n > most => format!(
+                "{n} fresh processes would resolve it, more than the {most} a budgeted night's \
+                 confirm step takes (it sizes the step from the case's stored noise); a night \
+                 without a budget takes [gate] confirm_repeats = {n}"
+            ),
+            (Some(n), Some(_)) if self.by_confirm => format!(
+                "{n} fresh processes would resolve it (a budgeted night sizes its confirm step \
+                 from the case's stored noise, and asked for {})",
+                self.deciding_processes
+            ),
+            (Some(n), _) if self.by_confirm => {
                 format!("[gate] confirm_repeats = {n} would resolve it")
             }
-            Some(n) => format!("the suite's repeats = {n} would resolve it"),
-            None => format!(
+            (Some(n), _) => format!("the suite's repeats = {n} would resolve it"),
+            (None, _) => format!(
                 "the reference is too thin ({} processes) for any number of processes tonight; \
                  the next nights add to it (or accept a baseline measured with more repeats)",
                 self.reference_processes

@@ -24,6 +24,7 @@ use crate::compare::budget::{
 use crate::compare::night::{NightState, Recovered, Repeat, Sampler};
 use crate::config::{Config, SuiteConfig};
 use crate::error::Error;
+use crate::pipeline::judge::ConfirmSized;
 use crate::pipeline::measure::runner::{CasePlan, Measured, RepeatLimits, Runner};
 use crate::store::{Store, StoredResult};
 
@@ -154,6 +155,16 @@ impl Night {
     /// Repeats of case `i` before the confirm step.
     pub(crate) fn first_repeats(&self, i: usize) -> u32 {
         self.state.first_repeats(i)
+    }
+
+    /// The confirm step of case `i` where the night sized it from the case's stored noise
+    /// (`None` where `[gate] confirm_repeats` sets it: no noise stored, or the step off).
+    pub(crate) fn confirm_sized(&self, i: usize) -> Option<ConfirmSized> {
+        let case = self.state.case(i);
+        (case.noise.is_some() && case.confirm_size > 0).then(|| ConfirmSized {
+            processes: case.confirm_size as usize,
+            at_most: self.state.policy.max_repeats as usize,
+        })
     }
 
     /// Whether case `i` may still take its traced or profiled repeat now

@@ -27,6 +27,10 @@ pub struct CaseInput {
     /// Repeats measured before a confirm step, when not the suite's `repeats` (a budgeted
     /// night plans its own): a confirmed case is judged on the repeats after these.
     pub first_repeats: Option<usize>,
+    /// The fresh processes a budgeted night's confirm step asks of this case where it sized
+    /// them from the case's stored noise, and the most it asks of any case; `None` where
+    /// `[gate] confirm_repeats` sets them.
+    pub confirm_sized: Option<ConfirmSized>,
     /// The quality metrics its harness scored (the accuracy guard); empty when none.
     pub quality: crate::compare::quality::QualityCounts,
     /// A speculative case's drafted and accepted tokens, as its harness reported them.
@@ -36,6 +40,16 @@ pub struct CaseInput {
 }
 
 pub use crate::report::{BaselineRef, Judgement};
+
+/// A budgeted night's confirm step for one case, sized from its stored noise
+/// (`compare::budget::confirm_size`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConfirmSized {
+    /// The fresh processes it asks of this case.
+    pub processes: usize,
+    /// The most it asks of any case (`PlanPolicy::max_repeats`).
+    pub at_most: usize,
+}
 
 /// Where the baselines come from.
 pub enum Against<'a> {
@@ -137,7 +151,11 @@ pub fn judge_case(
 ) -> Result<Judgement, Error> {
     let history_runs = config.map_or(GateConfig::default().history_runs, |c| c.gate.history_runs);
     let m = cases_in_grid.max(1);
-    let policy = crate::config::policy_for(config, &case.key);
+    let mut policy = crate::config::policy_for(config, &case.key);
+    if let Some(sized) = case.confirm_sized {
+        policy.confirm_repeats = sized.processes;
+        policy.confirm_sized_at_most = Some(sized.at_most);
+    }
     let lineage = match against {
         Against::Pinned => pinned_and_since(store, &case.key, gpu_sku, None, config)?,
         Against::PinnedAsOf(t) => pinned_and_since(store, &case.key, gpu_sku, Some(*t), config)?,

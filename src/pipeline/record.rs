@@ -5,7 +5,7 @@
 
 use crate::compare;
 use crate::pipeline::gpu::GpuWatch;
-use crate::pipeline::judge::{CaseInput, Judgement};
+use crate::pipeline::judge::{CaseInput, ConfirmSized, Judgement};
 use crate::stats::{self, SteadyStateWarning};
 use crate::store::NewResult;
 
@@ -21,6 +21,8 @@ pub(crate) struct CaseRecord<'a> {
     pub(crate) night: Option<usize>,
     /// Repeats before the confirm step, when a budgeted night planned them.
     pub(crate) first_repeats: Option<usize>,
+    /// The confirm step's size where a budgeted night sized it from the case's noise.
+    pub(crate) confirm_sized: Option<ConfirmSized>,
 }
 
 /// A record with its judgement: the case's verdict as the run reports and stores it.
@@ -43,6 +45,7 @@ impl<'a> CaseRecord<'a> {
             variance: variance.into_iter().next(),
             night: None,
             first_repeats: None,
+            confirm_sized: None,
         };
         (record, others)
     }
@@ -51,6 +54,7 @@ impl<'a> CaseRecord<'a> {
     pub(crate) fn input(&self, watch: Option<&GpuWatch>) -> CaseInput {
         CaseInput {
             gpu_state: gpu_state(&self.measured, watch),
+            confirm_sized: self.confirm_sized,
             ..case_input(&self.plan, &self.measured, self.first_repeats)
         }
     }
@@ -153,6 +157,7 @@ pub(crate) fn case_input(
         gpu_guard: None,
         gpu_state: None,
         first_repeats,
+        confirm_sized: None,
         quality: measured.quality.clone(),
         speculative: measured.speculative,
         energy: measured.energy.clone(),

@@ -98,6 +98,7 @@ pub(crate) fn measure_all<'a>(
         if let Some(n) = night.as_deref() {
             record.night = Some(i);
             record.first_repeats = Some(n.night.first_repeats(i) as usize);
+            record.confirm_sized = n.night.confirm_sized(i);
         }
         for warning in warnings {
             progress.warn(&format!("{}: {warning}", record.plan.key));
