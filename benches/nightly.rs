@@ -183,6 +183,7 @@ fn planned_night(
                 repeats: 3,
                 cost: Some(costs[i]),
                 noise: noise_from_history(&views, HISTORY * 3),
+                max_drop_pct: None,
             }
         })
         .collect();

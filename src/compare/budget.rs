@@ -70,6 +70,9 @@ pub struct CaseInput {
     pub repeats: u32,
     pub cost: Option<CaseCost>,
     pub noise: Option<CaseNoise>,
+    /// The case's own threshold (percent) where it is not the policy's: a suite's or case's
+    /// `max_drop_pct`. Its plan, early stops and confirm step are sized against it.
+    pub max_drop_pct: Option<f64>,
 }
 
 /// The planner's settings.
@@ -119,7 +122,7 @@ impl PlanPolicy {
         PlanPolicy {
             budget_s,
             max_drop_pct,
-            detect_drop_pct: (max_drop_pct * 5.0 / 3.0).max(max_drop_pct + 1.0),
+            detect_drop_pct: detect_drop_pct(max_drop_pct),
             family_alpha,
             power: 0.8,
             min_repeats: 2,
@@ -132,6 +135,28 @@ impl PlanPolicy {
             futility_z: 1.5,
         }
     }
+}
+
+impl PlanPolicy {
+    /// This policy for a case whose own threshold is `max_drop_pct` (a suite's or case's;
+    /// `None` keeps this one's): the drop a resolved case must find moves with it.
+    #[must_use]
+    pub fn for_threshold(&self, max_drop_pct: Option<f64>) -> PlanPolicy {
+        match max_drop_pct {
+            Some(t) if t != self.max_drop_pct => PlanPolicy {
+                max_drop_pct: t,
+                detect_drop_pct: detect_drop_pct(t),
+                ..*self
+            },
+            _ => *self,
+        }
+    }
+}
+
+/// The drop a resolved case must be able to find at a threshold: five thirds of it, at least
+/// one point beyond it.
+fn detect_drop_pct(max_drop_pct: f64) -> f64 {
+    (max_drop_pct * 5.0 / 3.0).max(max_drop_pct + 1.0)
 }
 
 /// Why a case is planned as it is.
@@ -304,7 +329,6 @@ fn cheapest(
 /// Plan the night: see the module documentation.
 #[must_use]
 pub fn plan(cases: &[CaseInput], policy: &PlanPolicy) -> Plan {
-    let se = target_se(policy, cases.len(), policy.power);
     let reserve_s = policy.budget_s * policy.reserve_fraction;
     let mut out: Vec<CasePlan> = Vec::with_capacity(cases.len());
     let mut spent = 0.0;
@@ -325,9 +349,10 @@ pub fn plan(cases: &[CaseInput], policy: &PlanPolicy) -> Plan {
             continue;
         };
         let min_r = policy.min_repeats;
-        let resolve = case
-            .noise
-            .and_then(|n| cheapest(case, &cost, &n, se, policy));
+        // Against its own threshold, at the grid's level.
+        let own = policy.for_threshold(case.max_drop_pct);
+        let se = target_se(&own, cases.len(), own.power);
+        let resolve = case.noise.and_then(|n| cheapest(case, &cost, &n, se, &own));
         let (steps, note) = match resolve {
             Some((steps, _, _)) => (steps, PlanNote::OverBudget),
             None if case.noise.is_some() => (case.steps, PlanNote::TooNoisy),
@@ -531,6 +556,8 @@ pub struct Suspect {
     pub repeat_s: Option<f64>,
     /// Fresh processes its confirm step asks for ([`confirm_size`]).
     pub confirm: u32,
+    /// Its own threshold where it is not the policy's ([`CaseInput::max_drop_pct`]).
+    pub max_drop_pct: Option<f64>,
 }
 
 impl Suspect {
@@ -540,6 +567,7 @@ impl Suspect {
     /// drop, over the confirm step's time. `None` without noise, cost or estimate.
     #[must_use]
     pub fn value(&self, policy: &PlanPolicy, cases: usize) -> Option<f64> {
+        let policy = &policy.for_threshold(self.max_drop_pct);
         let n = self.noise.as_ref()?;
         let est = self.drop_pct.and_then(log_drop)?;
         let repeat_s = self.repeat_s.filter(|s| *s > 0.0)?;

@@ -40,6 +40,8 @@ pub(crate) enum Repeat {
 pub(crate) struct CaseState {
     /// Its stored noise (the planner's input), for early stops and the confirm step.
     pub(crate) noise: Option<CaseNoise>,
+    /// Its own threshold where it is not the policy's (`CaseInput::max_drop_pct`).
+    pub(crate) max_drop_pct: Option<f64>,
     /// Fresh processes the confirm step asks of it (`budget::confirm_size`).
     pub(crate) confirm_size: u32,
     /// Whether its confirm step stopped early as clearly passing (`budget::futile`).
@@ -99,11 +101,12 @@ impl NightState {
             .zip(inputs)
             .map(|(p, c)| CaseState {
                 noise: c.noise,
+                max_drop_pct: c.max_drop_pct,
                 confirm_size: budget::confirm_size(
                     c.noise.as_ref(),
                     p.steps,
                     confirm_repeats,
-                    &policy,
+                    &policy.for_threshold(c.max_drop_pct),
                     plan.cases.len(),
                 ),
                 futile: false,
@@ -157,6 +160,11 @@ impl NightState {
         c.confirmed = c.done.saturating_sub(c.first);
         c.time_s = r.time_s;
         c.stop = Some(r.stop.unwrap_or(Stop::Planned));
+    }
+
+    /// The policy case `i` is judged under: the night's, at its own threshold.
+    fn policy_of(&self, i: usize) -> PlanPolicy {
+        self.policy.for_threshold(self.cases[i].max_drop_pct)
     }
 
     fn mean_seen_s(&self) -> Option<f64> {
@@ -246,9 +254,10 @@ impl NightState {
             let done = self.cases[i].done;
             let d = case.judge(done)?;
             let noise = self.cases[i].noise.as_ref();
-            decisive = budget::decisive(done, d.interval_pct, None, &self.policy)
-                || budget::futile(done, d.drop_pct, noise, steps, &self.policy);
-            beyond = budget::decisive(done, None, d.drop_pct, &self.policy);
+            let own = self.policy_of(i);
+            decisive = budget::decisive(done, d.interval_pct, None, &own)
+                || budget::futile(done, d.drop_pct, noise, steps, &own);
+            beyond = budget::decisive(done, None, d.drop_pct, &own);
         };
         if stop == Stop::NotStarted {
             self.record
@@ -309,7 +318,7 @@ impl NightState {
             if confirmed >= self.policy.min_repeats && confirmed < size {
                 let d = case.judge(first)?;
                 let noise = self.cases[i].noise.as_ref();
-                if budget::futile(confirmed, d.drop_pct, noise, steps, &self.policy) {
+                if budget::futile(confirmed, d.drop_pct, noise, steps, &self.policy_of(i)) {
                     self.cases[i].futile = true;
                     break;
                 }
@@ -348,6 +357,7 @@ impl NightState {
             steps: self.plan.cases[i].steps,
             repeat_s: self.estimate_s(i),
             confirm: c.confirm_size,
+            max_drop_pct: c.max_drop_pct,
         }
     }
 

@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 
 use crate::case::CaseKey;
 use crate::cli::BudgetArg;
-use crate::compare::Decision;
 use crate::compare::budget::{
     self, CaseCost, CaseInput, CaseRecord, PlanPolicy, RepeatCost, Stop, Suspect,
 };
 use crate::compare::night::{NightState, Recovered, Repeat, Sampler};
+use crate::compare::{Decision, GateStat};
 use crate::config::{Config, SuiteConfig};
 use crate::error::Error;
 use crate::pipeline::judge::ConfirmSized;
@@ -69,7 +69,13 @@ impl Night {
                 runner_s.insert(suite.name.as_str(), s);
                 s
             };
-            inputs.push(case_input(key, suite, &history, &costs, runner));
+            // The median's threshold, as the verdict uses it (a suite's or case's own).
+            let threshold =
+                crate::config::policy_for(Some(config), key).threshold_for(GateStat::Median);
+            inputs.push(CaseInput {
+                max_drop_pct: Some(threshold),
+                ..case_input(key, suite, &history, &costs, runner)
+            });
         }
         let policy = PlanPolicy::new(budget_s, config.gate.max_drop_pct, config.gate.family_alpha);
         let grace_s = config.run.grace_s(budget_s);
@@ -252,6 +258,7 @@ fn case_input(
         repeats: suite.repeats,
         noise: cost.and(budget::noise_from_history(&views, reference_repeats.max(1))),
         cost,
+        max_drop_pct: None,
     }
 }
 

@@ -19,6 +19,7 @@ fn case(name: &str, noise_pct: f64, start_s: f64, step_ms: f64) -> CaseInput {
             jitter: 0.01,
             reference_repeats: 30,
         }),
+        max_drop_pct: None,
     }
 }
 
@@ -271,6 +272,7 @@ fn suspect(index: usize, noise_pct: Option<f64>, drop_pct: f64, repeat_s: f64) -
         steps: 100,
         repeat_s: Some(repeat_s),
         confirm: confirm_size(n.as_ref(), 100, 12, &policy, 30),
+        max_drop_pct: None,
     }
 }
 
@@ -384,4 +386,36 @@ fn stored_names_are_the_serialised_names() {
     for stop in Stop::ALL {
         assert_eq!(serde_json::json!(stop), stop.as_str());
     }
+}
+
+#[test]
+fn a_case_with_its_own_threshold_is_planned_against_it() {
+    let policy = PlanPolicy::new(10_000.0, 3.0, 0.01);
+    let gate = case("gate", 1.5, 1.0, 10.0);
+    let strict = CaseInput {
+        max_drop_pct: Some(1.5),
+        ..case("strict", 1.5, 1.0, 10.0)
+    };
+    let loose = CaseInput {
+        max_drop_pct: Some(10.0),
+        ..case("loose", 1.5, 1.0, 10.0)
+    };
+    let p = plan(&[gate, strict, loose], &policy);
+    let needed: Vec<u32> = p
+        .cases
+        .iter()
+        .map(|c| c.needed_repeats.expect("resolvable"))
+        .collect();
+    // The same noise needs more processes to resolve 1.5% than 3%, and fewer for 10%.
+    assert!(
+        needed[1] > needed[0] && needed[2] <= needed[0],
+        "{needed:?}"
+    );
+    assert!(
+        p.cases.iter().all(|c| c.note == PlanNote::Resolved),
+        "{p:?}"
+    );
+    // The policy itself is untouched; a case's copy finds five thirds of its threshold.
+    let own = policy.for_threshold(Some(1.5));
+    assert!((own.detect_drop_pct - 2.5).abs() < 1e-12 && (policy.max_drop_pct - 3.0).abs() < 1e-12);
 }

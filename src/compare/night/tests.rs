@@ -26,6 +26,7 @@ pub(crate) fn input(name: &str, noise: f64) -> CaseInput {
             jitter: 0.0075,
             reference_repeats: 30,
         }),
+        max_drop_pct: None,
     }
 }
 
@@ -294,4 +295,39 @@ fn a_case_recovered_from_a_journal_keeps_its_sampling() {
         (r.stop, r.first_repeats, r.confirm_repeats),
         (Stop::Planned, 3, 0)
     );
+}
+
+#[test]
+fn a_case_with_its_own_threshold_is_sampled_and_confirmed_against_it() {
+    // Two 1%-noise cases; the second's suite gates at 1%, the night's policy at 3%.
+    let policy = PlanPolicy::new(600.0, 3.0, 0.01);
+    let strict = CaseInput {
+        max_drop_pct: Some(1.0),
+        ..input("strict", 0.01)
+    };
+    let mut n = NightState::of(&[input("gate", 0.01), strict], policy, 30.0, 12);
+    // A 1.5% drop: clearly passing at 3%, a suspect at 1%.
+    let mut slow = Steady {
+        drop_pct: 1.5,
+        ran: 0,
+    };
+    assert_eq!(n.sample(0, &mut slow, || 0.0), Ok(Stop::Decisive));
+    assert_eq!(n.sample(1, &mut slow, || 0.0), Ok(Stop::Suspect));
+    // Its confirm step is sized for a drop beyond 1%, and its fresh processes at 1.5% are not
+    // stopped as clearly under the threshold.
+    assert!(n.confirm_size(1) > n.confirm_size(0), "{n:?}");
+    let size = n.confirm_size(1);
+    let mut still = Steady {
+        drop_pct: 1.5,
+        ran: 0,
+    };
+    assert_eq!(n.confirm(1, &mut still, || 0.0), Ok(size));
+    assert!(!n.confirm_futile(1));
+    // The suspect's value is reckoned against its own threshold too.
+    let d = {
+        let mut d = crate::compare::error_decision("simulated");
+        d.drop_pct = Some(1.5);
+        d
+    };
+    assert_eq!(n.suspect(1, 1, &d).max_drop_pct, Some(1.0));
 }
