@@ -824,17 +824,31 @@ mod tests {
             processes_needed: Some(41),
             ..reach
         };
-        assert_eq!(
-            capped.limit(3.0).expect("limit"),
-            format!(
+        let limit = capped.limit(3.0).expect("limit");
+        assert!(
+            limit.starts_with(
                 "cannot resolve its 3% threshold: with the confirm step's 30 processes against \
-                 the reference's 30 only a drop above {:.1}% can be confirmed; 41 fresh \
-                 processes would resolve it, more than the 30 a budgeted night's confirm step \
-                 takes (it sizes the step from the case's stored noise); a night without a \
-                 budget takes [gate] confirm_repeats = 41",
-                capped.confirmed_pct
-            )
+                 the reference's 30 only a drop above "
+            ) && limit.ends_with(
+                "% can be confirmed; 41 fresh processes would resolve it, more than the 30 a \
+                 budgeted night's confirm step takes (it sizes the step from the case's stored \
+                 noise); a night without a budget takes [gate] confirm_repeats = 41"
+            ),
+            "{limit}"
         );
+        // The figure reads above the threshold it is above: 3.04%, not 3.0%.
+        for (pct, shown) in [
+            (3.04, "above 3.04%"),
+            (3.4, "above 3.4%"),
+            (3.0004, "above 3.000%"),
+        ] {
+            let r = Reach {
+                confirmed_pct: pct,
+                ..capped.clone()
+            };
+            let limit = r.limit(3.0).expect("limit");
+            assert!(limit.contains(shown), "{limit}");
+        }
     }
 
     #[test]

@@ -291,9 +291,16 @@ impl Reach {
         } else {
             "tonight's"
         };
+        // Enough digits that the figure reads above the threshold it is above (3.04%, not 3.0%).
+        let digits = (1..4)
+            .find(|&d| {
+                let scale = 10f64.powi(d);
+                (self.confirmed_pct * scale).round() / scale > threshold
+            })
+            .unwrap_or(3) as usize;
         let head = format!(
             "cannot resolve its {threshold}% threshold: with {which} {} processes against the \
-             reference's {} only a drop above {:.1}% can be confirmed",
+             reference's {} only a drop above {:.digits$}% can be confirmed",
             self.deciding_processes, self.reference_processes, self.confirmed_pct
         );
         let fix = match (self.processes_needed, self.sized_at_most) {
