@@ -266,6 +266,7 @@ fn planned_night(
                     steps: plan.cases[i].steps,
                     repeat_s: Some(repeat_s[i]),
                     confirm: sizes[i],
+                    max_drop_pct: None,
                 })
         })
         .collect();

@@ -143,7 +143,7 @@ impl PlanPolicy {
     #[must_use]
     pub fn for_threshold(&self, max_drop_pct: Option<f64>) -> PlanPolicy {
         match max_drop_pct {
-            Some(t) if t != self.max_drop_pct => PlanPolicy {
+            Some(t) if (t - self.max_drop_pct).abs() > f64::EPSILON => PlanPolicy {
                 max_drop_pct: t,
                 detect_drop_pct: detect_drop_pct(t),
                 ..*self

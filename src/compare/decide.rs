@@ -292,12 +292,12 @@ impl Reach {
             "tonight's"
         };
         // Enough digits that the figure reads above the threshold it is above (3.04%, not 3.0%).
-        let digits = (1..4)
+        let digits = (1u8..4)
             .find(|&d| {
-                let scale = 10f64.powi(d);
+                let scale = 10f64.powi(i32::from(d));
                 (self.confirmed_pct * scale).round() / scale > threshold
             })
-            .unwrap_or(3) as usize;
+            .map_or(3, usize::from);
         let head = format!(
             "cannot resolve its {threshold}% threshold: with {which} {} processes against the \
              reference's {} only a drop above {:.digits$}% can be confirmed",

@@ -167,7 +167,7 @@ impl Night {
     /// (`None` where `[gate] confirm_repeats` sets it: no noise stored, or the step off).
     pub(crate) fn confirm_sized(&self, i: usize) -> Option<ConfirmSized> {
         let case = self.state.case(i);
-        (case.noise.is_some() && case.confirm_size > 0).then(|| ConfirmSized {
+        (case.noise.is_some() && case.confirm_size > 0).then_some(ConfirmSized {
             processes: case.confirm_size as usize,
             at_most: self.state.policy.max_repeats as usize,
         })
