@@ -233,3 +233,59 @@ fn a_confirm_step_stopped_as_clearly_passing_says_how_clearly() {
         assert_eq!(record["repeats"], 4, "two first, two fresh: {record}");
     }
 }
+
+/// A budgeted night samples a case against its suite's own threshold: a 1.5% drop under a
+/// suite gating at 1% is a suspect that goes to the confirm step, not a case clearly passing
+/// against the gate's 3% (the night used the gate's threshold for every case).
+#[test]
+fn a_budgeted_night_samples_each_case_against_its_own_threshold() {
+    let env = TestEnv::new();
+    env.write(
+        "slower.sh",
+        "if [ -n \"${SLOWER:-}\" ] && [ \"$UTILGATE_BATCH\" = 1 ]; then export STEP_MS=10.15; fi\n\
+         exec sh harness.sh\n",
+    );
+    env.write_config(
+        &TestEnv::config_with("max_drop_pct = 1.0\n")
+            .replace("command = \"sh harness.sh\"", "command = \"sh slower.sh\""),
+    );
+    for (night, slower) in [(1, ""), (2, ""), (3, "1")] {
+        let out = env
+            .cmd()
+            .args([
+                "run",
+                "--branch",
+                "main",
+                "--git-sha",
+                &format!("{night:016x}"),
+                "--format",
+                "json",
+                "--budget",
+                "5m",
+            ])
+            .env("SLOWER", slower)
+            .output()
+            .expect("runs");
+        if night < 3 {
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            continue;
+        }
+        let json = json(&out);
+        let case = json["cases"]
+            .as_array()
+            .expect("cases")
+            .iter()
+            .find(|c| c["key"]["batch"] == 1)
+            .expect("batch 1");
+        assert_eq!(case["threshold_pct"], 1.0, "{case}");
+        assert_eq!(case["verdict"], "regressed", "{case}");
+        let record = json["budget"]["cases"]
+            .as_array()
+            .expect("budget cases")
+            .iter()
+            .find(|c| c["case"] == case["case"])
+            .expect("its budget record");
+        assert_eq!(record["stop"], "suspect", "{record}");
+        assert!(record["confirm_repeats"].as_u64() > Some(0), "{record}");
+    }
+}
