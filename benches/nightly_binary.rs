@@ -46,6 +46,7 @@ use rand::rngs::SmallRng;
 use rand::seq::index::sample;
 use rand::{Rng, SeedableRng};
 use rand_distr::StandardNormal;
+use utilgate::compare::quality::{QualityCount, wilson};
 
 const WARMUP: u64 = 2;
 const STEPS: u64 = 10;
@@ -369,18 +370,16 @@ fn share(k: usize, n: usize) -> String {
     if n == 0 {
         return "-".to_owned();
     }
-    let (k, n) = (k as f64, n as f64);
-    let z = 1.96_f64;
-    let p = k / n;
-    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
-    let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+    let count = QualityCount {
+        correct: k as u64,
+        total: n as u64,
+    };
+    let (lo, hi) = wilson(count, 1.96);
     format!(
-        "{:.1}% ({}/{}; {:.1}-{:.1}%)",
-        100.0 * p,
-        k,
-        n,
-        100.0 * (centre - half),
-        100.0 * (centre + half)
+        "{:.1}% ({k}/{n}; {:.1}-{:.1}%)",
+        100.0 * count.share(),
+        100.0 * lo,
+        100.0 * hi
     )
 }
 

@@ -135,9 +135,7 @@ impl PlanPolicy {
             futility_z: 1.5,
         }
     }
-}
 
-impl PlanPolicy {
     /// This policy for a case whose own threshold is `max_drop_pct` (a suite's or case's;
     /// `None` keeps this one's): the drop a resolved case must find moves with it.
     #[must_use]

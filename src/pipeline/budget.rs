@@ -72,10 +72,7 @@ impl Night {
             // The median's threshold, as the verdict uses it (a suite's or case's own).
             let threshold =
                 crate::config::policy_for(Some(config), key).threshold_for(GateStat::Median);
-            inputs.push(CaseInput {
-                max_drop_pct: Some(threshold),
-                ..case_input(key, suite, &history, &costs, runner)
-            });
+            inputs.push(case_input(key, suite, threshold, &history, &costs, runner));
         }
         let policy = PlanPolicy::new(budget_s, config.gate.max_drop_pct, config.gate.family_alpha);
         let grace_s = config.run.grace_s(budget_s);
@@ -222,6 +219,7 @@ impl Night {
 fn case_input(
     key: &CaseKey,
     suite: &SuiteConfig,
+    max_drop_pct: f64,
     history: &[StoredResult],
     costs: &[RepeatCost],
     runner_s: f64,
@@ -258,7 +256,7 @@ fn case_input(
         repeats: suite.repeats,
         noise: cost.and(budget::noise_from_history(&views, reference_repeats.max(1))),
         cost,
-        max_drop_pct: None,
+        max_drop_pct: Some(max_drop_pct),
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::env::{TestEnv, stderr, stdout};
+use crate::env::{TestEnv, case_of, stderr, stdout};
 
 /// Six cases whose processes differ by 2% from each other (`REPEAT_SCALE`), each repeat starting
 /// 0.3 s late (a model load), and a 3-second grace.
@@ -170,6 +170,49 @@ fn a_bad_budget_is_a_usage_error_naming_the_fix() {
     );
 }
 
+/// Batch 1 of the standard grid, as its reports name it.
+const B1: &str = "decode/seed-8b/bf16/decode/b1/c4096";
+
+/// Three budgeted nights of `env` (5 minutes each, so the budget cuts nothing short), the
+/// third with `var` set to 1 (the harness's switch for tonight's slowdown); the third's JSON
+/// report, the first two having passed.
+fn third_night(env: &TestEnv, var: &str) -> serde_json::Value {
+    let mut last = None;
+    for (night, value) in [(1, ""), (2, ""), (3, "1")] {
+        let out = env
+            .cmd()
+            .args([
+                "run",
+                "--branch",
+                "main",
+                "--git-sha",
+                &format!("{night:016x}"),
+                "--format",
+                "json",
+                "--budget",
+                "5m",
+            ])
+            .env(var, value)
+            .output()
+            .expect("runs");
+        if night < 3 {
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        }
+        last = Some(out);
+    }
+    json(&last.expect("three nights"))
+}
+
+/// The budget's record of `case` in a run report.
+fn budget_record<'a>(report: &'a serde_json::Value, case: &str) -> &'a serde_json::Value {
+    report["budget"]["cases"]
+        .as_array()
+        .expect("budget cases")
+        .iter()
+        .find(|c| c["case"] == case)
+        .unwrap_or_else(|| panic!("no budget record of {case} in {report}"))
+}
+
 /// A suspect whose fresh processes are clearly under the threshold stops its confirm step
 /// early, and the verdict's sentence gives the bound it used (it said "two standard errors",
 /// while the bound is `futility_z`, 1.5).
@@ -187,51 +230,19 @@ fn a_confirm_step_stopped_as_clearly_passing_says_how_clearly() {
         &TestEnv::config_with("")
             .replace("command = \"sh harness.sh\"", "command = \"sh first.sh\""),
     );
-    for (night, slow) in [(1, ""), (2, ""), (3, "1")] {
-        let out = env
-            .cmd()
-            .args([
-                "run",
-                "--branch",
-                "main",
-                "--git-sha",
-                &format!("{night:016x}"),
-                "--format",
-                "json",
-                "--budget",
-                "5m",
-            ])
-            .env("SLOW_FIRST", slow)
-            .output()
-            .expect("runs");
-        if night < 3 {
-            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-            continue;
-        }
-        let json = json(&out);
-        let case = json["cases"]
-            .as_array()
-            .expect("cases")
-            .iter()
-            .find(|c| c["key"]["batch"] == 1)
-            .expect("batch 1");
-        assert_eq!(case["verdict"], "pass", "{case}");
-        let reasons = case["decision"]["reasons"].to_string();
-        assert!(
-            reasons.contains(
-                "they were already clearly under the threshold (their estimate more than 1.5 \
-                 standard errors below it)"
-            ),
-            "{reasons}"
-        );
-        let record = json["budget"]["cases"]
-            .as_array()
-            .expect("budget cases")
-            .iter()
-            .find(|c| c["case"] == case["case"])
-            .expect("its budget record");
-        assert_eq!(record["repeats"], 4, "two first, two fresh: {record}");
-    }
+    let json = third_night(&env, "SLOW_FIRST");
+    let case = case_of(&json, B1);
+    assert_eq!(case["verdict"], "pass", "{case}");
+    let reasons = case["decision"]["reasons"].to_string();
+    assert!(
+        reasons.contains(
+            "they were already clearly under the threshold (their estimate more than 1.5 \
+             standard errors below it)"
+        ),
+        "{reasons}"
+    );
+    let record = budget_record(&json, B1);
+    assert_eq!(record["repeats"], 4, "two first, two fresh: {record}");
 }
 
 /// A budgeted night samples a case against its suite's own threshold: a 1.5% drop under a
@@ -249,43 +260,11 @@ fn a_budgeted_night_samples_each_case_against_its_own_threshold() {
         &TestEnv::config_with("max_drop_pct = 1.0\n")
             .replace("command = \"sh harness.sh\"", "command = \"sh slower.sh\""),
     );
-    for (night, slower) in [(1, ""), (2, ""), (3, "1")] {
-        let out = env
-            .cmd()
-            .args([
-                "run",
-                "--branch",
-                "main",
-                "--git-sha",
-                &format!("{night:016x}"),
-                "--format",
-                "json",
-                "--budget",
-                "5m",
-            ])
-            .env("SLOWER", slower)
-            .output()
-            .expect("runs");
-        if night < 3 {
-            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-            continue;
-        }
-        let json = json(&out);
-        let case = json["cases"]
-            .as_array()
-            .expect("cases")
-            .iter()
-            .find(|c| c["key"]["batch"] == 1)
-            .expect("batch 1");
-        assert_eq!(case["threshold_pct"], 1.0, "{case}");
-        assert_eq!(case["verdict"], "regressed", "{case}");
-        let record = json["budget"]["cases"]
-            .as_array()
-            .expect("budget cases")
-            .iter()
-            .find(|c| c["case"] == case["case"])
-            .expect("its budget record");
-        assert_eq!(record["stop"], "suspect", "{record}");
-        assert!(record["confirm_repeats"].as_u64() > Some(0), "{record}");
-    }
+    let json = third_night(&env, "SLOWER");
+    let case = case_of(&json, B1);
+    assert_eq!(case["threshold_pct"], 1.0, "{case}");
+    assert_eq!(case["verdict"], "regressed", "{case}");
+    let record = budget_record(&json, B1);
+    assert_eq!(record["stop"], "suspect", "{record}");
+    assert!(record["confirm_repeats"].as_u64() > Some(0), "{record}");
 }
